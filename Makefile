@@ -1,0 +1,30 @@
+# lsmcuckoo: cuckoo filters for LSM key-value stores.
+GO ?= go
+PKGS := ./...
+
+.PHONY: test demo bench fuzz vet fmt-check race report
+
+## test: everything CI runs: formatting, vet, unit/integration tests with
+## the race detector, and the fuzz targets' seed corpora.
+test: fmt-check vet
+	$(GO) test -race -timeout 20m $(PKGS)
+
+## demo: the main job, end to end (see README).
+demo:
+	$(GO) run ./bench -quick
+
+## bench: the full side-by-side report into ./report (about 15 minutes).
+bench:
+	$(GO) run ./bench -out report
+
+## fuzz: a short coverage-guided run of every fuzz target.
+fuzz:
+	$(GO) test ./codec -run XXX -fuzz FuzzMayContain -fuzztime 30s
+	$(GO) test ./codec -run XXX -fuzz FuzzDecode -fuzztime 30s
+	$(GO) test ./codec -run XXX -fuzz FuzzBuildNoFalseNegatives -fuzztime 30s
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

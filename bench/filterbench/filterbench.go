@@ -1,0 +1,278 @@
+// Package filterbench measures filters side by side on the same keys: this
+// project's codec beside Pebble's bloom filter, Badger's y.Filter and
+// FastFilter's binary fuse filters. The testing.B benchmarks and the report
+// command both call it, so there is one copy of every measurement.
+package filterbench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/FastFilter/xorfilter"
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/dgraph-io/badger/v4/y"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// Filter is a built filter as a store would query it: from the key's bytes,
+// hashing included.
+type Filter interface {
+	MayContain(key []byte) bool
+	// Bytes is the filter's serialized (or, for in-memory structures,
+	// payload) size.
+	Bytes() int
+	// Copy returns an equal filter in freshly allocated memory, so that cold
+	// lookups can spread over many megabytes.
+	Copy() Filter
+}
+
+// Family builds one kind of filter at one setting.
+type Family struct {
+	Name  string // e.g. "lsmcuckoo/9.6", "pebble-bloom/10"
+	Kind  string // "lsmcuckoo", "pebble-bloom", "badger-bloom", "binary-fuse"
+	Param float64
+	Build func(keys [][]byte) Filter
+}
+
+// Cuckoo is this project's codec at a bits/key budget.
+func Cuckoo(bitsPerKey float64) Family {
+	return Family{fmt.Sprintf("lsmcuckoo/%g", bitsPerKey), "lsmcuckoo", bitsPerKey, func(keys [][]byte) Filter {
+		b := codec.NewBuilder(codec.Options{BitsPerKey: bitsPerKey})
+		for _, k := range keys {
+			b.Add(k)
+		}
+		return cuckooFilter(b.Finish(nil))
+	}}
+}
+
+type cuckooFilter []byte
+
+func (f cuckooFilter) MayContain(key []byte) bool { return codec.MayContain(f, key) }
+func (f cuckooFilter) Bytes() int                 { return len(f) }
+func (f cuckooFilter) Copy() Filter               { return cuckooFilter(append([]byte(nil), f...)) }
+
+// PebbleBloom is Pebble's table bloom filter (github.com/cockroachdb/pebble/v2/bloom).
+func PebbleBloom(bitsPerKey int) Family {
+	return Family{fmt.Sprintf("pebble-bloom/%d", bitsPerKey), "pebble-bloom", float64(bitsPerKey), func(keys [][]byte) Filter {
+		p := bloom.FilterPolicy(bitsPerKey)
+		w := p.NewWriter(pebble.TableFilter)
+		for _, k := range keys {
+			w.AddKey(k)
+		}
+		return pebbleFilter{p, w.Finish(nil)}
+	}}
+}
+
+type pebbleFilter struct {
+	p    bloom.FilterPolicy
+	data []byte
+}
+
+func (f pebbleFilter) MayContain(key []byte) bool {
+	return f.p.MayContain(pebble.TableFilter, f.data, key)
+}
+func (f pebbleFilter) Bytes() int   { return len(f.data) }
+func (f pebbleFilter) Copy() Filter { return pebbleFilter{f.p, append([]byte(nil), f.data...)} }
+
+// BadgerBloom is Badger's y.Filter built as Badger's table builder does: from
+// y.Hash of every key. bitsPerKey 0 means Badger's default sizing,
+// y.BloomBitsPerKey(n, 0.01), which comes out at 7.
+func BadgerBloom(bitsPerKey int) Family {
+	name := fmt.Sprintf("badger-bloom/%d", bitsPerKey)
+	if bitsPerKey == 0 {
+		name = "badger-bloom/default"
+	}
+	return Family{name, "badger-bloom", float64(bitsPerKey), func(keys [][]byte) Filter {
+		hashes := make([]uint32, len(keys))
+		for i, k := range keys {
+			hashes[i] = y.Hash(k)
+		}
+		bpk := bitsPerKey
+		if bpk == 0 {
+			bpk = y.BloomBitsPerKey(len(keys), 0.01)
+		}
+		return badgerFilter(y.NewFilter(hashes, bpk))
+	}}
+}
+
+type badgerFilter y.Filter
+
+func (f badgerFilter) MayContain(key []byte) bool { return y.Filter(f).MayContainKey(key) }
+func (f badgerFilter) Bytes() int                 { return len(f) }
+func (f badgerFilter) Copy() Filter               { return badgerFilter(append([]byte(nil), f...)) }
+
+// BinaryFuse8 and BinaryFuse16 are FastFilter's binary fuse filters over the
+// keys' xxhash64, the same key hash this project uses.
+func BinaryFuse8() Family {
+	return Family{"binary-fuse8", "binary-fuse", 8, func(keys [][]byte) Filter {
+		return fuseFilter[uint8]{mustFuse[uint8](keys)}
+	}}
+}
+
+// BinaryFuse16 is BinaryFuse8 with 16-bit fingerprints.
+func BinaryFuse16() Family {
+	return Family{"binary-fuse16", "binary-fuse", 16, func(keys [][]byte) Filter {
+		return fuseFilter[uint16]{mustFuse[uint16](keys)}
+	}}
+}
+
+func mustFuse[T xorfilter.Unsigned](keys [][]byte) *xorfilter.BinaryFuse[T] {
+	hashes := make([]uint64, len(keys))
+	for i, k := range keys {
+		hashes[i] = keyhash.Hash(k)
+	}
+	f, err := xorfilter.NewBinaryFuse[T](hashes)
+	if err != nil {
+		// Only an empty key set fails; an empty filter rejects everything.
+		return &xorfilter.BinaryFuse[T]{}
+	}
+	return f
+}
+
+type fuseFilter[T xorfilter.Unsigned] struct{ f *xorfilter.BinaryFuse[T] }
+
+func (f fuseFilter[T]) MayContain(key []byte) bool {
+	if len(f.f.Fingerprints) == 0 {
+		return false
+	}
+	return f.f.Contains(keyhash.Hash(key))
+}
+func (f fuseFilter[T]) Bytes() int {
+	var zero T
+	return len(f.f.Fingerprints)*sizeOf(zero) + 28
+}
+func (f fuseFilter[T]) Copy() Filter {
+	c := *f.f
+	c.Fingerprints = append([]T(nil), f.f.Fingerprints...)
+	return fuseFilter[T]{&c}
+}
+
+func sizeOf[T xorfilter.Unsigned](v T) int {
+	switch any(v).(type) {
+	case uint8:
+		return 1
+	case uint16:
+		return 2
+	default:
+		return 4
+	}
+}
+
+// Families is the standard line-up.
+func Families() []Family {
+	return []Family{
+		Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(15.9),
+		PebbleBloom(6), PebbleBloom(10), PebbleBloom(16),
+		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
+		BinaryFuse8(), BinaryFuse16(),
+	}
+}
+
+// Result is one family's figures on one key set.
+type Result struct {
+	Family      string  `json:"family"`
+	Kind        string  `json:"kind"`
+	Param       float64 `json:"param"`
+	Keys        int     `json:"keys"`
+	Bytes       int     `json:"bytes"`
+	BitsPerKey  float64 `json:"bits_per_key"`
+	FPR         float64 `json:"fpr"`
+	Probes      int     `json:"probes"`
+	BuildNsKey  float64 `json:"build_ns_per_key"`
+	HotNs       float64 `json:"hot_lookup_ns"`
+	ColdNs      float64 `json:"cold_lookup_ns"`
+	ColdMiB     float64 `json:"cold_mib"`
+	BuildAllocs float64 `json:"build_allocs"`
+}
+
+// BuildTimed builds fam's filter and returns it with the time per key.
+func BuildTimed(fam Family, keys [][]byte) (Filter, float64) {
+	start := time.Now()
+	f := fam.Build(keys)
+	el := time.Since(start)
+	return f, float64(el.Nanoseconds()) / float64(max(1, len(keys)))
+}
+
+// FalseNegatives counts present keys the filter rejects; any is a bug.
+func FalseNegatives(f Filter, keys [][]byte) int {
+	n := 0
+	for _, k := range keys {
+		if !f.MayContain(k) {
+			n++
+		}
+	}
+	return n
+}
+
+// FPR is the share of absent keys the filter accepts.
+func FPR(f Filter, absent [][]byte) float64 {
+	n := 0
+	for _, k := range absent {
+		if f.MayContain(k) {
+			n++
+		}
+	}
+	return float64(n) / float64(max(1, len(absent)))
+}
+
+// LookupNs times negative lookups of absent keys against one filter (hot:
+// after the first pass the filter sits in cache when it fits).
+func LookupNs(f Filter, absent [][]byte, lookups int) float64 {
+	sink := 0
+	start := time.Now()
+	for i := 0; i < lookups; i++ {
+		if f.MayContain(absent[i%len(absent)]) {
+			sink++
+		}
+	}
+	el := time.Since(start)
+	sinkHole += sink
+	return float64(el.Nanoseconds()) / float64(lookups)
+}
+
+var sinkHole int
+
+// ColdSet is many copies of one filter spread over at least minBytes of
+// memory; lookups go to a random copy so nearly every probe misses the CPU
+// caches, as lookups into the block cache of a large store do.
+type ColdSet struct {
+	Copies []Filter
+	Order  []uint32 // copy index per lookup, fixed so every family does the same
+}
+
+// NewColdSet copies f until the copies hold minBytes.
+func NewColdSet(f Filter, minBytes int, lookups int, seed uint64) *ColdSet {
+	n := max(1, (minBytes+f.Bytes()-1)/max(1, f.Bytes()))
+	cs := &ColdSet{Copies: make([]Filter, n), Order: make([]uint32, lookups)}
+	for i := range cs.Copies {
+		cs.Copies[i] = f.Copy()
+	}
+	r := rand.New(rand.NewPCG(seed, 1))
+	for i := range cs.Order {
+		cs.Order[i] = uint32(r.IntN(n))
+	}
+	return cs
+}
+
+// MiB is the memory the copies occupy.
+func (cs *ColdSet) MiB() float64 {
+	return float64(len(cs.Copies)*cs.Copies[0].Bytes()) / (1 << 20)
+}
+
+// LookupNs times negative lookups, each into a random copy.
+func (cs *ColdSet) LookupNs(absent [][]byte) float64 {
+	sink := 0
+	start := time.Now()
+	for i, c := range cs.Order {
+		if cs.Copies[c].MayContain(absent[i%len(absent)]) {
+			sink++
+		}
+	}
+	el := time.Since(start)
+	sinkHole += sink
+	return float64(el.Nanoseconds()) / float64(len(cs.Order))
+}

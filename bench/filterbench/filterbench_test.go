@@ -1,0 +1,102 @@
+package filterbench
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+// Key sets are shared across benchmarks so every family sees the same keys.
+var (
+	keysOnce sync.Map // n -> [][]byte
+	absent   = sync.OnceValue(func() [][]byte { return testkeys.Absent(1_000_000, 200) })
+)
+
+func keysFor(n int) [][]byte {
+	if k, ok := keysOnce.Load(n); ok {
+		return k.([][]byte)
+	}
+	k := testkeys.Random(n, 16, 100)
+	keysOnce.Store(n, k)
+	return k
+}
+
+var benchSizes = []int{1_000, 10_000, 100_000, 1_000_000}
+
+// BenchmarkBuild reports build ns/key, bits/key and FPR for every family.
+func BenchmarkBuild(b *testing.B) {
+	for _, n := range benchSizes {
+		keys := keysFor(n)
+		for _, fam := range Families() {
+			b.Run(fmt.Sprintf("n=%d/%s", n, fam.Name), func(b *testing.B) {
+				var f Filter
+				b.ReportAllocs()
+				for b.Loop() {
+					f = fam.Build(keys)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+				b.ReportMetric(float64(f.Bytes()*8)/float64(n), "bits/key")
+				b.ReportMetric(100*FPR(f, absent()[:200_000]), "fpr%")
+			})
+		}
+	}
+}
+
+// BenchmarkLookupHot times negative lookups against one filter.
+func BenchmarkLookupHot(b *testing.B) {
+	for _, n := range []int{10_000, 1_000_000} {
+		keys := keysFor(n)
+		for _, fam := range Families() {
+			f := fam.Build(keys)
+			b.Run(fmt.Sprintf("n=%d/%s", n, fam.Name), func(b *testing.B) {
+				abs := absent()
+				i := 0
+				for b.Loop() {
+					f.MayContain(abs[i&(1<<19-1)])
+					i++
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkLookupCold times negative lookups spread over >= 64 MiB of
+// filters, one random filter per lookup.
+func BenchmarkLookupCold(b *testing.B) {
+	keys := keysFor(100_000)
+	for _, fam := range Families() {
+		cs := NewColdSet(fam.Build(keys), 64<<20, 1<<20, 1)
+		b.Run(fam.Name, func(b *testing.B) {
+			abs := absent()
+			i := 0
+			for b.Loop() {
+				j := i & (1<<20 - 1)
+				cs.Copies[cs.Order[j]].MayContain(abs[j%len(abs)])
+				i++
+			}
+			b.ReportMetric(cs.MiB(), "MiB")
+		})
+	}
+}
+
+// TestFamiliesNoFalseNegatives guards the comparison itself: a family that
+// drops keys would look fast and small for the wrong reason.
+func TestFamiliesNoFalseNegatives(t *testing.T) {
+	for _, n := range []int{1, 10, 1000, 20_000} {
+		keys := keysFor(n)
+		for _, fam := range Families() {
+			f := fam.Build(keys)
+			if fn := FalseNegatives(f, keys); fn != 0 {
+				t.Errorf("%s n=%d: %d false negatives", fam.Name, n, fn)
+			}
+			if f.Bytes() <= 0 {
+				t.Errorf("%s n=%d: %d bytes", fam.Name, n, f.Bytes())
+			}
+			if c := f.Copy(); FalseNegatives(c, keys) != 0 {
+				t.Errorf("%s n=%d: copy loses keys", fam.Name, n)
+			}
+		}
+	}
+}

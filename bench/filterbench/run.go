@@ -1,0 +1,92 @@
+package filterbench
+
+import (
+	"runtime"
+	"slices"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+// Config controls a filter-level run.
+type Config struct {
+	Sizes    []int    // key counts
+	Families []Family // filters to compare
+	Probes   int      // absent keys for the FPR
+	Lookups  int      // lookups per timing
+	ColdMiB  int      // memory spread for cold lookups (0: skip)
+	Reps     int      // repetitions; medians are reported
+}
+
+// Run measures every family on every size, interleaving families within a
+// repetition so machine noise hits them alike, and returns the medians.
+func Run(cfg Config, progress func(string)) []Result {
+	absent := testkeys.Absent(cfg.Probes, 200)
+	var out []Result
+	for _, n := range cfg.Sizes {
+		keys := testkeys.Random(n, 16, 100)
+		reps := make([][]Result, len(cfg.Families))
+		for r := 0; r < max(1, cfg.Reps); r++ {
+			for i, fam := range cfg.Families {
+				if progress != nil {
+					progress(fam.Name)
+				}
+				reps[i] = append(reps[i], measure(fam, keys, absent, cfg))
+				runtime.GC()
+			}
+		}
+		for _, rs := range reps {
+			out = append(out, median(rs))
+		}
+	}
+	return out
+}
+
+func measure(fam Family, keys, absent [][]byte, cfg Config) Result {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mallocs := ms.Mallocs
+	f, buildNs := BuildTimed(fam, keys)
+	runtime.ReadMemStats(&ms)
+	res := Result{
+		Family:      fam.Name,
+		Kind:        fam.Kind,
+		Param:       fam.Param,
+		Keys:        len(keys),
+		Bytes:       f.Bytes(),
+		BitsPerKey:  float64(f.Bytes()*8) / float64(max(1, len(keys))),
+		FPR:         FPR(f, absent),
+		Probes:      len(absent),
+		BuildNsKey:  buildNs,
+		BuildAllocs: float64(ms.Mallocs - mallocs),
+	}
+	if fn := FalseNegatives(f, keys); fn != 0 {
+		panic(fam.Name + ": false negatives; the comparison would be meaningless")
+	}
+	LookupNs(f, absent, min(len(absent), cfg.Lookups)) // warm
+	res.HotNs = LookupNs(f, absent, cfg.Lookups)
+	if cfg.ColdMiB > 0 {
+		cs := NewColdSet(f, cfg.ColdMiB<<20, cfg.Lookups, 7)
+		cs.LookupNs(absent) // fault the pages in
+		res.ColdNs = cs.LookupNs(absent)
+		res.ColdMiB = cs.MiB()
+	}
+	return res
+}
+
+// median takes each timing's median across repetitions; sizes and rates
+// are identical across repetitions.
+func median(rs []Result) Result {
+	m := rs[0]
+	pick := func(get func(Result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	m.BuildNsKey = pick(func(r Result) float64 { return r.BuildNsKey })
+	m.HotNs = pick(func(r Result) float64 { return r.HotNs })
+	m.ColdNs = pick(func(r Result) float64 { return r.ColdNs })
+	return m
+}

@@ -1,0 +1,352 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// DefaultBitsPerKey is the budget used when Options names neither a budget
+// nor a false-positive rate.
+const DefaultBitsPerKey = 10
+
+// Options size a filter. Set BitsPerKey or FalsePositiveRate; with neither,
+// DefaultBitsPerKey applies. The zero value is ready to use.
+type Options struct {
+	// BitsPerKey is the space budget: the whole block (header, offset table,
+	// buckets, checksum) divided by the number of distinct keys. The builder
+	// picks the fingerprint width and load with the lowest false-positive
+	// rate that fits. Very small filters may exceed it by their fixed
+	// 32-byte overhead.
+	BitsPerKey float64
+	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
+	// smallest filter whose expected rate is at most this.
+	FalsePositiveRate float64
+	// FingerprintBits forces the fingerprint width (5..16); 0 lets the
+	// builder choose.
+	FingerprintBits int
+	// Seed perturbs every hash-derived position. Blocks record it.
+	Seed uint32
+	// Hash says what AddHash receives; HashKey64 (the default) for
+	// keyhash.Hash values, HashHost32 for a host's 32-bit key hashes.
+	Hash HashKind
+}
+
+// hashPage is the unit in which a Builder stores hashes, so that a builder
+// holding n hashes uses 8n bytes plus at most one partly filled page, never
+// the up-to-2x of a growing slice.
+const hashPage = 4096
+
+// Builder accumulates the keys of one table and encodes them as a filter
+// block. It keeps only 8 bytes per key (their hashes); consecutive repeats
+// (the versions of one key in a sorted table) are dropped as they arrive,
+// any other repeats at Finish. A Builder is reusable after Finish and is not
+// safe for concurrent use.
+type Builder struct {
+	opts      Options
+	pages     [][]uint64
+	n         int
+	last      uint64
+	haveLast  bool
+	blockKeys int
+	maxLoad   float64
+	// rejectSeeds makes Finish discard that many successful encodings, so
+	// tests can drive the reseed path that real key sets never reach.
+	rejectSeeds int
+
+	// Scratch kept across Finish calls.
+	sorted  []uint64
+	counts  []uint32
+	fill    []uint32
+	binned  []uint64
+	bins    [257]uint32
+	bucketW []uint64
+	place   placer
+	stats   BuildStats
+}
+
+// BuildStats describes the last block a Builder produced.
+type BuildStats struct {
+	Keys            int     // distinct keys stored
+	Blocks          int     // blocks
+	Buckets         int     // buckets
+	FingerprintBits int     // f
+	PlannedLoad     float64 // load the sizing aimed for
+	Load            float64 // achieved: keys / (4·buckets)
+	BumpedBlocks    int     // blocks that needed more buckets than planned
+	Reseeds         int     // times placement restarted with a new seed
+	Bytes           int     // block size
+}
+
+// NewBuilder returns a Builder for the given options.
+func NewBuilder(o Options) *Builder {
+	if o.FingerprintBits != 0 {
+		o.FingerprintBits = min(max(o.FingerprintBits, minFPBits), maxFPBits)
+	}
+	return &Builder{opts: o, blockKeys: defaultBlockKeys, maxLoad: defaultMaxLoad}
+}
+
+// Add records a key. The key is hashed at once and not retained.
+// It must not be used on a HashHost32 builder (use AddHash).
+func (b *Builder) Add(key []byte) {
+	if b.opts.Hash != HashKey64 {
+		panic("codec: Add on a HashHost32 builder; use AddHash with the host's hash")
+	}
+	b.AddHash(keyhash.Hash(key))
+}
+
+// AddHash records a key by its hash: keyhash.Hash(key) for a HashKey64
+// builder, the host's 32-bit hash (only its low 32 bits are used) for a
+// HashHost32 one.
+func (b *Builder) AddHash(h uint64) {
+	if b.opts.Hash == HashHost32 {
+		h = uint64(uint32(h))
+	}
+	if b.haveLast && h == b.last {
+		return
+	}
+	b.last, b.haveLast = h, true
+	// Stored mixed under the configured seed: Finish needs the mixed value
+	// and one pass fewer over the hashes is measurably faster.
+	h = position(h, b.opts.Hash, b.opts.Seed)
+	if len(b.pages) == 0 || len(b.pages[len(b.pages)-1]) == hashPage {
+		b.pages = append(b.pages, make([]uint64, 0, hashPage))
+	}
+	p := &b.pages[len(b.pages)-1]
+	*p = append(*p, h)
+	b.n++
+}
+
+// Len returns the number of hashes held (repeats not yet removed).
+func (b *Builder) Len() int { return b.n }
+
+// Stats describes the block the last Finish produced.
+func (b *Builder) Stats() BuildStats { return b.stats }
+
+// Reset forgets all added keys.
+func (b *Builder) Reset() {
+	b.pages = b.pages[:0]
+	b.n, b.haveLast = 0, false
+}
+
+// Finish appends the encoded filter block to dst and returns it, then
+// resets the builder. It never fails and never drops a key: a block whose
+// keys cannot all be placed gets another bucket, and in the (astronomically
+// unlikely) case that a block's keys agree on all position bits, placement
+// restarts under the next seed.
+func (b *Builder) Finish(dst []byte) []byte {
+	defer b.Reset()
+	// Pages hold hashes mixed under the configured seed; a reseed re-mixes
+	// them through Unmix, so nothing but the hashes is ever stored.
+	for seed := b.opts.Seed; ; seed++ {
+		if out, ok := b.encode(dst, seed); ok && b.rejectSeeds <= 0 {
+			b.stats.Reseeds = int(seed - b.opts.Seed)
+			return out
+		}
+		b.rejectSeeds--
+		for _, pg := range b.pages {
+			for i, x := range pg {
+				pg[i] = position(unposition(x, b.opts.Hash, seed), b.opts.Hash, seed+1)
+			}
+		}
+	}
+}
+
+// encode builds the block from mixed hashes under one seed; ok is false
+// only if some block could not be placed even at half load.
+func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
+	blocks := max(1, (b.n+b.blockKeys-1)/b.blockKeys)
+	c := uint32(blocks)
+
+	// Group the hashes by block with a counting sort. A block is a range
+	// of the high hash bits, so this is the first digit of a radix sort.
+	b.counts = slices.Grow(b.counts[:0], blocks+1)[:blocks+1]
+	clear(b.counts)
+	for _, pg := range b.pages {
+		for _, x := range pg {
+			blk, _ := keyhash.Reduce(keyhash.Hi(x), c)
+			b.counts[blk+1]++
+		}
+	}
+	for i := 1; i <= blocks; i++ {
+		b.counts[i] += b.counts[i-1]
+	}
+	b.sorted = slices.Grow(b.sorted[:0], b.n)[:b.n]
+	b.fill = append(b.fill[:0], b.counts[:blocks]...)
+	for _, pg := range b.pages {
+		for _, x := range pg {
+			blk, _ := keyhash.Reduce(keyhash.Hi(x), c)
+			b.sorted[b.fill[blk]] = x
+			b.fill[blk]++
+		}
+	}
+	// Sort and de-duplicate within each block, compacting in place; counts
+	// becomes the start of each block's distinct keys. Sorting makes the
+	// output depend on the key set only, never on the order keys arrived.
+	distinct := 0
+	for i := 0; i < blocks; i++ {
+		seg := b.sortBlock(b.sorted[b.counts[i]:b.counts[i+1]], c)
+		seg = slices.Compact(seg)
+		b.counts[i] = uint32(distinct)
+		distinct += copy(b.sorted[distinct:], seg)
+	}
+	b.counts[blocks] = uint32(distinct)
+
+	sh := chooseShape(&b.opts, distinct, blocks, b.maxLoad)
+	f := sh.fpBits
+	perBucket := slots * sh.load
+
+	b.bucketW = b.bucketW[:0]
+	starts := make([]uint32, blocks+1)
+	bumped := 0
+	planned := 0
+	for i := 0; i < blocks; i++ {
+		keys := b.sorted[b.counts[i]:b.counts[i+1]]
+		// Plan from the cumulative count so rounding never accumulates.
+		plannedEnd := int(math.Ceil(float64(b.counts[i+1]) / perBucket))
+		m := max(plannedEnd-planned, (len(keys)+slots-1)/slots)
+		if len(keys) > 0 {
+			m = max(m, 1)
+		}
+		planned = plannedEnd
+		first := m
+		for !b.place.place(keys, c, uint32(m), f) {
+			m++
+			if m > 2*len(keys)+16 {
+				return nil, false
+			}
+		}
+		if m > first {
+			bumped++
+		}
+		b.bucketW = b.place.appendBuckets(b.bucketW, f)
+		starts[i+1] = starts[i] + uint32(m)
+	}
+	n := starts[blocks]
+
+	h := header{
+		version: FormatVersion,
+		fpBits:  uint8(f),
+		kind:    b.opts.Hash,
+		keys:    uint32(distinct),
+		seed:    seed,
+		blocks:  c,
+		buckets: n,
+		stride:  uint32((uint64(n) << 16) / uint64(c)),
+	}
+	// Offset table: each block's start minus its expected start, in the
+	// narrowest offset-binary width that holds them all.
+	lo, hi := int64(0), int64(0)
+	for i := 0; i <= blocks; i++ {
+		d := int64(starts[i]) - h.expectedStart(uint32(i))
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	for w := uint8(0); w <= maxDeltaW; w++ {
+		if w == 0 && lo == 0 && hi == 0 ||
+			w > 0 && lo >= -(int64(1)<<(w-1)) && hi < int64(1)<<(w-1) {
+			h.deltaW = w
+			break
+		}
+	}
+	h.layout()
+
+	out, block := growBytes(dst, int(h.size))
+	h.put(block)
+	if w := uint(h.deltaW); w > 0 {
+		for i := 0; i <= blocks; i++ {
+			d := int64(starts[i]) - h.expectedStart(uint32(i))
+			bitpack.Write(block, h.offStart*8+uint64(i)*uint64(w), w, uint64(d+int64(1)<<(w-1)))
+		}
+	}
+	bb := uint64(h.bucketBits())
+	for i, w := range b.bucketW {
+		bitpack.Write(block, h.bktStart*8+uint64(i)*bb, uint(bb), w)
+	}
+	binary.LittleEndian.PutUint32(block[h.size-trailerSize:], checksum(block[:h.size-trailerSize]))
+
+	b.stats = BuildStats{
+		Keys:            distinct,
+		Blocks:          blocks,
+		Buckets:         int(n),
+		FingerprintBits: int(f),
+		PlannedLoad:     sh.load,
+		Load:            float64(distinct) / math.Max(1, float64(slots)*float64(n)),
+		BumpedBlocks:    bumped,
+		Bytes:           int(h.size),
+	}
+	return out, true
+}
+
+// sortBlock sorts one block's hashes. Within a block the position bits
+// left over from choosing the block (keyhash.Reduce's rest) are uniform and
+// ordered like the hashes, so one counting pass on their top 8 bits leaves
+// about one hash per bin and an insertion sort finishes in linear time:
+// several times faster than a comparison sort for a few hundred keys.
+func (b *Builder) sortBlock(seg []uint64, c uint32) []uint64 {
+	if len(seg) < 32 {
+		insertionSort(seg)
+		return seg
+	}
+	clear(b.bins[:])
+	for _, x := range seg {
+		_, rest := keyhash.Reduce(keyhash.Hi(x), c)
+		b.bins[rest>>24+1]++
+	}
+	for i := 1; i < len(b.bins); i++ {
+		b.bins[i] += b.bins[i-1]
+	}
+	b.binned = resize(b.binned, len(seg))
+	for _, x := range seg {
+		_, rest := keyhash.Reduce(keyhash.Hi(x), c)
+		b.binned[b.bins[rest>>24]] = x
+		b.bins[rest>>24]++
+	}
+	insertionSort(b.binned)
+	copy(seg, b.binned)
+	return seg
+}
+
+func insertionSort(s []uint64) {
+	for i := 1; i < len(s); i++ {
+		v := s[i]
+		j := i
+		for ; j > 0 && s[j-1] > v; j-- {
+			s[j] = s[j-1]
+		}
+		s[j] = v
+	}
+}
+
+// growBytes extends dst by n zeroed bytes, returning the whole slice and the
+// new part.
+func growBytes(dst []byte, n int) (all, added []byte) {
+	l := len(dst)
+	dst = slices.Grow(dst, n)[:l+n]
+	clear(dst[l:])
+	return dst, dst[l:]
+}
+
+// Build is a convenience that encodes keys with the given options.
+func Build(keys [][]byte, o Options) []byte {
+	b := NewBuilder(o)
+	for _, k := range keys {
+		b.Add(k)
+	}
+	return b.Finish(nil)
+}
+
+// BuildFromHashes encodes pre-computed hashes (see Builder.AddHash).
+func BuildFromHashes(hashes []uint64, o Options) []byte {
+	b := NewBuilder(o)
+	for _, h := range hashes {
+		b.AddHash(h)
+	}
+	return b.Finish(nil)
+}
+
+// bitsFor returns how many bits hold v.
+func bitsFor(v uint64) uint { return uint(bits.Len64(v)) }

@@ -1,0 +1,205 @@
+package codec
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+func TestSemiSortRoundTrip(t *testing.T) {
+	seen := map[uint16]bool{}
+	for code := 0; code < nibbleCodes; code++ {
+		n := nibblesOfCode[code]
+		if seen[n] {
+			t.Fatalf("code %d decodes to a repeated nibble set %#x", code, n)
+		}
+		seen[n] = true
+		a, b, c, d := int(n&0xf), int(n>>4&0xf), int(n>>8&0xf), int(n>>12)
+		if !(a <= b && b <= c && c <= d) || nibbleRank(a, b, c, d) != uint16(code) {
+			t.Fatalf("code %d: nibbles %x %x %x %x do not rank back", code, a, b, c, d)
+		}
+	}
+	for f := uint(minFPBits); f <= maxFPBits; f++ {
+		for trial := 0; trial < 2000; trial++ {
+			x := keyhash.Mix(uint64(trial), uint32(f))
+			var in [4]uint32
+			for j := range in {
+				if x>>(j*8)&3 != 0 { // leave some slots empty
+					in[j] = keyhash.Fingerprint(keyhash.Mix(x, uint32(j)), f)
+				}
+			}
+			want := in
+			sort4(&want)
+			w := encodeBucket(&in, f)
+			if w>>(4*f-4) != 0 {
+				t.Fatalf("f=%d: bucket word %#x wider than %d bits", f, w, 4*f-4)
+			}
+			got, ok := decodeBucket(w, f)
+			if !ok || got != want {
+				t.Fatalf("f=%d: %v encoded to %#x decoded to %v", f, want, w, got)
+			}
+		}
+	}
+}
+
+// mustNotMiss checks every key of a set against a block both ways: through
+// the raw-bytes reader and through Decode.
+func mustNotMiss(t *testing.T, name string, block []byte, keys [][]byte) {
+	t.Helper()
+	flt, err := Decode(block)
+	if err != nil {
+		t.Fatalf("%s: Decode of a freshly built block: %v", name, err)
+	}
+	for _, k := range keys {
+		if !MayContain(block, k) || !flt.MayContain(k) {
+			t.Fatalf("%s: false negative for key %q", name, k)
+		}
+	}
+}
+
+func TestNoFalseNegativesKeyShapes(t *testing.T) {
+	sizes := []int{1, 2, 3, 7, 100, 1000, 10_000, 100_000}
+	for _, n := range sizes {
+		for _, set := range testkeys.Shapes(n) {
+			for _, o := range []Options{{BitsPerKey: 9.6}, {BitsPerKey: 16}, {FingerprintBits: 5, BitsPerKey: 4}, {FalsePositiveRate: 0.01}} {
+				name := fmt.Sprintf("n=%d/%s/%+v", n, set.Name, o)
+				block := Build(set.Keys, o)
+				mustNotMiss(t, name, block, set.Keys)
+				info := mustInfo(t, block)
+				if info.Keys != set.Distinct {
+					t.Fatalf("%s: %d distinct keys recorded, want %d", name, info.Keys, set.Distinct)
+				}
+			}
+		}
+	}
+}
+
+func TestNoFalseNegativesMillion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1M keys: skipped with -short")
+	}
+	keys := testkeys.Random(1_000_000, 16, 7)
+	for _, bpk := range []float64{9.6, 10.6, 15.9} {
+		block := Build(keys, Options{BitsPerKey: bpk})
+		mustNotMiss(t, fmt.Sprintf("1M@%v", bpk), block, keys)
+	}
+}
+
+func TestDuplicatesAnyOrder(t *testing.T) {
+	// The same key 1000 times in a row, then interleaved, then at the end:
+	// a cuckoo pair has only eight slots, so any repeat that survives would
+	// break placement, and must not cost a slot either.
+	b := NewBuilder(Options{BitsPerKey: 10})
+	others := testkeys.Sequential("k", 0, 5000)
+	for i := 0; i < 1000; i++ {
+		b.Add([]byte("dup"))
+	}
+	for i, k := range others {
+		b.Add(k)
+		b.Add([]byte("dup"))
+		if i%3 == 0 {
+			b.Add(others[i/2])
+		}
+	}
+	block := b.Finish(nil)
+	mustNotMiss(t, "dups", block, append(others, []byte("dup")))
+	if info := mustInfo(t, block); info.Keys != len(others)+1 {
+		t.Fatalf("stored %d keys, want %d distinct", info.Keys, len(others)+1)
+	}
+}
+
+func TestBuilderReuse(t *testing.T) {
+	b := NewBuilder(Options{BitsPerKey: 12})
+	for round := 0; round < 3; round++ {
+		keys := testkeys.Random(3000+round*1000, 16, uint64(10+round))
+		for _, k := range keys {
+			b.Add(k)
+		}
+		block := b.Finish(nil)
+		mustNotMiss(t, fmt.Sprintf("round %d", round), block, keys)
+		if got := mustInfo(t, block).Keys; got != len(keys) {
+			t.Fatalf("round %d: %d keys, want %d (state leaked across Finish)", round, got, len(keys))
+		}
+	}
+}
+
+func TestFinishAppends(t *testing.T) {
+	keys := testkeys.Sequential("a", 0, 500)
+	prefix := []byte("existing-bytes")
+	out := Build(keys, Options{})
+	b := NewBuilder(Options{})
+	for _, k := range keys {
+		b.Add(k)
+	}
+	got := b.Finish(append([]byte(nil), prefix...))
+	if string(got[:len(prefix)]) != string(prefix) || string(got[len(prefix):]) != string(out) {
+		t.Fatal("Finish must append the block after dst's bytes")
+	}
+}
+
+func TestHost32(t *testing.T) {
+	keys := testkeys.Random(50_000, 16, 3)
+	hashes := make([]uint64, len(keys))
+	for i, k := range keys {
+		hashes[i] = uint64(uint32(keyhash.Hash(k) >> 17)) // any 32-bit host hash
+	}
+	block := BuildFromHashes(hashes, Options{BitsPerKey: 10, Hash: HashHost32})
+	for _, h := range hashes {
+		if !MayContainHash32(block, uint32(h)) {
+			t.Fatalf("false negative for host hash %#x", h)
+		}
+	}
+	// A lookup of the wrong kind cannot be answered: it must say maybe.
+	if !MayContain(block, []byte("anything")) {
+		t.Fatal("HashKey64 lookup on a HashHost32 block must answer true")
+	}
+	key64 := Build(keys, Options{})
+	if !MayContainHash32(key64, 12345) {
+		t.Fatal("HashHost32 lookup on a HashKey64 block must answer true")
+	}
+}
+
+func mustInfo(t *testing.T, block []byte) Info {
+	t.Helper()
+	f, err := Decode(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.Info()
+}
+
+// measureFPR probes absent keys and returns the observed rate.
+func measureFPR(block []byte, absent [][]byte) float64 {
+	fp := 0
+	for _, k := range absent {
+		if MayContain(block, k) {
+			fp++
+		}
+	}
+	return float64(fp) / float64(len(absent))
+}
+
+func TestFalsePositiveRate(t *testing.T) {
+	absent := testkeys.Absent(200_000, 99)
+	for _, n := range []int{1000, 10_000, 100_000} {
+		keys := testkeys.Random(n, 16, 5)
+		for _, bpk := range []float64{9.6, 10.6, 12, 15.9} {
+			block := Build(keys, Options{BitsPerKey: bpk})
+			info := mustInfo(t, block)
+			got := measureFPR(block, absent)
+			want := info.ExpectedFPR
+			// Binomial noise over 200k probes plus 15% for the variation
+			// of per-block load around its mean.
+			sigma := math.Sqrt(want * (1 - want) / float64(len(absent)))
+			if got > want*1.15+4*sigma || got < want*0.85-4*sigma {
+				t.Errorf("n=%d bpk=%v: FPR %.4f%%, theory %.4f%% (f=%d load=%.3f)", n, bpk, 100*got, 100*want, info.FingerprintBits, info.Load)
+			}
+			if info.BitsPerKey > bpk*1.05 {
+				t.Errorf("n=%d: %.2f bits/key spent for a budget of %v", n, info.BitsPerKey, bpk)
+			}
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package codec
+
+import "github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+
+// candidates derives, from a mixed key hash, the key's two candidate buckets
+// inside its block of m buckets and its fingerprint. The builder and every
+// reader go through this one function.
+//
+// The block was chosen from the high 32 bits by multiply-shift; the low half
+// of that product is still uniform within the block and picks the first
+// bucket. The second bucket is another bucket of the same block, never the
+// first (so each key has eight slots when m > 1), from bits 16..31; the
+// fingerprint comes from bits 0..15, which chose neither.
+func candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
+	_, rest := keyhash.Reduce(keyhash.Hi(x), blocks)
+	i1, _ = keyhash.Reduce(rest, m)
+	i2 = i1
+	if m > 1 {
+		i2 = i1 + 1 + keyhash.AltOffset(x, m-1)
+		if i2 >= m {
+			i2 -= m
+		}
+	}
+	return i1, i2, keyhash.Fingerprint(x, f)
+}
+
+// placer assigns the keys of one block to slots offline. A static filter
+// knows every key before placing any, so instead of random-walk kicking it
+// solves the placement as a bipartite b-matching (keys on one side, buckets
+// of capacity 4 on the other) with augmenting paths found by breadth-first
+// search: a key goes in directly when one of its buckets has room; otherwise
+// the BFS looks for the shortest chain of moves, each resident key to its
+// other bucket, that ends at a bucket with room. Augmenting paths make the
+// matching maximum, so a key that finds no path proves the block cannot be
+// placed at this size; the builder then gives the block one more bucket.
+//
+// S1 predicts failure with union-find before kicking. That test (keys per
+// connected component at most slots per bucket × buckets) is exact only for
+// single-slot buckets; with four slots a dense sub-cluster inside a roomy
+// component still fails. Here the BFS is itself exact and bounded by the
+// block (a few hundred buckets), so a failed attempt costs no more than the
+// prediction would, and it is the BFS that decides.
+type placer struct {
+	b1, b2 []uint32 // per key: candidate buckets
+	fp     []uint32 // per key: fingerprint
+	count  []uint8  // per bucket: occupied slots
+	slot   [][slots]int32
+	seen   []uint32 // per bucket: BFS generation that reached it
+	from   []int32  // per bucket: bucket the BFS came from
+	via    []int32  // per bucket: key whose move reaches it
+	queue  []int32
+	gen    uint32
+}
+
+func (p *placer) reset(k, m int) {
+	p.b1 = resize(p.b1, k)
+	p.b2 = resize(p.b2, k)
+	p.fp = resize(p.fp, k)
+	p.count = resize(p.count, m)
+	clear(p.count)
+	p.slot = resize(p.slot, m)
+	p.seen = resize(p.seen, m)
+	clear(p.seen)
+	p.gen = 0
+	p.from = resize(p.from, m)
+	p.via = resize(p.via, m)
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
+}
+
+// place tries to put every key of the block into m buckets.
+func (p *placer) place(keys []uint64, blocks, m uint32, f uint) bool {
+	p.reset(len(keys), int(m))
+	if len(keys) == 0 {
+		return true
+	}
+	for k, x := range keys {
+		p.b1[k], p.b2[k], p.fp[k] = candidates(x, blocks, m, f)
+	}
+	for k := range keys {
+		if !p.insert(int32(k)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *placer) put(k int32, bkt uint32) {
+	p.slot[bkt][p.count[bkt]] = k
+	p.count[bkt]++
+}
+
+func (p *placer) remove(k int32, bkt uint32) {
+	s := &p.slot[bkt]
+	n := p.count[bkt] - 1
+	for j := uint8(0); j <= n; j++ {
+		if s[j] == k {
+			s[j] = s[n]
+			break
+		}
+	}
+	p.count[bkt] = n
+}
+
+// insert places key k, moving others along a shortest augmenting path if
+// both its buckets are full.
+func (p *placer) insert(k int32) bool {
+	a, b := p.b1[k], p.b2[k]
+	// Two-choice greedy: the emptier bucket keeps later BFS searches short.
+	if p.count[a] < slots || p.count[b] < slots {
+		if p.count[b] < p.count[a] {
+			a = b
+		}
+		p.put(k, a)
+		return true
+	}
+	p.gen++
+	p.queue = append(p.queue[:0], int32(a))
+	p.seen[a], p.from[a] = p.gen, -1
+	if b != a {
+		p.queue = append(p.queue, int32(b))
+		p.seen[b], p.from[b] = p.gen, -1
+	}
+	for q := 0; q < len(p.queue); q++ {
+		u := uint32(p.queue[q])
+		for j := uint8(0); j < p.count[u]; j++ {
+			e := p.slot[u][j]
+			v := p.b1[e] + p.b2[e] - u // e's other bucket
+			if v == u || p.seen[v] == p.gen {
+				continue
+			}
+			p.seen[v], p.from[v], p.via[v] = p.gen, int32(u), e
+			if p.count[v] < slots {
+				// Walk back: each key on the path moves one step on,
+				// freeing a slot in the bucket it left, until a root
+				// (one of k's buckets) has room for k.
+				for p.from[v] >= 0 {
+					u, e := uint32(p.from[v]), p.via[v]
+					p.remove(e, u)
+					p.put(e, v)
+					v = u
+				}
+				p.put(k, v)
+				return true
+			}
+			p.queue = append(p.queue, int32(v))
+		}
+	}
+	return false
+}
+
+// appendBuckets encodes the block's buckets after a successful place.
+func (p *placer) appendBuckets(dst []uint64, f uint) []uint64 {
+	for u := range p.count {
+		var fps [slots]uint32
+		for j := uint8(0); j < p.count[u]; j++ {
+			fps[j] = p.fp[p.slot[u][j]]
+		}
+		dst = append(dst, encodeBucket(&fps, f))
+	}
+	return dst
+}

@@ -1,0 +1,239 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// MayContain reports whether key may be in the set the HashKey64 block was
+// built from. It reads the block in place: no copy, no allocation, any
+// alignment, safe for concurrent use. It answers false only when the block
+// is well formed and proves the key absent; for a block that is truncated,
+// malformed, of another version or of another hash kind it answers true.
+//
+// MayContain checks the header, the block's exact length, the offset table
+// entries and bucket codes it touches, but not the checksum (that would cost
+// a pass over the whole block per lookup): a bit flipped inside a bucket is
+// caught by Decode, and by the block checksums Pebble and Badger verify when
+// they read a block from disk.
+func MayContain(block, key []byte) bool {
+	return MayContainHash(block, keyhash.Hash(key))
+}
+
+// MayContainHash is MayContain for a key whose keyhash.Hash is h.
+func MayContainHash(block []byte, h uint64) bool {
+	var hd header
+	if readHeader(block, &hd) != headerOK || hd.kind != HashKey64 {
+		return true
+	}
+	return hd.mayContain(block, position(h, HashKey64, hd.seed))
+}
+
+// MayContainHash32 is MayContain for a HashHost32 block and the host's
+// 32-bit hash of the key.
+func MayContainHash32(block []byte, h uint32) bool {
+	var hd header
+	if readHeader(block, &hd) != headerOK || hd.kind != HashHost32 {
+		return true
+	}
+	return hd.mayContain(block, position(uint64(h), HashHost32, hd.seed))
+}
+
+// mayContain probes the two candidate buckets of position hash x. It is
+// written flat (the helpers it mirrors are candidates and blockStart) because
+// a lookup is a few dozen instructions and every call costs.
+func (h *header) mayContain(block []byte, x uint64) bool {
+	hi := keyhash.Hi(x)
+	prod := uint64(hi) * uint64(h.blocks)
+	blk, rest := uint32(prod>>32), uint32(prod)
+
+	// The block's first and one-past-last bucket: two adjacent offset-table
+	// fields, one load when they fit in it.
+	w := uint(h.deltaW)
+	off := h.offStart*8 + uint64(blk)*uint64(w)
+	var d0, d1 int64
+	if w > 0 {
+		mask := uint64(1)<<w - 1
+		bias := int64(1) << (w - 1)
+		if 2*w+7 <= 64 {
+			v := bitpack.Load64(block, int(off>>3)) >> (off & 7)
+			d0, d1 = int64(v&mask)-bias, int64(v>>w&mask)-bias
+		} else {
+			d0 = int64(bitpack.Read(block, off, w)) - bias
+			d1 = int64(bitpack.Read(block, off+uint64(w), w)) - bias
+		}
+	}
+	start := int64((uint64(blk)*uint64(h.stride))>>16) + d0
+	end := int64((uint64(blk+1)*uint64(h.stride))>>16) + d1
+	if start < 0 || end < start || end > int64(h.buckets) {
+		return true // corrupt offset table
+	}
+	m := uint32(end - start)
+	if m == 0 {
+		return false // a block that received no keys
+	}
+	i1 := uint32((uint64(rest) * uint64(m)) >> 32)
+	i2 := i1
+	if m > 1 {
+		i2 = i1 + 1 + keyhash.AltOffset(x, m-1)
+		if i2 >= m {
+			i2 -= m
+		}
+	}
+	f := uint(h.fpBits)
+	fp := keyhash.Fingerprint(x, f)
+	bb := uint64(4*f - 4)
+	base := h.bktStart*8 + uint64(start)*bb
+	return bucketHas(block, base+uint64(i1)*bb, fp, f) || bucketHas(block, base+uint64(i2)*bb, fp, f)
+}
+
+// bucketHas reports whether the bucket at bit offset off holds fp; a
+// bucket with an invalid nibble code (only in a corrupt block) answers true.
+//
+// The nibbles are tested first, all four at once: XOR with fp's nibble in
+// every lane and an exact zero-lane test. About three lookups in four find
+// no equal nibble and stop there without touching the low bits; the rest
+// compare the low bits of just the matching slots.
+func bucketHas(block []byte, off uint64, fp uint32, f uint) bool {
+	// Buckets are 4f-4 bits and start nibble-aligned, so a bucket is always
+	// inside the 64-bit word loaded at its first byte.
+	w := bitpack.Load64(block, int(off>>3)) >> (off & 7)
+	code := w & 0xfff
+	if code >= nibbleCodes {
+		return true
+	}
+	low := (f - 4) & 15
+	xn := uint32(nibblesOfCode[code]) ^ (fp>>low)*0x1111
+	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888 // bit 4j+3 set: slot j's nibble matches
+	lowMask := uint64(1)<<low - 1
+	for eq != 0 {
+		j := uint(bits.TrailingZeros32(eq)) >> 2
+		if w>>((12+j*low)&63)&lowMask == uint64(fp)&lowMask {
+			return true
+		}
+		eq &= eq - 1
+	}
+	return false
+}
+
+// Filter is a decoded, verified filter block. It references the block's
+// bytes (no copy); the caller must keep them unchanged while it is used.
+type Filter struct {
+	block []byte
+	h     header
+}
+
+// Info describes a filter block.
+type Info struct {
+	Version         int
+	Hash            HashKind
+	Keys            int
+	Seed            uint32
+	Blocks          int
+	Buckets         int
+	FingerprintBits int
+	Bytes           int
+	BitsPerKey      float64 // Bytes*8/Keys
+	Load            float64 // Keys / (4·Buckets)
+	ExpectedFPR     float64 // from f and load; the rate measured on random keys
+}
+
+// Decode verifies a whole filter block: header, exact length, checksum,
+// offset table, every bucket's encoding, and that the stored fingerprints
+// number exactly the recorded keys. The errors wrap ErrCorrupt (or are
+// ErrVersion) and say what is wrong.
+func Decode(block []byte) (*Filter, error) {
+	h, err := parseHeader(block)
+	if err != nil {
+		return nil, err
+	}
+	body := block[:h.size-trailerSize]
+	if got, want := checksum(body), binary.LittleEndian.Uint32(block[h.size-trailerSize:]); got != want {
+		return nil, fmt.Errorf("%w: computed %#08x, stored %#08x", ErrChecksum, got, want)
+	}
+	if s := h.blockStart(block, 0); s != 0 {
+		return nil, fmt.Errorf("%w: block 0 starts at bucket %d", ErrBadOffsets, s)
+	}
+	prev := int64(0)
+	for i := uint32(1); i <= h.blocks; i++ {
+		s := h.blockStart(block, i)
+		if s < prev || s > int64(h.buckets) {
+			return nil, fmt.Errorf("%w: block %d starts at bucket %d (previous %d, total %d)", ErrBadOffsets, i, s, prev, h.buckets)
+		}
+		prev = s
+	}
+	if prev != int64(h.buckets) {
+		return nil, fmt.Errorf("%w: blocks end at bucket %d, header says %d", ErrBadOffsets, prev, h.buckets)
+	}
+	bb := uint64(h.bucketBits())
+	f := uint(h.fpBits)
+	stored := uint64(0)
+	for i := uint64(0); i < uint64(h.buckets); i++ {
+		w := bitpack.Read(block, h.bktStart*8+i*bb, uint(bb))
+		fps, ok := decodeBucket(w, f)
+		if !ok {
+			return nil, fmt.Errorf("%w: bucket %d has nibble code %d", ErrBadBucket, i, w&0xfff)
+		}
+		for j := 0; j < slots; j++ {
+			if j > 0 && fps[j] < fps[j-1] {
+				return nil, fmt.Errorf("%w: bucket %d is not in canonical order", ErrBadBucket, i)
+			}
+			if fps[j] != 0 {
+				stored++
+			}
+		}
+	}
+	if stored != uint64(h.keys) {
+		return nil, fmt.Errorf("%w: %d fingerprints, header says %d keys", ErrBadKeyCount, stored, h.keys)
+	}
+	return &Filter{block: block, h: h}, nil
+}
+
+// MayContain is the package-level MayContain on a verified block.
+func (f *Filter) MayContain(key []byte) bool { return f.MayContainHash(keyhash.Hash(key)) }
+
+// MayContainHash takes keyhash.Hash(key) for a HashKey64 filter.
+func (f *Filter) MayContainHash(h uint64) bool {
+	if f.h.kind != HashKey64 {
+		return true
+	}
+	return f.h.mayContain(f.block, position(h, HashKey64, f.h.seed))
+}
+
+// MayContainHash32 takes the host's hash for a HashHost32 filter.
+func (f *Filter) MayContainHash32(h uint32) bool {
+	if f.h.kind != HashHost32 {
+		return true
+	}
+	return f.h.mayContain(f.block, position(uint64(h), HashHost32, f.h.seed))
+}
+
+// Info describes the filter.
+func (f *Filter) Info() Info {
+	h := &f.h
+	load := 0.0
+	if h.buckets > 0 {
+		load = float64(h.keys) / (slots * float64(h.buckets))
+	}
+	bpk := 0.0
+	if h.keys > 0 {
+		bpk = float64(h.size) * 8 / float64(h.keys)
+	}
+	return Info{
+		Version:         int(h.version),
+		Hash:            h.kind,
+		Keys:            int(h.keys),
+		Seed:            h.seed,
+		Blocks:          int(h.blocks),
+		Buckets:         int(h.buckets),
+		FingerprintBits: int(h.fpBits),
+		Bytes:           int(h.size),
+		BitsPerKey:      bpk,
+		Load:            load,
+		ExpectedFPR:     expectedFPR(uint(h.fpBits), load),
+	}
+}

@@ -1,0 +1,99 @@
+package codec
+
+// Semi-sorting (Fan et al., "Cuckoo Filter: Practically Better Than Bloom",
+// §5.2): a bucket's four fingerprints are stored in ascending order, so the
+// four high nibbles form a sorted 4-multiset of [0,16). There are
+// C(16+4-1, 4) = 3876 such multisets, which fit a 12-bit code instead of 16
+// raw bits: one bit saved per slot, for free in false-positive terms.
+//
+// The code is the multiset's rank in the combinatorial number system: with
+// a <= b <= c <= d, the strictly increasing a < b+1 < c+2 < d+3 ranks as
+// C(a,1) + C(b+1,2) + C(c+2,3) + C(d+3,4).
+
+// nibbleCodes is the number of valid 12-bit codes; codes at or above it
+// only appear in corrupt blocks.
+const nibbleCodes = 3876
+
+// nibblesOfCode maps a code to its four nibbles packed as d<<12|c<<8|b<<4|a.
+var nibblesOfCode [nibbleCodes]uint16
+
+// binom[n][k] for the ranks above; n < 19, k <= 4.
+var binom [19][5]uint16
+
+func init() {
+	for n := range binom {
+		binom[n][0] = 1
+		for k := 1; k < len(binom[n]) && k <= n; k++ {
+			binom[n][k] = binom[n-1][k-1]
+			if k <= n-1 {
+				binom[n][k] += binom[n-1][k]
+			}
+		}
+	}
+	for a := 0; a < 16; a++ {
+		for b := a; b < 16; b++ {
+			for c := b; c < 16; c++ {
+				for d := c; d < 16; d++ {
+					nibblesOfCode[nibbleRank(a, b, c, d)] = uint16(d<<12 | c<<8 | b<<4 | a)
+				}
+			}
+		}
+	}
+}
+
+// nibbleRank returns the code of the sorted nibbles a <= b <= c <= d.
+func nibbleRank(a, b, c, d int) uint16 {
+	return binom[a][1] + binom[b+1][2] + binom[c+2][3] + binom[d+3][4]
+}
+
+// encodeBucket packs four fingerprints of f bits (0 = empty slot) into a
+// bucket word of 4f-4 bits: the 12-bit nibble code in bits [0,12), then the
+// low f-4 bits of each fingerprint in ascending order. The input is sorted
+// in place; sorting by the whole fingerprint (not only the nibble) makes the
+// encoding canonical, so equal bucket contents always produce equal bytes.
+func encodeBucket(fps *[4]uint32, f uint) uint64 {
+	sort4(fps)
+	low := f - 4
+	code := nibbleRank(int(fps[0]>>low), int(fps[1]>>low), int(fps[2]>>low), int(fps[3]>>low))
+	w := uint64(code)
+	mask := uint32(1)<<low - 1
+	for j := uint(0); j < 4; j++ {
+		w |= uint64(fps[j]&mask) << (12 + j*low)
+	}
+	return w
+}
+
+// decodeBucket unpacks a bucket word into its four fingerprints in stored
+// (ascending) order. ok is false when the nibble code is not a valid one.
+func decodeBucket(w uint64, f uint) (fps [4]uint32, ok bool) {
+	code := w & 0xfff
+	if code >= nibbleCodes {
+		return fps, false
+	}
+	nibs := uint32(nibblesOfCode[code])
+	low := f - 4
+	mask := uint64(1)<<low - 1
+	for j := uint(0); j < 4; j++ {
+		fps[j] = (nibs>>(4*j)&0xf)<<low | uint32(w>>(12+j*low)&mask)
+	}
+	return fps, true
+}
+
+// sort4 sorts four values with a fixed five-comparison network.
+func sort4(v *[4]uint32) {
+	if v[0] > v[1] {
+		v[0], v[1] = v[1], v[0]
+	}
+	if v[2] > v[3] {
+		v[2], v[3] = v[3], v[2]
+	}
+	if v[0] > v[2] {
+		v[0], v[2] = v[2], v[0]
+	}
+	if v[1] > v[3] {
+		v[1], v[3] = v[3], v[1]
+	}
+	if v[1] > v[2] {
+		v[1], v[2] = v[2], v[1]
+	}
+}
