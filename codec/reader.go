@@ -77,12 +77,12 @@ func (h *header) mayContain(block []byte, x uint64) bool {
 		return false // a block that received no keys
 	}
 	i1 := uint32((uint64(rest) * uint64(m)) >> 32)
-	i2 := i1
-	if m > 1 {
-		i2 = i1 + 1 + keyhash.AltOffset(x, m-1)
-		if i2 >= m {
-			i2 -= m
-		}
+	// i2 = (i1 + 1 + offset) mod m without a branch: whether it wraps is a
+	// coin flip, and a mispredicted branch here costs more than the lookup.
+	i2 := i1 + 1 + keyhash.AltOffset(x, m-1)
+	i2 -= m & uint32(int32(m-1-i2)>>31)
+	if m == 1 {
+		i2 = 0
 	}
 	f := uint(h.fpBits)
 	fp := keyhash.Fingerprint(x, f)

@@ -25,9 +25,11 @@ type Filter interface {
 	// Bytes is the filter's serialized (or, for in-memory structures,
 	// payload) size.
 	Bytes() int
-	// Copy returns an equal filter in freshly allocated memory, so that cold
-	// lookups can spread over many megabytes.
-	Copy() Filter
+	// Copy returns an equal filter in freshly allocated memory, starting
+	// skew bytes into its allocation, so that cold lookups can spread over
+	// many megabytes without every copy's first byte falling in the same
+	// cache set (identical large allocations are page-aligned).
+	Copy(skew int) Filter
 }
 
 // Family builds one kind of filter at one setting.
@@ -53,7 +55,7 @@ type cuckooFilter []byte
 
 func (f cuckooFilter) MayContain(key []byte) bool { return codec.MayContain(f, key) }
 func (f cuckooFilter) Bytes() int                 { return len(f) }
-func (f cuckooFilter) Copy() Filter               { return cuckooFilter(append([]byte(nil), f...)) }
+func (f cuckooFilter) Copy(skew int) Filter       { return cuckooFilter(skewed(f, skew)) }
 
 // PebbleBloom is Pebble's table bloom filter (github.com/cockroachdb/pebble/v2/bloom).
 func PebbleBloom(bitsPerKey int) Family {
@@ -76,7 +78,7 @@ func (f pebbleFilter) MayContain(key []byte) bool {
 	return f.p.MayContain(pebble.TableFilter, f.data, key)
 }
 func (f pebbleFilter) Bytes() int   { return len(f.data) }
-func (f pebbleFilter) Copy() Filter { return pebbleFilter{f.p, append([]byte(nil), f.data...)} }
+func (f pebbleFilter) Copy(skew int) Filter { return pebbleFilter{f.p, skewed(f.data, skew)} }
 
 // BadgerBloom is Badger's y.Filter built as Badger's table builder does: from
 // y.Hash of every key. bitsPerKey 0 means Badger's default sizing,
@@ -103,7 +105,7 @@ type badgerFilter y.Filter
 
 func (f badgerFilter) MayContain(key []byte) bool { return y.Filter(f).MayContainKey(key) }
 func (f badgerFilter) Bytes() int                 { return len(f) }
-func (f badgerFilter) Copy() Filter               { return badgerFilter(append([]byte(nil), f...)) }
+func (f badgerFilter) Copy(skew int) Filter       { return badgerFilter(skewed(f, skew)) }
 
 // BinaryFuse8 and BinaryFuse16 are FastFilter's binary fuse filters over the
 // keys' xxhash64, the same key hash this project uses.
@@ -145,10 +147,20 @@ func (f fuseFilter[T]) Bytes() int {
 	var zero T
 	return len(f.f.Fingerprints)*sizeOf(zero) + 28
 }
-func (f fuseFilter[T]) Copy() Filter {
+func (f fuseFilter[T]) Copy(skew int) Filter {
 	c := *f.f
-	c.Fingerprints = append([]T(nil), f.f.Fingerprints...)
+	var zero T
+	buf := make([]T, len(f.f.Fingerprints)+skew/sizeOf(zero))
+	c.Fingerprints = buf[skew/sizeOf(zero):]
+	copy(c.Fingerprints, f.f.Fingerprints)
 	return fuseFilter[T]{&c}
+}
+
+// skewed copies b into a new allocation, skew bytes in.
+func skewed(b []byte, skew int) []byte {
+	buf := make([]byte, len(b)+skew)
+	copy(buf[skew:], b)
+	return buf[skew:]
 }
 
 func sizeOf[T xorfilter.Unsigned](v T) int {
@@ -185,6 +197,7 @@ type Result struct {
 	BuildNsKey  float64 `json:"build_ns_per_key"`
 	HotNs       float64 `json:"hot_lookup_ns"`
 	ColdNs      float64 `json:"cold_lookup_ns"`
+	ColdLatNs   float64 `json:"cold_latency_ns"`
 	ColdMiB     float64 `json:"cold_mib"`
 	BuildAllocs float64 `json:"build_allocs"`
 }
@@ -248,10 +261,10 @@ type ColdSet struct {
 func NewColdSet(f Filter, minBytes int, lookups int, seed uint64) *ColdSet {
 	n := max(1, (minBytes+f.Bytes()-1)/max(1, f.Bytes()))
 	cs := &ColdSet{Copies: make([]Filter, n), Order: make([]uint32, lookups)}
-	for i := range cs.Copies {
-		cs.Copies[i] = f.Copy()
-	}
 	r := rand.New(rand.NewPCG(seed, 1))
+	for i := range cs.Copies {
+		cs.Copies[i] = f.Copy(64 * r.IntN(64))
+	}
 	for i := range cs.Order {
 		cs.Order[i] = uint32(r.IntN(n))
 	}
@@ -261,6 +274,31 @@ func NewColdSet(f Filter, minBytes int, lookups int, seed uint64) *ColdSet {
 // MiB is the memory the copies occupy.
 func (cs *ColdSet) MiB() float64 {
 	return float64(len(cs.Copies)*cs.Copies[0].Bytes()) / (1 << 20)
+}
+
+// LatencyNs times the same lookups one at a time: each lookup's copy and
+// key depend on the previous answer, so no two are ever in flight together.
+// This is the latency one Get pays per table it probes; LookupNs, where the
+// CPU overlaps independent lookups, is the throughput of a tight loop.
+func (cs *ColdSet) LatencyNs(absent [][]byte) float64 {
+	n := uint32(len(cs.Copies))
+	dep := uint32(0)
+	start := time.Now()
+	for i, c := range cs.Order {
+		j := (c + dep) % n
+		hit := cs.Copies[j].MayContain(absent[(i+int(dep))%len(absent)])
+		dep = b2u(hit)
+	}
+	el := time.Since(start)
+	sinkHole += int(dep)
+	return float64(el.Nanoseconds()) / float64(len(cs.Order))
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // LookupNs times negative lookups, each into a random copy.

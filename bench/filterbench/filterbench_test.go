@@ -94,7 +94,7 @@ func TestFamiliesNoFalseNegatives(t *testing.T) {
 			if f.Bytes() <= 0 {
 				t.Errorf("%s n=%d: %d bytes", fam.Name, n, f.Bytes())
 			}
-			if c := f.Copy(); FalseNegatives(c, keys) != 0 {
+			if c := f.Copy(192); FalseNegatives(c, keys) != 0 {
 				t.Errorf("%s n=%d: copy loses keys", fam.Name, n)
 			}
 		}

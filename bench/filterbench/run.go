@@ -68,6 +68,7 @@ func measure(fam Family, keys, absent [][]byte, cfg Config) Result {
 		cs := NewColdSet(f, cfg.ColdMiB<<20, cfg.Lookups, 7)
 		cs.LookupNs(absent) // fault the pages in
 		res.ColdNs = cs.LookupNs(absent)
+		res.ColdLatNs = cs.LatencyNs(absent)
 		res.ColdMiB = cs.MiB()
 	}
 	return res
@@ -88,5 +89,6 @@ func median(rs []Result) Result {
 	m.BuildNsKey = pick(func(r Result) float64 { return r.BuildNsKey })
 	m.HotNs = pick(func(r Result) float64 { return r.HotNs })
 	m.ColdNs = pick(func(r Result) float64 { return r.ColdNs })
+	m.ColdLatNs = pick(func(r Result) float64 { return r.ColdLatNs })
 	return m
 }
