@@ -77,7 +77,7 @@ type pebbleFilter struct {
 func (f pebbleFilter) MayContain(key []byte) bool {
 	return f.p.MayContain(pebble.TableFilter, f.data, key)
 }
-func (f pebbleFilter) Bytes() int   { return len(f.data) }
+func (f pebbleFilter) Bytes() int           { return len(f.data) }
 func (f pebbleFilter) Copy(skew int) Filter { return pebbleFilter{f.p, skewed(f.data, skew)} }
 
 // BadgerBloom is Badger's y.Filter built as Badger's table builder does: from
