@@ -1,10 +1,13 @@
 // Command bench compares lsmcuckoo's filters with Pebble's and Badger's bloom
 // filters and FastFilter's binary fuse filters, side by side in one process,
-// and prints (or writes to -out) a Markdown report with the raw results as
-// JSON.
+// and writes a Markdown report with SVG plots and the raw results as JSON.
 //
-//	go run ./bench -quick            # about a minute
-//	go run ./bench -out report/      # the full run
+//	go run ./bench -quick -out report/   # about a minute
+//	go run ./bench -out report/          # the full run (about 15 minutes)
+//
+// Every measurement lives in a library package (bench/filterbench,
+// bench/dbbench) shared with the testing.B benchmarks, so benchstat and this
+// report measure the same code.
 package main
 
 import (
@@ -18,7 +21,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
 func main() {
@@ -28,14 +35,35 @@ func main() {
 	}
 }
 
+// report is everything one run measured; results.json is this, verbatim.
+type report struct {
+	Machine string                 `json:"machine"`
+	Go      string                 `json:"go"`
+	Mode    string                 `json:"mode"`
+	Reps    int                    `json:"reps"`
+	Started time.Time              `json:"started"`
+	Seconds float64                `json:"seconds"`
+	Filters []filterbench.Result   `json:"filters"`
+	Sizes   []int                  `json:"sizes"`
+	Probes  int                    `json:"probes"`
+	ColdMiB int                    `json:"cold_mib"`
+	Pebble  []dbbench.PebbleResult `json:"pebble,omitempty"`
+	PebbleC *dbbench.PebbleConfig  `json:"pebble_config,omitempty"`
+}
+
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-db=false]\n")
+		fs.PrintDefaults()
+	}
 	quick := fs.Bool("quick", false, "small run (about a minute) for CI and a first look")
-	out := fs.String("out", "", "directory for report.md and results.json (default: print the report)")
-	sizes := fs.String("sizes", "", "comma-separated key counts (default 1000,10000,100000,1000000; quick: 10000,1000000)")
-	reps := fs.Int("reps", 0, "repetitions per measurement; medians are reported (default 3, quick 1)")
 	tiny := fs.Bool("tiny", false, "tiny sizes, for tests of the report itself")
+	out := fs.String("out", "", "directory for report.md, results.json and SVG plots (default: print the report)")
+	sizes := fs.String("sizes", "", "comma-separated key counts for the filter level")
+	reps := fs.Int("reps", 0, "repetitions per measurement; medians are reported")
+	withDB := fs.Bool("db", true, "run the Pebble database level")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,19 +71,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	rep := report{Machine: machineLine(), Go: runtime.Version(), Mode: "full", Started: time.Now()}
 	cfg := filterbench.Config{
-		Sizes:    []int{1_000, 10_000, 100_000, 1_000_000},
-		Families: filterbench.Families(),
+		Sizes:    []int{1_000, 10_000, 100_000, 1_000_000, 10_000_000},
+		Families: filterbench.PlotFamilies(),
 		Probes:   1_000_000,
 		Lookups:  2_000_000,
 		ColdMiB:  64,
 		Reps:     3,
 	}
+	pcfg := dbbench.FullPebble
 	switch {
 	case *tiny:
-		cfg.Sizes, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{100, 1000}, 10_000, 10_000, 1, 1
+		rep.Mode = "tiny"
+		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, filterbench.Families(), 10_000, 10_000, 1, 1
+		pcfg = dbbench.PebbleConfig{BaseKeys: 20_000, L0Keys: 10_000, L0Tables: 2, ValueSize: 16, CacheBytes: 1 << 20, Gets: 2_000}
 	case *quick:
-		cfg.Sizes, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, 1_000_000, 1
+		rep.Mode = "quick"
+		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, filterbench.Families(), 1_000_000, 1
+		pcfg = dbbench.QuickPebble
 	}
 	if *sizes != "" {
 		cfg.Sizes = nil
@@ -70,32 +104,67 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *reps > 0 {
 		cfg.Reps = *reps
 	}
-	start := time.Now()
-	results := filterbench.Run(cfg, func(name string) { fmt.Fprintf(stderr, "\r%-30s", name) })
-	fmt.Fprintf(stderr, "\rdone in %s%30s\n", time.Since(start).Round(time.Second), "")
+	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = cfg.Reps, cfg.Sizes, cfg.Probes, cfg.ColdMiB
+	progress := func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }
+
+	rep.Filters = filterbench.Run(cfg, func(name string) { progress("filters: " + name) })
+	if *withDB {
+		root, cleanup, err := dbbench.TempRoot()
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		policies := []dbbench.Policy{
+			{Name: "lsmcuckoo/10", Filter: tablefilter.NewPolicy(10)},
+			{Name: "pebble-bloom/10", Filter: bloom.FilterPolicy(10)},
+			{Name: "none"},
+		}
+		rep.Pebble, err = dbbench.RunAllPebble(root, policies, pcfg, progress)
+		if err != nil {
+			return err
+		}
+		rep.PebbleC = &pcfg
+	}
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	fmt.Fprintf(stderr, "\rdone in %.0fs%50s\n", rep.Seconds, "")
 
 	var md strings.Builder
-	writeReport(&md, cfg, results)
 	if *out == "" {
+		writeReport(&md, &rep, nil)
 		_, err := io.WriteString(stdout, md.String())
 		return err
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(struct {
-		Machine string               `json:"machine"`
-		Go      string               `json:"go"`
-		Config  filterbench.Config   `json:"-"`
-		Results []filterbench.Result `json:"results"`
-	}{machineLine(), runtime.Version(), cfg, results}, "", "  ")
+	plots := map[string]string{}
+	for _, n := range cfg.Sizes {
+		name, err := plotFPR(*out, rep.Filters, n)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		plots[fmt.Sprintf("fpr-%d", n)] = name
+	}
+	if len(rep.Pebble) > 0 {
+		name, err := plotPebble(*out, rep.Pebble)
+		if err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
+		plots["pebble"] = name
+	}
+	writeReport(&md, &rep, plots)
+	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(*out, "results.json"), js, 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(*out, "report.md"), []byte(md.String()), 0o644)
+	if err := os.WriteFile(filepath.Join(*out, "report.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*out, "report.md"))
+	return nil
 }
 
 func machineLine() string {
@@ -109,51 +178,4 @@ func machineLine() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores, %s/%s", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-}
-
-func writeReport(w io.Writer, cfg filterbench.Config, results []filterbench.Result) {
-	fmt.Fprintf(w, "# lsmcuckoo filter comparison\n\n")
-	fmt.Fprintf(w, "Machine: %s; %s. Medians of %d repetition(s), families interleaved in one process.\n", machineLine(), runtime.Version(), max(1, cfg.Reps))
-	fmt.Fprintf(w, "FPR over %d absent keys; hot = one filter probed repeatedly; cold = copies spread over ≥ %d MiB, a random copy per lookup, timed as a loop of independent lookups (throughput) and as a chain where each lookup waits for the previous answer (latency, what one Get pays per table). Ratios are against pebble-bloom/10 on the same keys.\n\n", cfg.Probes, cfg.ColdMiB)
-	for _, n := range cfg.Sizes {
-		var base *filterbench.Result
-		for i := range results {
-			if results[i].Keys == n && results[i].Family == "pebble-bloom/10" {
-				base = &results[i]
-			}
-		}
-		fmt.Fprintf(w, "## %d keys\n\n", n)
-		fmt.Fprintf(w, "| filter | bits/key | FPR | build ns/key | hot ns | cold ns | cold latency ns | build ×bloom | hot ×bloom | cold ×bloom | latency ×bloom |\n")
-		fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, r := range results {
-			if r.Keys != n {
-				continue
-			}
-			ratio := func(a, b float64) string {
-				if base == nil || b == 0 {
-					return "–"
-				}
-				return fmt.Sprintf("%.2f", a/b)
-			}
-			var bb, bh, bc, bl float64
-			if base != nil {
-				bb, bh, bc, bl = base.BuildNsKey, base.HotNs, base.ColdNs, base.ColdLatNs
-			}
-			fmt.Fprintf(w, "| %s | %.2f | %s | %.1f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n",
-				r.Family, r.BitsPerKey, pct(r.FPR), r.BuildNsKey, r.HotNs, r.ColdNs, r.ColdLatNs,
-				ratio(r.BuildNsKey, bb), ratio(r.HotNs, bh), ratio(r.ColdNs, bc), ratio(r.ColdLatNs, bl))
-		}
-		fmt.Fprintln(w)
-	}
-}
-
-func pct(v float64) string {
-	switch {
-	case v == 0:
-		return "0"
-	case v < 0.0001:
-		return fmt.Sprintf("%.4f%%", 100*v)
-	default:
-		return fmt.Sprintf("%.3f%%", 100*v)
-	}
 }

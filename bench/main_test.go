@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestReportTiny runs the whole report on tiny sizes so CI catches a broken
-// report before anyone waits 15 minutes for it.
+// TestReportTiny runs the whole report, Pebble level included, on tiny
+// sizes so CI catches a broken report before anyone waits for a full run.
 func TestReportTiny(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -21,31 +21,39 @@ func TestReportTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lsmcuckoo/9.6", "pebble-bloom/10", "badger-bloom/default", "binary-fuse8", "## 1000 keys"} {
+	for _, want := range []string{"lsmcuckoo/9.6", "pebble-bloom/10", "badger-bloom/default", "binary-fuse8", "### 1000 keys", "## Pebble database level", "fpr-vs-bits-1000.svg", "pebble-gets.svg"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	var raw struct {
-		Results []struct {
-			Family string  `json:"family"`
-			FPR    float64 `json:"fpr"`
-			Bits   float64 `json:"bits_per_key"`
-		} `json:"results"`
+	for _, svg := range []string{"fpr-vs-bits-1000.svg", "pebble-gets.svg"} {
+		b, err := os.ReadFile(filepath.Join(dir, svg))
+		if err != nil || !bytes.Contains(b, []byte("<svg")) {
+			t.Errorf("%s: not an SVG (%v)", svg, err)
+		}
 	}
+	var rep report
 	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(js, &raw); err != nil {
+	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(raw.Results) == 0 {
-		t.Fatal("no results in results.json")
+	if len(rep.Filters) == 0 || len(rep.Pebble) != 6 {
+		t.Fatalf("results.json: %d filter results, %d pebble results", len(rep.Filters), len(rep.Pebble))
 	}
-	for _, r := range raw.Results {
-		if r.Bits <= 0 || r.FPR < 0 || r.FPR > 0.5 {
-			t.Errorf("%s: implausible bits/key %v or FPR %v", r.Family, r.Bits, r.FPR)
+	for _, r := range rep.Filters {
+		if r.BitsPerKey <= 0 || r.FPR < 0 || r.FPR > 0.5 {
+			t.Errorf("%s: implausible bits/key %v or FPR %v", r.Family, r.BitsPerKey, r.FPR)
+		}
+	}
+	for _, r := range rep.Pebble {
+		if r.GetsPerSec <= 0 {
+			t.Errorf("pebble %s %s: %v Gets/s", r.Policy, r.Workload, r.GetsPerSec)
+		}
+		if r.Policy != "none" && r.FilterBytes == 0 {
+			t.Errorf("pebble %s: no filter bytes", r.Policy)
 		}
 	}
 }
@@ -55,7 +63,8 @@ func TestUsageErrors(t *testing.T) {
 	if err := run([]string{"-sizes", "abc"}, &out, &errb); err == nil {
 		t.Fatal("bad -sizes accepted")
 	}
-	if err := run([]string{"stray"}, &out, &errb); err == nil || !strings.Contains(errb.String(), "Usage") {
+	errb.Reset()
+	if err := run([]string{"stray"}, &out, &errb); err == nil || !strings.Contains(errb.String(), "usage") {
 		t.Fatalf("stray argument: err=%v, stderr=%q", err, errb.String())
 	}
 }

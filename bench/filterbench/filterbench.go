@@ -184,6 +184,17 @@ func Families() []Family {
 	}
 }
 
+// PlotFamilies is the line-up with enough settings per family to draw the
+// FPR-vs-space curves of the full report.
+func PlotFamilies() []Family {
+	return []Family{
+		Cuckoo(7), Cuckoo(8.5), Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(14), Cuckoo(15.9), Cuckoo(18),
+		PebbleBloom(6), PebbleBloom(8), PebbleBloom(10), PebbleBloom(12), PebbleBloom(16), PebbleBloom(20),
+		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
+		BinaryFuse8(), BinaryFuse16(),
+	}
+}
+
 // Result is one family's figures on one key set.
 type Result struct {
 	Family      string  `json:"family"`

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+)
+
+// baseline is the filter every ratio is taken against.
+const baseline = "pebble-bloom/10"
+
+func writeReport(w io.Writer, rep *report, plots map[string]string) {
+	fmt.Fprintf(w, "# lsmcuckoo benchmark report (%s run)\n\n", rep.Mode)
+	fmt.Fprintf(w, "Machine: %s; %s. Every comparison ran in one process, families interleaved within each repetition; timings are medians of %d repetition(s). Ratios are against `%s` on the same keys in the same run.\n\n", rep.Machine, rep.Go, max(1, rep.Reps), baseline)
+
+	fmt.Fprintf(w, "## Filter level\n\n")
+	fmt.Fprintf(w, "Random 16-byte keys; FPR over %d absent keys. *hot*: one filter probed in a loop. *cold*: copies of the filter spread over ≥ %d MiB, a random copy per lookup, timed as a loop of independent lookups (throughput) and as a chain where each lookup waits for the previous answer (latency: what one Get pays per table). *allocs*: heap allocations to build one filter.\n\n", rep.Probes, rep.ColdMiB)
+	for _, n := range rep.Sizes {
+		var base *filterbench.Result
+		for i := range rep.Filters {
+			if r := &rep.Filters[i]; r.Keys == n && r.Family == baseline {
+				base = r
+			}
+		}
+		fmt.Fprintf(w, "### %d keys\n\n", n)
+		if name, ok := plots[fmt.Sprintf("fpr-%d", n)]; ok {
+			fmt.Fprintf(w, "![FPR vs bits/key, %d keys](%s)\n\n", n, name)
+		}
+		fmt.Fprintf(w, "| filter | bits/key | FPR | build ns/key | allocs | hot ns | cold ns | cold latency ns | build ×bloom | hot ×bloom | cold ×bloom | latency ×bloom |\n")
+		fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range rep.Filters {
+			if r.Keys != n {
+				continue
+			}
+			ratio := func(get func(filterbench.Result) float64) string {
+				if base == nil || get(*base) == 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.2f", get(r)/get(*base))
+			}
+			fmt.Fprintf(w, "| %s | %.2f | %s | %.1f | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n",
+				r.Family, r.BitsPerKey, pct(r.FPR), r.BuildNsKey, r.BuildAllocs, r.HotNs, r.ColdNs, r.ColdLatNs,
+				ratio(func(x filterbench.Result) float64 { return x.BuildNsKey }),
+				ratio(func(x filterbench.Result) float64 { return x.HotNs }),
+				ratio(func(x filterbench.Result) float64 { return x.ColdNs }),
+				ratio(func(x filterbench.Result) float64 { return x.ColdLatNs }))
+		}
+		fmt.Fprintln(w)
+	}
+
+	if len(rep.Pebble) > 0 {
+		c := rep.PebbleC
+		fmt.Fprintf(w, "## Pebble database level\n\n")
+		fmt.Fprintf(w, "A real Pebble DB on disk per policy, same keys: %d keys written with compactions on (a tall tree, not all in L6), then %d keys flushed as %d overlapping L0 tables; values of %d bytes; block cache %d MiB, smaller than the data. Compactions are off while measuring. %d Gets per workload after a warm-up; *absent* probes keys that interleave with the present ones inside every table's range. *block reads/Get* is Pebble's block-cache misses per Get; *filter rejects* is Pebble's own filter-hit counter (tables skipped).\n\n",
+			c.BaseKeys, c.L0Keys, c.L0Tables, c.ValueSize, c.CacheBytes>>20, c.Gets)
+		if name, ok := plots["pebble"]; ok {
+			fmt.Fprintf(w, "![Pebble Gets](%s)\n\n", name)
+		}
+		fmt.Fprintf(w, "| policy | workload | Gets/s | block reads/Get | filter rejects/Get | filter passes/Get | filter bytes | tables L0..L6 | Gets/s ×bloom |\n")
+		fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range rep.Pebble {
+			ratio := "–"
+			for _, b := range rep.Pebble {
+				if b.Policy == baseline && b.Workload == r.Workload && b.GetsPerSec > 0 {
+					ratio = fmt.Sprintf("%.2f", r.GetsPerSec/b.GetsPerSec)
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %.0f | %.3f | %.2f | %.3f | %d | %v | %s |\n",
+				r.Policy, r.Workload, r.GetsPerSec, r.BlockReadsPer,
+				float64(r.FilterHits)/float64(r.Gets), float64(r.FilterMisses)/float64(r.Gets),
+				r.FilterBytes, r.TablesPerLevel, ratio)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "Run took %.0f s.\n", rep.Seconds)
+}
+
+func pct(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v < 0.0001:
+		return fmt.Sprintf("%.4f%%", 100*v)
+	default:
+		return fmt.Sprintf("%.3f%%", 100*v)
+	}
+}
