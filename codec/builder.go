@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
@@ -36,6 +37,13 @@ type Options struct {
 	Hash HashKind
 }
 
+// sortBins is the number of bins sortBlock spreads a block over: as many as
+// the keys of a default block, so about one key lands in each.
+const (
+	sortBinBits = 10
+	sortBins    = 1 << sortBinBits
+)
+
 // hashPage is the unit in which a Builder stores hashes, so that a builder
 // holding n hashes uses 8n bytes plus at most one partly filled page, never
 // the up-to-2x of a growing slice.
@@ -58,16 +66,28 @@ type Builder struct {
 	// tests can drive the reseed path that real key sets never reach.
 	rejectSeeds int
 
-	// Scratch kept across Finish calls.
+	s     *scratch // only inside Finish
+	stats BuildStats
+}
+
+// scratch is the memory a Builder needs only inside Finish. A compaction
+// writes tables one after another, each with a new writer, so scratch and
+// hash pages are pooled across builders (as Pebble's bloom writer pools its
+// hash blocks); a sync.Pool lets the GC reclaim them when idle.
+type scratch struct {
 	sorted  []uint64
 	counts  []uint32
 	fill    []uint32
 	binned  []uint64
-	bins    [257]uint32
+	bins    [sortBins + 1]uint32
 	bucketW []uint64
 	place   placer
-	stats   BuildStats
 }
+
+var (
+	scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+	pagePool    = sync.Pool{New: func() any { p := make([]uint64, 0, hashPage); return &p }}
+)
 
 // BuildStats describes the last block a Builder produced.
 type BuildStats struct {
@@ -114,7 +134,7 @@ func (b *Builder) AddHash(h uint64) {
 	// and one pass fewer over the hashes is measurably faster.
 	h = position(h, b.opts.Hash, b.opts.Seed)
 	if len(b.pages) == 0 || len(b.pages[len(b.pages)-1]) == hashPage {
-		b.pages = append(b.pages, make([]uint64, 0, hashPage))
+		b.pages = append(b.pages, (*pagePool.Get().(*[]uint64))[:0])
 	}
 	p := &b.pages[len(b.pages)-1]
 	*p = append(*p, h)
@@ -129,6 +149,11 @@ func (b *Builder) Stats() BuildStats { return b.stats }
 
 // Reset forgets all added keys.
 func (b *Builder) Reset() {
+	for i, pg := range b.pages {
+		pg = pg[:0]
+		pagePool.Put(&pg)
+		b.pages[i] = nil
+	}
 	b.pages = b.pages[:0]
 	b.n, b.haveLast = 0, false
 }
@@ -139,7 +164,12 @@ func (b *Builder) Reset() {
 // unlikely) case that a block's keys agree on all position bits, placement
 // restarts under the next seed.
 func (b *Builder) Finish(dst []byte) []byte {
-	defer b.Reset()
+	b.s = scratchPool.Get().(*scratch)
+	defer func() {
+		scratchPool.Put(b.s)
+		b.s = nil
+		b.Reset()
+	}()
 	// Pages hold hashes mixed under the configured seed; a reseed re-mixes
 	// them through Unmix, so nothing but the hashes is ever stored.
 	for seed := b.opts.Seed; ; seed++ {
@@ -164,24 +194,24 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 
 	// Group the hashes by block with a counting sort. A block is a range
 	// of the high hash bits, so this is the first digit of a radix sort.
-	b.counts = slices.Grow(b.counts[:0], blocks+1)[:blocks+1]
-	clear(b.counts)
+	b.s.counts = slices.Grow(b.s.counts[:0], blocks+1)[:blocks+1]
+	clear(b.s.counts)
 	for _, pg := range b.pages {
 		for _, x := range pg {
 			blk, _ := keyhash.Reduce(keyhash.Hi(x), c)
-			b.counts[blk+1]++
+			b.s.counts[blk+1]++
 		}
 	}
 	for i := 1; i <= blocks; i++ {
-		b.counts[i] += b.counts[i-1]
+		b.s.counts[i] += b.s.counts[i-1]
 	}
-	b.sorted = slices.Grow(b.sorted[:0], b.n)[:b.n]
-	b.fill = append(b.fill[:0], b.counts[:blocks]...)
+	b.s.sorted = slices.Grow(b.s.sorted[:0], b.n)[:b.n]
+	b.s.fill = append(b.s.fill[:0], b.s.counts[:blocks]...)
 	for _, pg := range b.pages {
 		for _, x := range pg {
 			blk, _ := keyhash.Reduce(keyhash.Hi(x), c)
-			b.sorted[b.fill[blk]] = x
-			b.fill[blk]++
+			b.s.sorted[b.s.fill[blk]] = x
+			b.s.fill[blk]++
 		}
 	}
 	// Sort and de-duplicate within each block, compacting in place; counts
@@ -189,32 +219,32 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 	// output depend on the key set only, never on the order keys arrived.
 	distinct := 0
 	for i := 0; i < blocks; i++ {
-		seg := b.sortBlock(b.sorted[b.counts[i]:b.counts[i+1]], c)
+		seg := b.sortBlock(b.s.sorted[b.s.counts[i]:b.s.counts[i+1]], c)
 		seg = slices.Compact(seg)
-		b.counts[i] = uint32(distinct)
-		distinct += copy(b.sorted[distinct:], seg)
+		b.s.counts[i] = uint32(distinct)
+		distinct += copy(b.s.sorted[distinct:], seg)
 	}
-	b.counts[blocks] = uint32(distinct)
+	b.s.counts[blocks] = uint32(distinct)
 
 	sh := chooseShape(&b.opts, distinct, blocks, b.maxLoad)
 	f := sh.fpBits
 	perBucket := slots * sh.load
 
-	b.bucketW = b.bucketW[:0]
+	b.s.bucketW = b.s.bucketW[:0]
 	starts := make([]uint32, blocks+1)
 	bumped := 0
 	planned := 0
 	for i := 0; i < blocks; i++ {
-		keys := b.sorted[b.counts[i]:b.counts[i+1]]
+		keys := b.s.sorted[b.s.counts[i]:b.s.counts[i+1]]
 		// Plan from the cumulative count so rounding never accumulates.
-		plannedEnd := int(math.Ceil(float64(b.counts[i+1]) / perBucket))
+		plannedEnd := int(math.Ceil(float64(b.s.counts[i+1]) / perBucket))
 		m := max(plannedEnd-planned, (len(keys)+slots-1)/slots)
 		if len(keys) > 0 {
 			m = max(m, 1)
 		}
 		planned = plannedEnd
 		first := m
-		for !b.place.place(keys, c, uint32(m), f) {
+		for !b.s.place.place(keys, c, uint32(m), f) {
 			m++
 			if m > 2*len(keys)+16 {
 				return nil, false
@@ -223,7 +253,7 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 		if m > first {
 			bumped++
 		}
-		b.bucketW = b.place.appendBuckets(b.bucketW, f)
+		b.s.bucketW = b.s.place.appendBuckets(b.s.bucketW, f)
 		starts[i+1] = starts[i] + uint32(m)
 	}
 	n := starts[blocks]
@@ -263,7 +293,7 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 		}
 	}
 	bb := uint64(h.bucketBits())
-	for i, w := range b.bucketW {
+	for i, w := range b.s.bucketW {
 		bitpack.Write(block, h.bktStart*8+uint64(i)*bb, uint(bb), w)
 	}
 	binary.LittleEndian.PutUint32(block[h.size-trailerSize:], checksum(block[:h.size-trailerSize]))
@@ -291,22 +321,23 @@ func (b *Builder) sortBlock(seg []uint64, c uint32) []uint64 {
 		insertionSort(seg)
 		return seg
 	}
-	clear(b.bins[:])
+	clear(b.s.bins[:])
 	for _, x := range seg {
 		_, rest := keyhash.Reduce(keyhash.Hi(x), c)
-		b.bins[rest>>24+1]++
+		b.s.bins[rest>>(32-sortBinBits)+1]++
 	}
-	for i := 1; i < len(b.bins); i++ {
-		b.bins[i] += b.bins[i-1]
+	for i := 1; i < len(b.s.bins); i++ {
+		b.s.bins[i] += b.s.bins[i-1]
 	}
-	b.binned = resize(b.binned, len(seg))
+	b.s.binned = resize(b.s.binned, len(seg))
 	for _, x := range seg {
 		_, rest := keyhash.Reduce(keyhash.Hi(x), c)
-		b.binned[b.bins[rest>>24]] = x
-		b.bins[rest>>24]++
+		d := rest >> (32 - sortBinBits)
+		b.s.binned[b.s.bins[d]] = x
+		b.s.bins[d]++
 	}
-	insertionSort(b.binned)
-	copy(seg, b.binned)
+	insertionSort(b.s.binned)
+	copy(seg, b.s.binned)
 	return seg
 }
 
