@@ -1,0 +1,47 @@
+// Package tablefilter plugs lsmcuckoo's filters into LSM key-value stores:
+// a per-table filter for Pebble, one shaped like Badger's, and a runtime
+// filter for memtables (MemFilter). The per-table filters are thin
+// adapters over package codec, which builds, encodes and reads the blocks;
+// nothing here changes what a block means.
+//
+// # Pebble
+//
+// NewPolicy returns a pebble.FilterPolicy:
+//
+//	opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)
+//
+// Pebble stores the policy's name in every table and uses a table's filter
+// only if Options.Filters holds a policy of that exact name. Pebble adds
+// the policies of Options.Levels itself when it opens a store; a store
+// whose tables were written with other budgets must have them registered
+// too (RegisterPolicies), or those tables are read without filters, which
+// is correct but slower. PolicyFromName turns a name back into its policy,
+// for pebble.ParseHooks.NewFilterPolicy.
+//
+// Remember which lookups consult table filters: DB.Get on L0 to L5, never
+// L6; an iterator's SeekPrefixGE on L6 too only with
+// IterOptions.UseL6Filters. The filter sees the comparer's Split prefix of
+// each key (the whole key without Split); the versions of an MVCC key count
+// once against the bits-per-key budget.
+//
+// # Badger
+//
+// Badger v4 has no hook to replace its bloom filter. NewBadgerFilter builds
+// a drop-in for its y.Filter from the same 32-bit hashes Badger's table
+// builder collects, and BadgerFilter answers MayContain(hash) and
+// MayContainKey(key) exactly where y.Filter does, for a store that embeds
+// Badger's table format and decides where filters are built and probed.
+//
+// # Robustness
+//
+// The readers answer "maybe" for anything they cannot trust: a truncated or
+// malformed block, a damaged header, a block of another format version or
+// hash kind, a filter type they do not know. They never allocate, never
+// retain the block, and are safe for concurrent use. A bit flipped inside a
+// block's buckets is not visible to a lookup (it would take a checksum pass
+// over the block per probe) and can turn a present key absent. Pebble's
+// block checksum catches it when the block is read from disk; a store that
+// keeps BadgerFilters should do as Badger does with the table index that
+// holds its bloom filter (checksum it and verify on open), or verify each
+// block once with codec.Decode, which checks the block's own CRC-32C.
+package tablefilter
