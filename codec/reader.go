@@ -88,20 +88,25 @@ func (h *header) mayContain(block []byte, x uint64) bool {
 	fp := keyhash.Fingerprint(x, f)
 	bb := uint64(4*f - 4)
 	base := h.bktStart*8 + uint64(start)*bb
-	return bucketHas(block, base+uint64(i1)*bb, fp, f) || bucketHas(block, base+uint64(i2)*bb, fp, f)
+	// Load both buckets before looking at either, so the two (possibly
+	// cache-missing) loads are in flight together.
+	o1, o2 := base+uint64(i1)*bb, base+uint64(i2)*bb
+	w1 := bitpack.Load64(block, int(o1>>3)) >> (o1 & 7)
+	w2 := bitpack.Load64(block, int(o2>>3)) >> (o2 & 7)
+	return bucketHas(w1, fp, f) || bucketHas(w2, fp, f)
 }
 
-// bucketHas reports whether the bucket at bit offset off holds fp; a
+// bucketHas reports whether the bucket word w holds fp; a
 // bucket with an invalid nibble code (only in a corrupt block) answers true.
 //
 // The nibbles are tested first, all four at once: XOR with fp's nibble in
 // every lane and an exact zero-lane test. About three lookups in four find
 // no equal nibble and stop there without touching the low bits; the rest
 // compare the low bits of just the matching slots.
-func bucketHas(block []byte, off uint64, fp uint32, f uint) bool {
-	// Buckets are 4f-4 bits and start nibble-aligned, so a bucket is always
-	// inside the 64-bit word loaded at its first byte.
-	w := bitpack.Load64(block, int(off>>3)) >> (off & 7)
+//
+// w is the bucket's word: buckets are 4f-4 bits and start nibble-aligned,
+// so a bucket is always inside the 64-bit word loaded at its first byte.
+func bucketHas(w uint64, fp uint32, f uint) bool {
 	code := w & 0xfff
 	if code >= nibbleCodes {
 		return true
@@ -109,6 +114,12 @@ func bucketHas(block []byte, off uint64, fp uint32, f uint) bool {
 	low := (f - 4) & 15
 	xn := uint32(nibblesOfCode[code]) ^ (fp>>low)*0x1111
 	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888 // bit 4j+3 set: slot j's nibble matches
+	return eq != 0 && lowsMatch(w, eq, fp, low)
+}
+
+// lowsMatch compares the low bits of the slots flagged in eq with fp's; it
+// is bucketHas's rare path, apart so that bucketHas inlines.
+func lowsMatch(w uint64, eq, fp uint32, low uint) bool {
 	lowMask := uint64(1)<<low - 1
 	for eq != 0 {
 		j := uint(bits.TrailingZeros32(eq)) >> 2
