@@ -39,6 +39,9 @@ func expectedFPR(f uint, load float64) float64 {
 // cumulative block sizes drift from the average by a Brownian bridge of
 // standard deviation about sqrt(d)/2 keys, i.e. sqrt(d)/8 buckets.
 func estOffsetBits(d, c int) float64 {
+	if c <= 1 {
+		return 0 // a single block starts at 0 and ends at N: both deltas are 0
+	}
 	dev := 4*math.Sqrt(float64(d))/8 + 2
 	return float64(c+1) * (math.Ceil(math.Log2(dev)) + 2)
 }
