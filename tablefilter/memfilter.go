@@ -110,9 +110,11 @@ func newMemSegment(buckets uint64) *memSegment {
 }
 
 // memKey derives a key's fingerprint and primary-bucket hash with the
-// module's shared derivation (internal/keyhash), as the codec does.
+// module's shared derivation (internal/keyhash), exactly as the codec does
+// for its default seed: the xxhash64 value itself, high half for buckets,
+// low 16 bits for the fingerprint.
 func memKey(key []byte) (fp, hi uint32) {
-	x := keyhash.Mix(keyhash.Hash(key), 0)
+	x := keyhash.Hash(key)
 	return keyhash.Fingerprint(x, memFPBits), keyhash.Hi(x)
 }
 
@@ -135,14 +137,17 @@ func (s *memSegment) primary(hi uint32) uint32 {
 
 func slotFP(w uint64, slot int) uint32 { return uint32(w>>(slot*memFPBits)) & memFPMask }
 
-// has reports whether bucket word w holds fp in some slot.
+const (
+	memLanes = 0x001_001_001_001 // 1 in each 12-bit slot
+	memHighs = 0x800_800_800_800 // top bit of each slot
+)
+
+// has reports whether bucket word w holds fp (never 0) in some slot: XOR fp
+// into every slot and test for a zero slot with the borrow trick, which may
+// misplace which slot is zero but never reports one where none is.
 func has(w uint64, fp uint32) bool {
-	for s := 0; s < memSlots; s++ {
-		if slotFP(w, s) == fp {
-			return true
-		}
-	}
-	return false
+	x := (w ^ uint64(fp)*memLanes) & memSlotsMask
+	return (x-memLanes)&^x&memHighs != 0
 }
 
 // contains runs the lookup of invariant 3 on one segment.
