@@ -25,6 +25,8 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/membench"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
@@ -49,6 +51,9 @@ type report struct {
 	ColdMiB int                    `json:"cold_mib"`
 	Pebble  []dbbench.PebbleResult `json:"pebble,omitempty"`
 	PebbleC *dbbench.PebbleConfig  `json:"pebble_config,omitempty"`
+	Mem     []membench.Result      `json:"memtable,omitempty"`
+	MemKeys int                    `json:"memtable_keys,omitempty"`
+	MemOps  int                    `json:"memtable_ops,omitempty"`
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -81,15 +86,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Reps:     3,
 	}
 	pcfg := dbbench.FullPebble
+	memKeys, memOps := 1<<20, 4_000_000
 	switch {
 	case *tiny:
 		rep.Mode = "tiny"
 		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, filterbench.Families(), 10_000, 10_000, 1, 1
 		pcfg = dbbench.PebbleConfig{BaseKeys: 20_000, L0Keys: 10_000, L0Tables: 2, ValueSize: 16, CacheBytes: 1 << 20, Gets: 2_000}
+		memKeys, memOps = 1<<12, 20_000
 	case *quick:
 		rep.Mode = "quick"
 		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, filterbench.Families(), 1_000_000, 1
 		pcfg = dbbench.QuickPebble
+		memKeys, memOps = 1<<18, 1_000_000
 	}
 	if *sizes != "" {
 		cfg.Sizes = nil
@@ -125,6 +133,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		rep.PebbleC = &pcfg
 	}
+	progress("memtable filters")
+	mem, err := membench.Run(testkeys.Random(memKeys, 16, 51), memOps)
+	if err != nil {
+		return err
+	}
+	rep.Mem, rep.MemKeys, rep.MemOps = mem, memKeys, memOps
 	rep.Seconds = time.Since(rep.Started).Seconds()
 	fmt.Fprintf(stderr, "\rdone in %.0fs%50s\n", rep.Seconds, "")
 
