@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
@@ -298,4 +299,30 @@ func FuzzDecode(f *testing.F) {
 			_ = flt.Info()
 		}
 	})
+}
+
+// TestConcurrentReaders probes one block from many goroutines (run with
+// -race): the reader keeps no state, so every present key must be found by
+// every goroutine.
+func TestConcurrentReaders(t *testing.T) {
+	keys := testkeys.Random(20_000, 16, 61)
+	block := Build(keys, Options{BitsPerKey: 10})
+	flt, err := Decode(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < len(keys); i += 4 {
+				if !MayContain(block, keys[i]) || !flt.MayContain(keys[i]) {
+					t.Errorf("goroutine %d: false negative", g)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }
