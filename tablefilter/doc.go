@@ -32,6 +32,14 @@
 // MayContainKey(key) exactly where y.Filter does, for a store that embeds
 // Badger's table format and decides where filters are built and probed.
 //
+// # Memtables
+//
+// MemFilter sits in front of a memtable: goroutines Add keys as they are
+// written and ask MayContain before searching, with no lock on any path.
+// Size it with the memtable's expected key count; it grows rather than
+// ever losing a key, and has no Delete (see its documentation for the
+// argument that a lookup never misses an added key).
+//
 // # Robustness
 //
 // The readers answer "maybe" for anything they cannot trust: a truncated or
