@@ -27,6 +27,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/membench"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
@@ -51,6 +52,8 @@ type report struct {
 	ColdMiB int                    `json:"cold_mib"`
 	Pebble  []dbbench.PebbleResult `json:"pebble,omitempty"`
 	PebbleC *dbbench.PebbleConfig  `json:"pebble_config,omitempty"`
+	KV      []kvdemo.LookupResult  `json:"kvdemo,omitempty"`
+	KVKeys  int                    `json:"kvdemo_keys,omitempty"`
 	Mem     []membench.Result      `json:"memtable,omitempty"`
 	MemKeys int                    `json:"memtable_keys,omitempty"`
 	MemOps  int                    `json:"memtable_ops,omitempty"`
@@ -87,17 +90,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	pcfg := dbbench.FullPebble
 	memKeys, memOps := 1<<20, 4_000_000
+	kvKeys, kvGets := 1_000_000, 400_000
 	switch {
 	case *tiny:
 		rep.Mode = "tiny"
 		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, filterbench.Families(), 10_000, 10_000, 1, 1
 		pcfg = dbbench.PebbleConfig{BaseKeys: 20_000, L0Keys: 10_000, L0Tables: 2, ValueSize: 16, CacheBytes: 1 << 20, Gets: 2_000}
 		memKeys, memOps = 1<<12, 20_000
+		kvKeys, kvGets = 5_000, 2_000
 	case *quick:
 		rep.Mode = "quick"
 		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, filterbench.Families(), 1_000_000, 1
 		pcfg = dbbench.QuickPebble
 		memKeys, memOps = 1<<18, 1_000_000
+		kvKeys, kvGets = 200_000, 100_000
 	}
 	if *sizes != "" {
 		cfg.Sizes = nil
@@ -132,6 +138,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		rep.PebbleC = &pcfg
+	}
+	if *withDB {
+		root, cleanup, err := dbbench.TempRoot()
+		if err != nil {
+			return err
+		}
+		rep.KV, err = runKV(root, kvKeys, kvGets, progress)
+		cleanup()
+		if err != nil {
+			return err
+		}
+		rep.KVKeys = kvKeys
 	}
 	progress("memtable filters")
 	mem, err := membench.Run(testkeys.Random(memKeys, 16, 51), memOps)
@@ -192,4 +210,46 @@ func machineLine() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores, %s/%s", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+}
+
+// runKV loads one kvdemo store per filter kind with the same keys (about 16
+// tables each) and runs the absent and 50/50 lookup workloads on each,
+// interleaving the stores per workload.
+func runKV(root string, keys, gets int, progress func(string)) ([]kvdemo.LookupResult, error) {
+	kinds := []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterBloom, kvdemo.FilterNone}
+	dbs := make([]*kvdemo.DB, len(kinds))
+	defer func() {
+		for _, db := range dbs {
+			if db != nil {
+				db.Close()
+			}
+		}
+	}()
+	for i, k := range kinds {
+		progress("kvdemo load " + string(k))
+		db, err := kvdemo.Open(filepath.Join(root, "kv-"+string(k)), &kvdemo.Options{
+			Filter:          k,
+			MemtableBytes:   int64(keys) * 100 / 16, // about 16 tables
+			NoSyncEachWrite: true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		dbs[i] = db
+		if err := kvdemo.Load(db, keys, 64); err != nil {
+			return nil, err
+		}
+	}
+	var out []kvdemo.LookupResult
+	for _, miss := range []float64{1, 0.5} {
+		for i, db := range dbs {
+			progress(fmt.Sprintf("kvdemo lookups %s miss=%g", kinds[i], miss))
+			r, err := kvdemo.Lookups(db, keys, gets, miss, 9)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

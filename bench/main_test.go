@@ -21,7 +21,7 @@ func TestReportTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lsmcuckoo/9.6", "pebble-bloom/10", "badger-bloom/default", "binary-fuse8", "### 1000 keys", "## Pebble database level", "fpr-vs-bits-1000.svg", "pebble-gets.svg", "## Memtable filter", "| memfilter |"} {
+	for _, want := range []string{"lsmcuckoo/9.6", "pebble-bloom/10", "badger-bloom/default", "binary-fuse8", "### 1000 keys", "## Pebble database level", "fpr-vs-bits-1000.svg", "pebble-gets.svg", "## Memtable filter", "| memfilter |", "## kvdemo level", "| cuckoo | 100% |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -40,8 +40,8 @@ func TestReportTiny(t *testing.T) {
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Filters) == 0 || len(rep.Pebble) != 6 || len(rep.Mem) == 0 {
-		t.Fatalf("results.json: %d filter results, %d pebble results, %d memtable results", len(rep.Filters), len(rep.Pebble), len(rep.Mem))
+	if len(rep.Filters) == 0 || len(rep.Pebble) != 6 || len(rep.Mem) == 0 || len(rep.KV) != 6 {
+		t.Fatalf("results.json: %d filter results, %d pebble results, %d memtable results, %d kvdemo results", len(rep.Filters), len(rep.Pebble), len(rep.Mem), len(rep.KV))
 	}
 	for _, r := range rep.Filters {
 		if r.BitsPerKey <= 0 || r.FPR < 0 || r.FPR > 0.5 {

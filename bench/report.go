@@ -73,6 +73,21 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 		}
 		fmt.Fprintln(w)
 	}
+	if len(rep.KV) > 0 {
+		fmt.Fprintf(w, "## kvdemo level\n\n")
+		fmt.Fprintf(w, "The project's demo store (package kvdemo: WAL, memtable behind a MemFilter, Badger-format SSTs) loaded with %d keys into about 16 tables per store, once per per-table filter, everything else equal: *cuckoo* = lsmcuckoo at 10 bits/key beside each table, *bloom* = Badger's own `y.Filter` inside the table at Badger's default `BloomFalsePositive` 0.01, *none*. *FPR*: the share of tables without the key that the filter did not skip. Filter bytes include the memtable's filter.\n\n", rep.KVKeys)
+		fmt.Fprintf(w, "| filter | absent share | Gets/s | tables probed/Get | FPR | filter bytes | tables | Gets/s ×bloom |\n|---|---|---|---|---|---|---|---|\n")
+		for _, r := range rep.KV {
+			ratio := "–"
+			for _, b := range rep.KV {
+				if b.Filter == "bloom" && b.Miss == r.Miss && b.GetsPerSec > 0 {
+					ratio = fmt.Sprintf("%.2f", r.GetsPerSec/b.GetsPerSec)
+				}
+			}
+			fmt.Fprintf(w, "| %s | %.0f%% | %.0f | %.3f | %s | %d | %d | %s |\n", r.Filter, 100*r.Miss, r.GetsPerSec, r.ProbedPerGet, pct(r.FPR), r.FilterBytes, r.Tables, ratio)
+		}
+		fmt.Fprintln(w)
+	}
 	if len(rep.Mem) > 0 {
 		writeMem(w, rep)
 	}
