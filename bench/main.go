@@ -90,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	pcfg := dbbench.FullPebble
 	memKeys, memOps := 1<<20, 4_000_000
-	kvKeys, kvGets := 1_000_000, 400_000
+	kvKeys, kvGets := 1_000_000, 100_000
 	switch {
 	case *tiny:
 		rep.Mode = "tiny"

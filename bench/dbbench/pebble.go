@@ -167,17 +167,46 @@ func writeRange(db *pebble.DB, value []byte, from, n int) error {
 	return b.Commit(pebble.NoSync)
 }
 
+// Open opens the database BuildPebble wrote, with compactions off so the
+// layout stays as built while it is measured.
+func Open(dir string, p Policy, cacheBytes int64) (*pebble.DB, func(), error) {
+	cache := pebble.NewCache(cacheBytes)
+	db, err := pebble.Open(dir, options(p, cache, false))
+	if err != nil {
+		cache.Unref()
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); cache.Unref() }, nil
+}
+
+// Probes returns a deterministic probe function for a workload: "absent"
+// returns only absent keys that interleave with the present ones, "50/50"
+// alternates present and absent.
+func Probes(cfg PebbleConfig, workload string, seed uint64) func(i int) []byte {
+	total := cfg.BaseKeys + cfg.L0Keys
+	r := rand.New(rand.NewPCG(seed, 7))
+	return func(i int) []byte {
+		j := r.IntN(total)
+		if workload == "50/50" && i%2 == 0 {
+			return presentKey(j)
+		}
+		return absentKey(j)
+	}
+}
+
+// Get reads k and checks that a found value is k's; a missing key is not an
+// error (absent probes miss by design).
+func Get(db *pebble.DB, k []byte) error { return get(db, k) }
+
 // RunPebble opens the database built for p and times Gets: "absent" probes
 // only absent keys that interleave with the present ones, "50/50" mixes
 // present and absent. The layout is frozen (no compactions) while measuring.
 func RunPebble(dir string, p Policy, cfg PebbleConfig, workload string) (PebbleResult, error) {
-	cache := pebble.NewCache(cfg.CacheBytes)
-	defer cache.Unref()
-	db, err := pebble.Open(dir, options(p, cache, false))
+	db, closeDB, err := Open(dir, p, cfg.CacheBytes)
 	if err != nil {
 		return PebbleResult{}, err
 	}
-	defer db.Close()
+	defer closeDB()
 	res := PebbleResult{Policy: p.Name, Workload: workload, Gets: cfg.Gets}
 	tables, err := db.SSTables(pebble.WithProperties())
 	if err != nil {
@@ -191,15 +220,7 @@ func RunPebble(dir string, p Policy, cfg PebbleConfig, workload string) (PebbleR
 			}
 		}
 	}
-	total := cfg.BaseKeys + cfg.L0Keys
-	r := rand.New(rand.NewPCG(42, 7))
-	probe := func(i int) []byte {
-		j := r.IntN(total)
-		if workload == "50/50" && i%2 == 0 {
-			return presentKey(j)
-		}
-		return absentKey(j)
-	}
+	probe := Probes(cfg, workload, 42)
 	// Warm the cache with a tenth of the workload, then measure.
 	for i := 0; i < cfg.Gets/10; i++ {
 		if err := get(db, probe(i)); err != nil {
