@@ -296,7 +296,12 @@ func (db *DB) write(r walRecord) error {
 	// sees it.
 	db.applyToMem(db.mem, r)
 	if db.mem.sl.MemSize() >= db.opts.MemtableBytes {
-		return db.flushLocked()
+		// The write is already durable in the log; a failed flush leaves
+		// the store as it was (see flushLocked) and is retried by the next
+		// write, so it is reported, not returned as this write's failure.
+		if err := db.flushLocked(); err != nil {
+			db.opts.Logger.Printf("%v (will retry)", err)
+		}
 	}
 	return nil
 }
@@ -415,16 +420,29 @@ func (db *DB) flushLocked() error {
 	oldWAL, oldLog := db.wal, db.man.Log
 	db.wal = nextWAL
 
+	// If the table or the manifest cannot be written, undo the switch: the
+	// memtable's records are still in the old log, which the manifest still
+	// names, and later writes must go there too or a restart would not
+	// replay them. (No write ran meanwhile: wmu is held.)
+	undo := func(err error) error {
+		nextWAL.close()
+		os.Remove(db.path(newLog, "log"))
+		db.wal = oldWAL
+		db.mu.Lock()
+		db.mem, db.imm = db.imm, nil
+		db.mu.Unlock()
+		return fmt.Errorf("kvdemo: flush: %w", err)
+	}
 	st, maxSeq, err := db.writeTable(id, db.imm)
 	if err != nil {
-		return err
+		return undo(err)
 	}
 	man := db.man
 	man.Tables = append(append([]uint64(nil), man.Tables...), id)
 	man.NextFile, man.Log, man.Seq = newLog+1, newLog, max(man.Seq, maxSeq)
 	if err := writeManifest(db.dir, man); err != nil {
 		st.t.Close(-1)
-		return err
+		return undo(err)
 	}
 	db.mu.Lock()
 	db.man = man
