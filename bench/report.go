@@ -12,7 +12,7 @@ const baseline = "pebble-bloom/10"
 
 func writeReport(w io.Writer, rep *report, plots map[string]string) {
 	fmt.Fprintf(w, "# lsmcuckoo benchmark report (%s run)\n\n", rep.Mode)
-	fmt.Fprintf(w, "Machine: %s; %s. Every comparison ran in one process on the same keys, the compared filters interleaved. Filter-level timings are medians of %d repetition(s); the database, kvdemo and memtable levels are one run per setting (each over %s operations). Ratios are against `%s` in the same run.\n\n", rep.Machine, rep.Go, max(1, rep.Reps), "10⁴–10⁶", baseline)
+	fmt.Fprintf(w, "Machine: %s; %s. Every comparison ran in one process on the same keys, the compared filters interleaved. Filter-level and memtable timings are medians of %d repetition(s); the database and kvdemo levels are one run per setting (each over %s operations). Ratios are against `%s` in the same run.\n\n", rep.Machine, rep.Go, max(1, rep.Reps), "10⁴–10⁶", baseline)
 
 	fmt.Fprintf(w, "## Filter level\n\n")
 	fmt.Fprintf(w, "Random 16-byte keys; FPR over %d absent keys. *hot*: one filter probed in a loop. *cold*: copies of the filter spread over ≥ %d MiB, a random copy per lookup, timed as a loop of independent lookups (throughput) and as a chain where each lookup waits for the previous answer (latency: what one Get pays per table). *allocs*: heap allocations to build one filter.\n\n", rep.Probes, rep.ColdMiB)

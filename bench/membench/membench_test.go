@@ -78,7 +78,7 @@ func BenchmarkMixed(b *testing.B) {
 // implementation must find every added key, under -race too.
 func TestRunTiny(t *testing.T) {
 	keys := testkeys.Random(4096, 16, 52)
-	res, err := Run(keys, 20_000)
+	res, err := Run(keys, 20_000, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
