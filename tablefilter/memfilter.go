@@ -98,7 +98,14 @@ type memSegment struct {
 // NewMemFilter returns a filter sized so that capacityHint distinct keys fit
 // without growing.
 func NewMemFilter(capacityHint int) *MemFilter {
-	n := max(2, uint64(float64(max(capacityHint, 1))/(memSlots*memLoad))+1)
+	// Small tables place less reliably at high load (a few buckets' worth
+	// of bad luck is a large fraction of them): give them a bucket or two
+	// and a lower load, so the hint really fits without growing.
+	load := memLoad
+	if capacityHint < 1000 {
+		load = 0.85
+	}
+	n := max(2, uint64(float64(max(capacityHint, 1))/(memSlots*load))+2)
 	f := &MemFilter{}
 	segs := []*memSegment{newMemSegment(n)}
 	f.segments.Store(&segs)

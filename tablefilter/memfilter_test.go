@@ -226,3 +226,20 @@ func TestMemFilterConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestMemFilterHintFits: capacityHint distinct keys fit without growing,
+// small hints included (where a bucket or two of bad luck is a large
+// fraction of the table).
+func TestMemFilterHintFits(t *testing.T) {
+	for _, hint := range []int{1, 3, 8, 50, 300, 3000, 50_000} {
+		for seed := uint64(0); seed < 20; seed++ {
+			f := NewMemFilter(hint)
+			for _, k := range testkeys.Random(hint, 16, 200+seed) {
+				f.Add(k)
+			}
+			if st := f.Stats(); st.Segments != 1 {
+				t.Fatalf("hint %d, key set %d: grew to %d segments", hint, seed, st.Segments)
+			}
+		}
+	}
+}
