@@ -216,7 +216,7 @@ func machineLine() string {
 	return fmt.Sprintf("%s, %d cores, %s/%s", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 }
 
-// runKV loads one kvdemo store per filter kind with the same keys (about 16
+// runKV loads one kvdemo store per filter kind with the same keys (about 20
 // tables each) and runs the absent and 50/50 lookup workloads on each,
 // interleaving the stores per workload.
 func runKV(root string, keys, gets int, progress func(string)) ([]kvdemo.LookupResult, error) {
@@ -233,7 +233,8 @@ func runKV(root string, keys, gets int, progress func(string)) ([]kvdemo.LookupR
 		progress("kvdemo load " + string(k))
 		db, err := kvdemo.Open(filepath.Join(root, "kv-"+string(k)), &kvdemo.Options{
 			Filter:          k,
-			MemtableBytes:   int64(keys) * 100 / 16, // about 16 tables
+			MemtableBytes:   int64(keys) * 100 / 16, // about 20 tables
+			MaxTables:       -1,                     // no compaction: the layout is the workload
 			NoSyncEachWrite: true,
 		})
 		if err != nil {

@@ -8,41 +8,50 @@
 //
 // On disk (one directory):
 //
-//	MANIFEST          JSON: live tables, filter kind, next ids; replaced atomically
-//	NNNNNN.log        write-ahead log of the memtable (see wal.go)
+//	LOCK              flock'ed while a process has the store open
+//	MANIFEST          JSON: filter kind, compression, live tables (oldest
+//	                  first), oldest live log, highest flushed sequence
+//	                  number; replaced atomically
+//	NNNNNN.log        write-ahead logs not yet flushed (see wal.go)
 //	NNNNNN.sst        a table, written by Badger's table package
 //	NNNNNN.cf         the table's cuckoo filter block (Filter = cuckoo)
+//	tmp/              files being written; emptied at Open
 //
-// Every file is written to a temporary name, fsynced, renamed into place,
-// and the directory fsynced, so a crash leaves either the old file or the
-// new one. A missing or corrupt filter file is never trusted: the table is
-// read without a filter and the filter rebuilt.
+// Every table, filter and manifest is written to tmp/, fsynced, renamed
+// into place, and the directory fsynced before anything refers to it, so a
+// crash leaves either the old state or the new one plus unreferenced files,
+// which Open removes. Every filter file is verified (codec.Decode: header,
+// layout, CRC-32C) at Open; a missing or corrupt one is never trusted: the
+// table is read without a filter while a background goroutine rebuilds it
+// from the table's keys.
 //
-// Not built yet (see the project's issues): compaction of tables, the CLI
-// and the RESP server.
+// Writes: each gets the next sequence number (Badger's version), is
+// appended to the log and, by default, fsynced before Put returns
+// (concurrent writers share fsyncs: group commit). A full memtable becomes
+// immutable and a background goroutine writes it as a table; another
+// merges tables when there are more than Options.MaxTables. Reads use a
+// reference-counted snapshot of the memtables and table list, so tables a
+// compaction replaces stay readable until the last Get using them ends.
 package kvdemo
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/skl"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
-
-	"github.com/lsmcuckoo/lsmcuckoo/codec"
-	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
 // FilterKind selects the per-table filter.
@@ -54,18 +63,46 @@ const (
 	FilterNone   FilterKind = "none"
 )
 
+// Hard limits. Badger's table format stores key lengths in 16 bits
+// (including the 8-byte version); the value cap keeps a WAL record's
+// length check meaningful.
+const (
+	maxKeyCap   = 60_000
+	maxValueCap = 64 << 20
+)
+
 // Options configure a store. The zero value is usable.
 type Options struct {
-	Filter        FilterKind // default cuckoo
-	BitsPerKey    float64    // cuckoo budget; default 10
-	MemtableBytes int64      // flush threshold; default 8 MiB
-	// NoSyncEachWrite batches durability: writes are acknowledged once in
-	// the OS, and fsynced on Sync, on flush and on Close. The default
-	// fsyncs every write before acknowledging it.
+	// Filter is the per-table filter. A new store defaults to cuckoo; an
+	// existing store is opened with the kind it was created with (set it
+	// only to insist: a different kind is an error).
+	Filter FilterKind
+	// BitsPerKey is the cuckoo filter's budget; default 10.
+	BitsPerKey float64
+	// MemtableBytes is the flush threshold, counted as key + value + a
+	// per-entry estimate of skiplist overhead; default 8 MiB.
+	MemtableBytes int64
+	// NoSyncEachWrite batches durability: writes are acknowledged once
+	// they are in the OS, and fsynced by Sync, by SyncInterval, when their
+	// memtable is flushed and on Close. The default fsyncs every write
+	// before acknowledging it (sharing fsyncs among concurrent writers).
 	NoSyncEachWrite bool
-	MaxKeySize      int         // default 1 KiB
-	MaxValueSize    int         // default 1 MiB
-	Logger          *log.Logger // warnings (torn WAL tail, rebuilt filters); default stderr
+	// SyncInterval, with NoSyncEachWrite, fsyncs the log in the
+	// background this often; 0 leaves it to Sync, flushes and Close.
+	SyncInterval time.Duration
+	// Compression of table blocks, for a new store (default zstd); an
+	// existing store keeps its own (it is in the manifest).
+	Compression Compression
+	// MaxTables: when there are more tables, adjacent ones are merged in
+	// the background. Default 24; negative disables compaction.
+	MaxTables int
+	// MaxKeySize and MaxValueSize cap writes; defaults 1 KiB and 1 MiB,
+	// at most 60000 bytes and 64 MiB.
+	MaxKeySize   int
+	MaxValueSize int
+	// Logger receives warnings (torn WAL tail, rebuilt filters, failing
+	// flushes); default: the standard logger's output, prefixed "kvdemo: ".
+	Logger *log.Logger
 }
 
 var (
@@ -73,82 +110,117 @@ var (
 	ErrClosed   = errors.New("kvdemo: store is closed")
 	ErrEmptyKey = errors.New("kvdemo: empty key")
 	ErrTooLarge = errors.New("kvdemo: key or value too large")
+	ErrLocked   = errors.New("kvdemo: store is in use by another process")
 )
 
-const metaDelete = 1 << 0 // ValueStruct.Meta bit of a tombstone
+const compactionWidth = 4 // tables merged at a time
 
 // DB is an open store; safe for concurrent use.
 type DB struct {
 	dir  string
 	opts Options
 	tOpt table.Options
+	lock *os.File
 
-	wmu sync.Mutex // serialises writes, flushes and Close
-	wal *wal
+	// Writers. wmu serialises log appends, so that sequence numbers and
+	// log order agree, and memtable switches.
+	wmu      sync.Mutex
+	wcond    *sync.Cond // on wmu: a flush finished or failed
+	mem      *memtable
+	seq      uint64 // last sequence number handed out
+	flushing bool   // the immutable memtable awaits its flush
+	flushErr error  // the flush of it failed (it is being retried)
+	closing  bool
 
-	mu     sync.RWMutex // guards the fields below for readers
-	mem    *memtable
-	imm    *memtable // being flushed; still read
-	tables []*sstable
-	man    manifest
+	// Readers take a reference to cur under mu.
+	mu     sync.RWMutex
+	cur    *view
 	closed bool
 
-	seq   atomic.Uint64
+	// manMu serialises table-list changes (flush, compaction) and guards
+	// man, the manifest as last written.
+	manMu    sync.Mutex
+	man      manifest
+	nextFile atomic.Uint64
+
+	flushCh, compactCh chan struct{}
+	stop               chan struct{}
+	bg                 sync.WaitGroup
+
 	stats counters
 }
 
-type memtable struct {
-	sl     *skl.Skiplist
-	filter *tablefilter.MemFilter
+// view is a snapshot of what a read must consult, newest first.
+type view struct {
+	mem, imm *memtable
+	tables   []*sstable
+	refs     atomic.Int32
 }
 
-type sstable struct {
-	id     uint64
-	t      *table.Table
-	filter *codec.Filter // Filter = cuckoo; nil means "no filter: probe"
-	fbytes int
-}
-
-type manifest struct {
-	Version  int        `json:"version"`
-	Filter   FilterKind `json:"filter"`
-	Tables   []uint64   `json:"tables"` // oldest first
-	NextFile uint64     `json:"next_file"`
-	Log      uint64     `json:"log"` // the live WAL's file number
-	Seq      uint64     `json:"seq"` // highest sequence number in a table
+func (v *view) release() {
+	if v.refs.Add(-1) == 0 {
+		for _, st := range v.tables {
+			st.unref()
+		}
+	}
 }
 
 type counters struct {
-	gets, puts, dels       atomic.Int64
-	memFilterNegatives     atomic.Int64
-	tableFilterNegatives   atomic.Int64
-	tablesProbed           atomic.Int64
-	filterFalsePositives   atomic.Int64
-	rebuiltFilters, tornWA atomic.Int64
+	gets, puts, dels        atomic.Int64
+	memFilterNegatives      atomic.Int64
+	memFilterFalsePositives atomic.Int64
+	tableFilterNegatives    atomic.Int64
+	tablesProbed            atomic.Int64
+	filterFalsePositives    atomic.Int64
+	flushes, compactions    atomic.Int64
+	rebuiltFilters, tornWAL atomic.Int64
+	walSyncs                atomic.Int64
 }
 
-// Stats are the store's counters since Open.
+// Stats are the store's counters since Open, and its current shape.
 type Stats struct {
-	Gets, Puts, Deletes  int64
-	MemFilterNegatives   int64 // Gets the memtable filter answered without a search
+	Gets, Puts, Deletes int64
+	// FilterNegatives: lookups a filter answered "absent" for, sparing a
+	// search (MemFilterNegatives + TableFilterNegatives).
+	FilterNegatives      int64
+	MemFilterNegatives   int64 // memtable searches skipped by the MemFilter
 	TableFilterNegatives int64 // tables skipped because their filter said absent
 	TablesProbed         int64 // tables actually searched
-	FilterFalsePositives int64 // filter said maybe, the table did not have the key
-	Tables               int
-	FilterBytes          int64 // table filters plus memtable filters, in memory
-	RebuiltFilters       int64 // missing or corrupt filter files rebuilt at open
+	// FilterFalsePositives: a table's filter said "maybe", the table did
+	// not have the key. (Not counted for Filter = none, or for a table
+	// read without its filter.)
+	FilterFalsePositives    int64
+	MemFilterFalsePositives int64
+	Flushes, Compactions    int64
+	RebuiltFilters          int64 // missing or corrupt filter files rebuilt since Open
+	UnfilteredTables        int   // tables read without a filter until theirs is rebuilt
+	TornWALTails            int64 // logs whose tail Open cut off
+	// WALSyncs counts log fsyncs; below Puts+Deletes when concurrent
+	// writers shared them (group commit).
+	WALSyncs   int64
+	Tables     int
+	TableKeys  int64 // entries in tables (tombstones included)
+	TableBytes int64 // table files
+	// FilterBytes: filters held in memory, tables' and memtables'.
+	FilterBytes      int64
+	TableFilterBytes int64
+	MemFilterBytes   int64
+	MemtableEntries  int
+	Seq              uint64 // last sequence number written
+	Filter           FilterKind
+	Compression      Compression
 }
 
-func (o *Options) withDefaults() Options {
+func (o *Options) withDefaults() (Options, error) {
 	c := *o
-	if c.Filter == "" {
-		c.Filter = FilterCuckoo
-	}
 	if c.BitsPerKey == 0 {
 		c.BitsPerKey = 10
 	}
 	if c.MemtableBytes == 0 {
 		c.MemtableBytes = 8 << 20
+	}
+	if c.MaxTables == 0 {
+		c.MaxTables = 24
 	}
 	if c.MaxKeySize == 0 {
 		c.MaxKeySize = 1 << 10
@@ -157,103 +229,262 @@ func (o *Options) withDefaults() Options {
 		c.MaxValueSize = 1 << 20
 	}
 	if c.Logger == nil {
-		c.Logger = log.New(os.Stderr, "kvdemo: ", log.LstdFlags)
+		c.Logger = log.New(log.Writer(), "kvdemo: ", log.LstdFlags)
 	}
-	return c
+	switch {
+	case c.Filter != "" && c.Filter != FilterCuckoo && c.Filter != FilterBloom && c.Filter != FilterNone:
+		return c, fmt.Errorf("kvdemo: unknown filter %q (want cuckoo, bloom or none)", c.Filter)
+	case c.BitsPerKey < 4 || c.BitsPerKey > 32:
+		return c, fmt.Errorf("kvdemo: BitsPerKey %g outside 4..32", c.BitsPerKey)
+	case c.MemtableBytes < 1<<10 || c.MemtableBytes > 1<<30:
+		return c, fmt.Errorf("kvdemo: MemtableBytes %d outside 1 KiB..1 GiB", c.MemtableBytes)
+	case c.MaxKeySize < 0 || c.MaxKeySize > maxKeyCap:
+		return c, fmt.Errorf("kvdemo: MaxKeySize %d outside 1..%d", c.MaxKeySize, maxKeyCap)
+	case c.MaxValueSize < 0 || c.MaxValueSize > maxValueCap:
+		return c, fmt.Errorf("kvdemo: MaxValueSize %d outside 1..%d", c.MaxValueSize, maxValueCap)
+	case c.SyncInterval < 0:
+		return c, fmt.Errorf("kvdemo: negative SyncInterval")
+	}
+	if c.Compression != "" {
+		if _, err := c.Compression.badger(); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
 }
 
-// Open opens (creating if needed) the store in dir.
+// Open opens the store in dir, creating it if dir holds none.
 func Open(dir string, opts *Options) (*DB, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	o := opts.withDefaults()
-	switch o.Filter {
-	case FilterCuckoo, FilterBloom, FilterNone:
-	default:
-		return nil, fmt.Errorf("kvdemo: unknown filter %q (want cuckoo, bloom or none)", o.Filter)
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+	o, err := opts.withDefaults()
+	if err != nil {
 		return nil, err
 	}
-	db := &DB{dir: dir, opts: o}
-	man, err := readManifest(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{dir: dir, opts: o, lock: lock}
+	if err := db.open(); err != nil {
+		db.lock.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) open() error {
+	o := &db.opts
+	if err := os.RemoveAll(filepath.Join(db.dir, tmpDir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(filepath.Join(db.dir, tmpDir), 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(db.dir)
+	if err != nil {
+		return err
+	}
+	files := map[string][]uint64{} // ext -> ids
+	var maxID uint64
+	for _, e := range entries {
+		if id, ext, ok := parseFileName(e.Name()); ok && e.Type().IsRegular() {
+			files[ext] = append(files[ext], id)
+			maxID = max(maxID, id)
+		}
+	}
+
+	man, err := readManifest(db.dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		man = manifest{Version: 1, Filter: o.Filter, NextFile: 2, Log: 1}
-		if err := writeManifest(dir, man); err != nil {
-			return nil, err
+		if len(files[extLog])+len(files[extTable]) > 0 {
+			return fmt.Errorf("kvdemo: %s holds logs or tables but no MANIFEST; refusing to guess", db.dir)
+		}
+		man = manifest{Version: manifestVersion, Filter: o.Filter, Compression: o.Compression, NextFile: 1}
+		if man.Filter == "" {
+			man.Filter = FilterCuckoo
+		}
+		if man.Compression == "" {
+			man.Compression = CompressionZSTD
+		}
+		if err := writeManifest(db.dir, man); err != nil {
+			return err
 		}
 	case err != nil:
-		return nil, err
-	case man.Filter != o.Filter:
-		return nil, fmt.Errorf("kvdemo: store in %s was created with filter %q, opened with %q", dir, man.Filter, o.Filter)
+		return err
+	case o.Filter != "" && man.Filter != o.Filter:
+		return fmt.Errorf("kvdemo: store in %s was created with filter %q, opened with %q", db.dir, man.Filter, o.Filter)
+	case o.Compression != "" && man.Compression != o.Compression:
+		return fmt.Errorf("kvdemo: store in %s was created with compression %q, opened with %q", db.dir, man.Compression, o.Compression)
+	}
+	o.Filter, o.Compression = man.Filter, man.Compression
+	ctype, err := man.Compression.badger()
+	if err != nil {
+		return err
 	}
 	db.man = man
+	db.nextFile.Store(max(man.NextFile, maxID+1))
 	db.tOpt = table.Options{
 		BlockSize:            4 << 10,
-		Compression:          options.ZSTD, // klauspost/compress, through Badger
+		Compression:          ctype,
 		ZSTDCompressionLevel: 1,
 		ChkMode:              options.OnTableRead,
 	}
 	if o.Filter == FilterBloom {
 		db.tOpt.BloomFalsePositive = 0.01 // Badger's default
 	}
+
+	var tables []*sstable // newest first
+	closeAll := func() {
+		for _, st := range tables {
+			st.t.Close(-1)
+		}
+	}
+	live := map[uint64]bool{}
+	var unfiltered []*sstable
 	for _, id := range man.Tables {
-		st, err := db.openTable(id)
+		st, needsFilter, err := db.openTable(id)
 		if err != nil {
-			db.closeTables()
-			return nil, err
+			closeAll()
+			return err
 		}
-		db.tables = append([]*sstable{st}, db.tables...) // newest first
+		if needsFilter {
+			unfiltered = append(unfiltered, st)
+		}
+		live[id] = true
+		tables = append([]*sstable{st}, tables...)
 	}
-	db.seq.Store(man.Seq)
-	db.mem = db.newMemtable()
-	cut, err := replayWAL(db.path(man.Log, "log"), func(r walRecord) {
-		db.applyToMem(db.mem, r)
-		if r.seq > db.seq.Load() {
-			db.seq.Store(r.seq)
+	// Files no manifest names are left over from a crash between writing
+	// them and naming them (or between retiring and removing them).
+	for _, ext := range []string{extTable, extFilter} {
+		for _, id := range files[ext] {
+			if !live[id] {
+				os.Remove(fileName(db.dir, id, ext))
+			}
 		}
-	})
+	}
+	var logs []uint64
+	for _, id := range files[extLog] {
+		if id < man.Log {
+			os.Remove(fileName(db.dir, id, extLog))
+		} else {
+			logs = append(logs, id)
+		}
+	}
+	slices.Sort(logs)
+
+	// Replay. Records at or below man.Seq are already in tables.
+	db.seq = man.Seq
+	memLog := man.Log
+	if len(logs) > 0 {
+		memLog = logs[0]
+	}
+	mem := db.newMemtable(memLog, nil)
+	for _, id := range logs {
+		cut, err := replayWAL(fileName(db.dir, id, extLog), func(r walRecord) error {
+			if r.seq <= db.man.Seq {
+				return nil
+			}
+			if len(r.key) > o.MaxKeySize || len(r.value) > o.MaxValueSize {
+				// The memtable's arena is sized by these caps; a record
+				// written under larger ones must not be dropped or
+				// overflow it.
+				return fmt.Errorf("record %d has a %d-byte key and a %d-byte value, over MaxKeySize %d or MaxValueSize %d: reopen with the limits it was written under",
+					r.seq, len(r.key), len(r.value), o.MaxKeySize, o.MaxValueSize)
+			}
+			est, worst := entryEstimate(r.key, r.value), entryWorst(r.key, r.value)
+			if !mem.fits(o.MemtableBytes, est, worst) {
+				// More than a memtable's worth was waiting (the crash
+				// came while a full memtable was being flushed): write it
+				// out now. Its logs stay until a later flush retires them;
+				// the manifest's Seq makes replay skip what is in tables.
+				st, err := db.flushAtOpen(mem)
+				if err != nil {
+					return err
+				}
+				tables = append([]*sstable{st}, tables...)
+				mem = db.newMemtable(memLog, nil)
+			}
+			mem.reserve(est, worst)
+			mem.apply(r)
+			db.seq = max(db.seq, r.seq)
+			return nil
+		})
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("kvdemo: replaying log %06d: %w", id, err)
+		}
+		if cut > 0 {
+			db.stats.tornWAL.Add(1)
+			o.Logger.Printf("WAL %06d.log: cut %d bytes of torn or corrupt tail after the last intact record", id, cut)
+		}
+	}
+	if len(logs) > 0 {
+		mem.wal, err = reopenWAL(db.dir, logs[len(logs)-1])
+	} else {
+		id := db.allocFile()
+		mem.log = id
+		mem.wal, err = createWAL(db.dir, id)
+	}
 	if err != nil {
-		db.closeTables()
-		return nil, err
+		closeAll()
+		return err
 	}
-	if cut > 0 {
-		db.stats.tornWA.Add(1)
-		o.Logger.Printf("WAL %s: cut %d bytes of torn or corrupt tail after the last intact record", db.path(man.Log, "log"), cut)
+	mem.wal.syncs = &db.stats.walSyncs
+	db.mem = mem
+	db.wcond = sync.NewCond(&db.wmu)
+	v := &view{mem: mem, tables: tables}
+	for _, st := range tables {
+		st.ref()
 	}
-	if db.wal, err = openWAL(db.path(man.Log, "log")); err != nil {
-		db.closeTables()
-		return nil, err
+	v.refs.Store(1)
+	db.cur = v
+
+	db.flushCh = make(chan struct{}, 1)
+	db.compactCh = make(chan struct{}, 1)
+	db.stop = make(chan struct{})
+	db.bg.Add(2)
+	go db.flushLoop()
+	go db.compactLoop()
+	if o.NoSyncEachWrite && o.SyncInterval > 0 {
+		db.bg.Add(1)
+		go db.syncLoop()
 	}
-	return db, nil
+	if len(unfiltered) > 0 {
+		db.bg.Add(1)
+		go db.rebuildFilters(unfiltered)
+	}
+	signal(db.compactCh)
+	return nil
 }
 
-func (db *DB) path(id uint64, ext string) string {
-	return filepath.Join(db.dir, fmt.Sprintf("%06d.%s", id, ext))
+func (db *DB) allocFile() uint64 { return db.nextFile.Add(1) - 1 }
+
+func (db *DB) newMemtable(log uint64, w *wal) *memtable {
+	maxEntry := entryWorst(make([]byte, db.opts.MaxKeySize), make([]byte, db.opts.MaxValueSize))
+	// Size the MemFilter for the expected number of keys: small entries
+	// of ~64 bytes. It grows if more arrive, at some cost in FPR.
+	keys := int(db.opts.MemtableBytes/64) + 16
+	return newMemtable(db.opts.MemtableBytes, maxEntry, keys, log, w)
 }
 
-func (db *DB) newMemtable() *memtable {
-	arena := db.opts.MemtableBytes + 4*int64(db.opts.MaxKeySize+db.opts.MaxValueSize) + 1<<20
-	return &memtable{sl: skl.NewSkiplist(arena), filter: tablefilter.NewMemFilter(int(db.opts.MemtableBytes / 32))}
-}
-
-func (db *DB) applyToMem(m *memtable, r walRecord) {
-	vs := y.ValueStruct{Value: r.value}
-	if r.kind == kindDel {
-		vs = y.ValueStruct{Meta: metaDelete}
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
-	m.sl.Put(y.KeyWithTs(r.key, r.seq), vs)
-	m.filter.Add(r.key)
 }
 
-func (db *DB) check(key, value []byte) error {
+func (db *DB) checkKey(key []byte) error {
 	switch {
 	case len(key) == 0:
 		return ErrEmptyKey
-	case len(key) > db.opts.MaxKeySize || len(value) > db.opts.MaxValueSize:
-		return fmt.Errorf("%w: key %d bytes (max %d), value %d bytes (max %d)", ErrTooLarge, len(key), db.opts.MaxKeySize, len(value), db.opts.MaxValueSize)
+	case len(key) > db.opts.MaxKeySize:
+		return fmt.Errorf("%w: key of %d bytes (max %d)", ErrTooLarge, len(key), db.opts.MaxKeySize)
 	}
 	return nil
 }
@@ -261,68 +492,134 @@ func (db *DB) check(key, value []byte) error {
 // Put stores value under key. It returns once the write is durable (or,
 // with NoSyncEachWrite, in the OS).
 func (db *DB) Put(key, value []byte) error {
-	if err := db.check(key, value); err != nil {
+	if err := db.checkKey(key); err != nil {
+		return err
+	}
+	if len(value) > db.opts.MaxValueSize {
+		return fmt.Errorf("%w: value of %d bytes (max %d)", ErrTooLarge, len(value), db.opts.MaxValueSize)
+	}
+	if err := db.write(kindPut, key, value); err != nil {
 		return err
 	}
 	db.stats.puts.Add(1)
-	return db.write(walRecord{kind: kindPut, key: key, value: value})
+	return nil
 }
 
-// Delete removes key (writing a tombstone).
+// Delete removes key (by writing a tombstone). Deleting an absent key is
+// not an error.
 func (db *DB) Delete(key []byte) error {
-	if err := db.check(key, nil); err != nil {
+	if err := db.checkKey(key); err != nil {
+		return err
+	}
+	if err := db.write(kindDel, key, nil); err != nil {
 		return err
 	}
 	db.stats.dels.Add(1)
-	return db.write(walRecord{kind: kindDel, key: key})
+	return nil
 }
 
-func (db *DB) write(r walRecord) error {
+func (db *DB) write(kind recordKind, key, value []byte) error {
+	est, worst := entryEstimate(key, value), entryWorst(key, value)
 	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	db.mu.RLock()
-	closed := db.closed
-	db.mu.RUnlock()
-	if closed {
+	if db.closing {
+		db.wmu.Unlock()
 		return ErrClosed
 	}
-	r.seq = db.seq.Load() + 1
-	if err := db.wal.append(r, !db.opts.NoSyncEachWrite); err != nil {
-		return err
-	}
-	db.seq.Store(r.seq)
-	// The WAL record is the acknowledgement's basis; the memtable and its
-	// filter are updated before the write returns, so a Get after Put
-	// sees it.
-	db.applyToMem(db.mem, r)
-	if db.mem.sl.MemSize() >= db.opts.MemtableBytes {
-		// The write is already durable in the log; a failed flush leaves
-		// the store as it was (see flushLocked) and is retried by the next
-		// write, so it is reported, not returned as this write's failure.
-		if err := db.flushLocked(); err != nil {
-			db.opts.Logger.Printf("%v (will retry)", err)
+	if !db.mem.fits(db.opts.MemtableBytes, est, worst) {
+		if err := db.rotateLocked(); err != nil {
+			db.wmu.Unlock()
+			return err
 		}
 	}
+	m := db.mem
+	db.seq++
+	r := walRecord{seq: db.seq, kind: kind, key: key, value: value}
+	pos := m.wal.append(r)
+	m.reserve(est, worst)
+	m.writers.Add(1)
+	db.wmu.Unlock()
+
+	// Outside the lock: concurrent writers share one write and fsync (see
+	// wal.commit), and insert into the lock-free memtable in parallel.
+	// The record goes into the memtable only once committed, so no reader
+	// sees a write that a crash could still take back.
+	defer m.writers.Done()
+	if err := m.wal.commit(pos, !db.opts.NoSyncEachWrite); err != nil {
+		return err
+	}
+	m.apply(r)
 	return nil
+}
+
+// rotateLocked makes the full memtable immutable, hands it to the flusher
+// and starts a new memtable and log. Only one memtable waits for its
+// flush: a writer that fills the next one first waits here (backpressure),
+// or fails if that flush is failing.
+func (db *DB) rotateLocked() error {
+	for db.flushing {
+		if db.closing {
+			return ErrClosed
+		}
+		if db.flushErr != nil {
+			return fmt.Errorf("kvdemo: memtable full and the previous one cannot be flushed: %w", db.flushErr)
+		}
+		db.wcond.Wait()
+	}
+	if db.closing {
+		return ErrClosed
+	}
+	id := db.allocFile()
+	w, err := createWAL(db.dir, id)
+	if err != nil {
+		return fmt.Errorf("kvdemo: starting log %06d: %w", id, err)
+	}
+	w.syncs = &db.stats.walSyncs
+	nm := db.newMemtable(id, w)
+	db.mu.Lock()
+	db.installLocked(nm, db.mem, db.cur.tables)
+	db.mu.Unlock()
+	db.mem = nm
+	db.flushing, db.flushErr = true, nil
+	signal(db.flushCh)
+	return nil
+}
+
+// installLocked publishes a new view; db.mu is held for writing.
+func (db *DB) installLocked(mem, imm *memtable, tables []*sstable) {
+	v := &view{mem: mem, imm: imm, tables: tables}
+	for _, st := range tables {
+		st.ref()
+	}
+	v.refs.Store(1) // the DB's own reference
+	old := db.cur
+	db.cur = v
+	old.release()
+}
+
+func (db *DB) acquire() (*view, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	db.cur.refs.Add(1)
+	return db.cur, nil
 }
 
 // Get returns the value of key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	if len(key) == 0 {
-		return nil, ErrEmptyKey
+	if err := db.checkKey(key); err != nil {
+		return nil, err
 	}
+	v, err := db.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer v.release()
 	db.stats.gets.Add(1)
-	db.mu.RLock()
-	if db.closed {
-		db.mu.RUnlock()
-		return nil, ErrClosed
-	}
-	mems := []*memtable{db.mem, db.imm}
-	tables := db.tables
-	db.mu.RUnlock()
 
 	seek := y.KeyWithTs(key, math.MaxUint64)
-	for _, m := range mems {
+	for _, m := range [2]*memtable{v.mem, v.imm} {
 		if m == nil {
 			continue
 		}
@@ -330,24 +627,53 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 			db.stats.memFilterNegatives.Add(1)
 			continue
 		}
-		// Sequence numbers start at 1, so a found entry has Version >= 1.
-		if vs := m.sl.Get(seek); vs.Version != 0 {
-			if vs.Meta&metaDelete != 0 {
-				return nil, ErrNotFound
-			}
-			return bytes.Clone(vs.Value), nil
-		}
-	}
-	for _, st := range tables {
-		if !db.tableMayContain(st, key) {
-			db.stats.tableFilterNegatives.Add(1)
+		vs, ok := m.get(seek)
+		if !ok {
+			db.stats.memFilterFalsePositives.Add(1)
 			continue
 		}
-		db.stats.tablesProbed.Add(1)
+		if vs.Meta&metaDelete != 0 {
+			return nil, ErrNotFound
+		}
+		return bytes.Clone(vs.Value), nil
+	}
+	// Counted locally and added once: per-table atomic adds on shared
+	// counters would cost more than the filters save.
+	var negatives, probed, falsePos int64
+	defer func() {
+		if negatives > 0 {
+			db.stats.tableFilterNegatives.Add(negatives)
+		}
+		if probed > 0 {
+			db.stats.tablesProbed.Add(probed)
+		}
+		if falsePos > 0 {
+			db.stats.filterFalsePositives.Add(falsePos)
+		}
+	}()
+	for _, st := range v.tables {
+		filtered := true
+		switch db.opts.Filter {
+		case FilterCuckoo:
+			if f := st.filter.Load(); f == nil {
+				filtered = false
+			} else if !f.MayContain(key) {
+				negatives++
+				continue
+			}
+		case FilterBloom:
+			if st.t.DoesNotHave(y.Hash(key)) {
+				negatives++
+				continue
+			}
+		default:
+			filtered = false
+		}
+		probed++
 		vs, ok := st.get(seek, key)
 		if !ok {
-			if db.opts.Filter != FilterNone {
-				db.stats.filterFalsePositives.Add(1)
+			if filtered {
+				falsePos++
 			}
 			continue
 		}
@@ -359,300 +685,171 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	return nil, ErrNotFound
 }
 
-func (db *DB) tableMayContain(st *sstable, key []byte) bool {
-	switch db.opts.Filter {
-	case FilterCuckoo:
-		return st.filter == nil || st.filter.MayContain(key)
-	case FilterBloom:
-		return !st.t.DoesNotHave(y.Hash(key))
-	default:
-		return true
-	}
-}
-
-// get finds the newest version of key in the table.
-func (st *sstable) get(seek, key []byte) (y.ValueStruct, bool) {
-	it := st.t.NewIterator(0)
-	defer it.Close()
-	it.Seek(seek)
-	if !it.Valid() || !bytes.Equal(y.ParseKey(it.Key()), key) {
-		return y.ValueStruct{}, false
-	}
-	return it.ValueCopy(), true
-}
-
 // Sync makes every acknowledged write durable (for NoSyncEachWrite).
 func (db *DB) Sync() error {
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	return db.wal.sync()
-}
-
-// Flush writes the memtable out as a table now.
-func (db *DB) Flush() error {
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	return db.flushLocked()
-}
-
-// flushLocked turns the memtable into a table. Order matters for crash
-// safety: the table and its filter are durable before the manifest names
-// them, and the manifest names the new WAL before the old one is removed.
-func (db *DB) flushLocked() error {
-	if db.mem.sl.Empty() {
-		return nil
-	}
-	if err := db.wal.sync(); err != nil {
-		return err
-	}
-	id := db.man.NextFile
-	newLog := id + 1
-	// A log of this number can only be left over from a flush that crashed
-	// before its manifest named it; nothing in it was ever acknowledged.
-	os.Remove(db.path(newLog, "log"))
-	nextWAL, err := openWAL(db.path(newLog, "log"))
+	v, err := db.acquire()
 	if err != nil {
 		return err
 	}
-	db.mu.Lock()
-	db.imm, db.mem = db.mem, db.newMemtable()
-	db.mu.Unlock()
-	oldWAL, oldLog := db.wal, db.man.Log
-	db.wal = nextWAL
-
-	// If the table or the manifest cannot be written, undo the switch: the
-	// memtable's records are still in the old log, which the manifest still
-	// names, and later writes must go there too or a restart would not
-	// replay them. (No write ran meanwhile: wmu is held.)
-	undo := func(err error) error {
-		nextWAL.close()
-		os.Remove(db.path(newLog, "log"))
-		db.wal = oldWAL
-		db.mu.Lock()
-		db.mem, db.imm = db.imm, nil
-		db.mu.Unlock()
-		return fmt.Errorf("kvdemo: flush: %w", err)
+	defer v.release()
+	for _, m := range [2]*memtable{v.imm, v.mem} {
+		if m != nil {
+			if err := m.wal.sync(); err != nil {
+				return err
+			}
+		}
 	}
-	st, maxSeq, err := db.writeTable(id, db.imm)
-	if err != nil {
-		return undo(err)
-	}
-	man := db.man
-	man.Tables = append(append([]uint64(nil), man.Tables...), id)
-	man.NextFile, man.Log, man.Seq = newLog+1, newLog, max(man.Seq, maxSeq)
-	if err := writeManifest(db.dir, man); err != nil {
-		st.t.Close(-1)
-		return undo(err)
-	}
-	db.mu.Lock()
-	db.man = man
-	db.tables = append([]*sstable{st}, db.tables...)
-	db.imm = nil
-	db.mu.Unlock()
-	oldWAL.close()
-	os.Remove(db.path(oldLog, "log"))
 	return nil
 }
 
-// writeTable writes a memtable's newest version of each key as table id,
-// with its filter, both atomically.
-func (db *DB) writeTable(id uint64, m *memtable) (*sstable, uint64, error) {
-	b := table.NewTableBuilder(db.tOpt)
-	defer b.Close()
-	fb := codec.NewBuilder(codec.Options{BitsPerKey: db.opts.BitsPerKey})
-	it := m.sl.NewIterator()
-	defer it.Close()
-	var last []byte
-	var maxSeq uint64
-	for it.SeekToFirst(); it.Valid(); it.Next() {
-		k := it.Key()
-		user := y.ParseKey(k)
-		if last != nil && bytes.Equal(user, last) {
-			continue // an older version, shadowed
+func (db *DB) syncLoop() {
+	defer db.bg.Done()
+	t := time.NewTicker(db.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return
+		case <-t.C:
+			if err := db.Sync(); err != nil && !errors.Is(err, ErrClosed) {
+				db.opts.Logger.Printf("background sync: %v", err)
+			}
 		}
-		last = append(last[:0], user...)
-		maxSeq = max(maxSeq, y.ParseTs(k))
-		b.Add(k, it.Value(), 0)
-		fb.Add(user)
 	}
-	tmp := filepath.Join(db.dir, "tmp", fmt.Sprintf("%06d.sst", id))
-	os.Remove(tmp)
-	t, err := table.CreateTable(tmp, b)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := os.Rename(tmp, db.path(id, "sst")); err != nil {
-		t.Close(-1)
-		return nil, 0, err
-	}
-	st := &sstable{id: id, t: t}
-	if db.opts.Filter == FilterCuckoo {
-		block := fb.Finish(nil)
-		if err := writeFileAtomic(db.dir, fmt.Sprintf("%06d.cf", id), block); err != nil {
-			t.Close(-1)
-			return nil, 0, err
-		}
-		if st.filter, err = codec.Decode(block); err != nil {
-			t.Close(-1)
-			return nil, 0, err
-		}
-		st.fbytes = len(block)
-	}
-	if err := syncDir(db.dir); err != nil {
-		t.Close(-1)
-		return nil, 0, err
-	}
-	return st, maxSeq, nil
 }
 
-// openTable opens table id and its filter; a missing or corrupt filter is
-// rebuilt from the table's keys (never trusted, never a false negative).
-func (db *DB) openTable(id uint64) (*sstable, error) {
-	mf, err := z.OpenMmapFile(db.path(id, "sst"), os.O_RDWR, 0)
-	if err != nil && !errors.Is(err, z.NewFile) {
-		return nil, fmt.Errorf("kvdemo: opening table %d: %w", id, err)
+// Flush writes the memtable out as a table and returns once it is in the
+// manifest.
+func (db *DB) Flush() error {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	if db.closing {
+		return ErrClosed
 	}
-	t, err := table.OpenTable(mf, db.tOpt)
-	if err != nil {
-		return nil, fmt.Errorf("kvdemo: opening table %d: %w", id, err)
-	}
-	st := &sstable{id: id, t: t}
-	if db.opts.Filter != FilterCuckoo {
-		return st, nil
-	}
-	block, err := os.ReadFile(db.path(id, "cf"))
-	if err == nil {
-		if st.filter, err = codec.Decode(block); err == nil {
-			st.fbytes = len(block)
-			return st, nil
+	if db.mem.entries > 0 {
+		if err := db.rotateLocked(); err != nil {
+			return err
 		}
 	}
-	db.opts.Logger.Printf("table %d: filter unusable (%v); reading the table without it and rebuilding it", id, err)
-	db.stats.rebuiltFilters.Add(1)
-	fb := codec.NewBuilder(codec.Options{BitsPerKey: db.opts.BitsPerKey})
-	it := t.NewIterator(0)
-	for it.Rewind(); it.Valid(); it.Next() {
-		fb.Add(y.ParseKey(it.Key()))
+	for db.flushing {
+		if db.closing {
+			return ErrClosed
+		}
+		if db.flushErr != nil {
+			return db.flushErr
+		}
+		db.wcond.Wait()
 	}
-	it.Close()
-	block = fb.Finish(nil)
-	if err := writeFileAtomic(db.dir, fmt.Sprintf("%06d.cf", id), block); err != nil {
-		return st, nil // still correct without a filter
-	}
-	if f, err := codec.Decode(block); err == nil {
-		st.filter, st.fbytes = f, len(block)
-	}
-	return st, nil
+	return nil
 }
 
 // Stats returns the counters.
 func (db *DB) Stats() Stats {
 	s := Stats{
-		Gets:                 db.stats.gets.Load(),
-		Puts:                 db.stats.puts.Load(),
-		Deletes:              db.stats.dels.Load(),
-		MemFilterNegatives:   db.stats.memFilterNegatives.Load(),
-		TableFilterNegatives: db.stats.tableFilterNegatives.Load(),
-		TablesProbed:         db.stats.tablesProbed.Load(),
-		FilterFalsePositives: db.stats.filterFalsePositives.Load(),
-		RebuiltFilters:       db.stats.rebuiltFilters.Load(),
+		Gets:                    db.stats.gets.Load(),
+		Puts:                    db.stats.puts.Load(),
+		Deletes:                 db.stats.dels.Load(),
+		MemFilterNegatives:      db.stats.memFilterNegatives.Load(),
+		MemFilterFalsePositives: db.stats.memFilterFalsePositives.Load(),
+		TableFilterNegatives:    db.stats.tableFilterNegatives.Load(),
+		TablesProbed:            db.stats.tablesProbed.Load(),
+		FilterFalsePositives:    db.stats.filterFalsePositives.Load(),
+		Flushes:                 db.stats.flushes.Load(),
+		Compactions:             db.stats.compactions.Load(),
+		RebuiltFilters:          db.stats.rebuiltFilters.Load(),
+		TornWALTails:            db.stats.tornWAL.Load(),
+		WALSyncs:                db.stats.walSyncs.Load(),
+		Filter:                  db.opts.Filter,
+		Compression:             db.opts.Compression,
 	}
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	s.Tables = len(db.tables)
-	for _, st := range db.tables {
-		s.FilterBytes += int64(st.fbytes)
-		if db.opts.Filter == FilterBloom {
-			s.FilterBytes += int64(st.t.BloomFilterSize())
+	s.FilterNegatives = s.MemFilterNegatives + s.TableFilterNegatives
+	db.wmu.Lock()
+	s.Seq = db.seq
+	s.MemtableEntries = db.mem.entries
+	db.wmu.Unlock()
+	v, err := db.acquire()
+	if err != nil {
+		return s
+	}
+	defer v.release()
+	s.Tables = len(v.tables)
+	for _, st := range v.tables {
+		s.TableFilterBytes += st.fbytes.Load()
+		if s.Filter == FilterCuckoo && st.filter.Load() == nil {
+			s.UnfilteredTables++
 		}
+		s.TableKeys += int64(st.keys)
+		s.TableBytes += st.size
 	}
-	for _, m := range []*memtable{db.mem, db.imm} {
+	for _, m := range [2]*memtable{v.mem, v.imm} {
 		if m != nil {
-			s.FilterBytes += int64(m.filter.Stats().Bytes)
+			s.MemFilterBytes += int64(m.filter.Stats().Bytes)
 		}
 	}
+	s.FilterBytes = s.TableFilterBytes + s.MemFilterBytes
 	return s
 }
 
-// Close syncs the WAL and closes the store. Further calls return ErrClosed.
+// Close stops background work, makes every acknowledged write durable and
+// closes the store; tables stay open until Gets in progress finish.
+// Further calls return ErrClosed.
 func (db *DB) Close() error {
 	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	db.mu.Lock()
-	if db.closed {
-		db.mu.Unlock()
+	if db.closing {
+		db.wmu.Unlock()
 		return ErrClosed
 	}
+	db.closing = true
+	db.wcond.Broadcast()
+	db.wmu.Unlock()
+	close(db.stop)
+	db.bg.Wait() // a flush in progress completes; a compaction is abandoned
+
+	db.mu.Lock()
+	v := db.cur
 	db.closed = true
 	db.mu.Unlock()
-	err := db.wal.sync()
-	if cerr := db.wal.close(); err == nil {
-		err = cerr
+	var err error
+	for _, m := range [2]*memtable{v.imm, v.mem} {
+		if m == nil {
+			continue
+		}
+		m.writers.Wait() // writes that got their log position before closing
+		if e := m.wal.sync(); e != nil && err == nil {
+			err = e
+		}
+		if e := m.wal.close(); e != nil && err == nil {
+			err = e
+		}
 	}
-	db.closeTables()
+	v.release()
+	db.lock.Close() // releases the flock
 	return err
 }
 
-func (db *DB) closeTables() {
-	for _, st := range db.tables {
-		st.t.Close(-1)
+// tableIDsOldestFirst lists tables (newest first) as the manifest does.
+func tableIDsOldestFirst(tables []*sstable) []uint64 {
+	ids := make([]uint64, len(tables))
+	for i, st := range tables {
+		ids[len(tables)-1-i] = st.id
+	}
+	return ids
+}
+
+// removeLogsBelow deletes logs the manifest no longer needs.
+func (db *DB) removeLogsBelow(id uint64) {
+	names, _ := filepath.Glob(filepath.Join(db.dir, "*."+extLog))
+	sort.Strings(names)
+	for _, n := range names {
+		if lid, _, ok := parseFileName(filepath.Base(n)); ok && lid < id {
+			if err := os.Remove(n); err != nil {
+				db.opts.Logger.Printf("removing flushed log: %v", err)
+			}
+		}
 	}
 }
 
-func readManifest(dir string) (manifest, error) {
-	var m manifest
-	b, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
-	if err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("kvdemo: corrupt MANIFEST: %w", err)
-	}
-	if m.Version != 1 {
-		return m, fmt.Errorf("kvdemo: MANIFEST version %d not supported", m.Version)
-	}
-	sort.Slice(m.Tables, func(i, j int) bool { return m.Tables[i] < m.Tables[j] })
-	return m, nil
-}
+// sklSource adapts Badger's skiplist iterator to entrySource.
+type sklSource struct{ *skl.Iterator }
 
-func writeManifest(dir string, m manifest) error {
-	b, err := json.MarshalIndent(m, "", " ")
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(dir, "MANIFEST", b); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// writeFileAtomic writes name in dir via a fsynced temporary file and a
-// rename; the caller fsyncs the directory.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, "tmp", name)
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, name))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func (s sklSource) Rewind() { s.SeekToFirst() }

@@ -8,13 +8,34 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func quiet() *log.Logger { return log.New(io.Discard, "", 0) }
 
-func open(t *testing.T, dir string, o Options) *DB {
+// logBuffer collects a store's warnings for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func open(t testing.TB, dir string, o Options) *DB {
 	t.Helper()
 	if o.Logger == nil {
 		o.Logger = quiet()
@@ -30,6 +51,39 @@ func kv(i int) ([]byte, []byte) {
 	return fmt.Appendf(nil, "key%08d", i), fmt.Appendf(nil, "value-%d", i)
 }
 
+func mustPut(t testing.TB, db *DB, k, v []byte) {
+	t.Helper()
+	if err := db.Put(k, v); err != nil {
+		t.Fatalf("Put(%s): %v", k, err)
+	}
+}
+
+// model is what a store should hold.
+type model map[string]string
+
+func (m model) check(t testing.TB, db *DB, when string, keys [][]byte) {
+	t.Helper()
+	for _, k := range keys {
+		got, err := db.Get(k)
+		w, live := m[string(k)]
+		switch {
+		case live && (err != nil || string(got) != w):
+			t.Fatalf("%s: Get(%s) = %q, %v; want %q", when, k, got, err, w)
+		case !live && !errors.Is(err, ErrNotFound):
+			t.Fatalf("%s: Get(%s) of a deleted or absent key = %q, %v", when, k, got, err)
+		}
+	}
+}
+
+func countFiles(t testing.TB, dir, ext string) int {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*."+ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(names)
+}
+
 func TestPutGetDeleteOverwrite(t *testing.T) {
 	db := open(t, t.TempDir(), Options{})
 	defer db.Close()
@@ -37,23 +91,37 @@ func TestPutGetDeleteOverwrite(t *testing.T) {
 	if _, err := db.Get(k); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get of an absent key: %v", err)
 	}
-	if err := db.Put(k, v); err != nil {
-		t.Fatal(err)
-	}
+	mustPut(t, db, k, v)
 	if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
 		t.Fatalf("Get = %q, %v", got, err)
 	}
-	if err := db.Put(k, []byte("new")); err != nil {
-		t.Fatal(err)
-	}
+	mustPut(t, db, k, []byte("new"))
 	if got, _ := db.Get(k); string(got) != "new" {
 		t.Fatalf("overwrite: %q", got)
+	}
+	// Values returned are the caller's: changing one must not change the
+	// store.
+	got, _ := db.Get(k)
+	got[0] = 'X'
+	if again, _ := db.Get(k); string(again) != "new" {
+		t.Fatalf("Get returned memory the store still uses: %q", again)
 	}
 	if err := db.Delete(k); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Get(k); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Get after Delete: %v", err)
+	}
+	if err := db.Delete([]byte("never-written")); err != nil {
+		t.Fatalf("Delete of an absent key: %v", err)
+	}
+	mustPut(t, db, []byte("empty-value"), nil)
+	if got, err := db.Get([]byte("empty-value")); err != nil || len(got) != 0 {
+		t.Fatalf("empty value: %q, %v", got, err)
+	}
+	st := db.Stats()
+	if st.Puts != 3 || st.Deletes != 2 || st.Gets != 7 {
+		t.Errorf("counters: puts %d deletes %d gets %d; want 3, 2, 7", st.Puts, st.Deletes, st.Gets)
 	}
 }
 
@@ -62,95 +130,192 @@ func TestLimits(t *testing.T) {
 	if err := db.Put(nil, []byte("v")); !errors.Is(err, ErrEmptyKey) {
 		t.Errorf("empty key: %v", err)
 	}
+	if err := db.Delete([]byte{}); !errors.Is(err, ErrEmptyKey) {
+		t.Errorf("Delete of empty key: %v", err)
+	}
 	if err := db.Put([]byte("123456789"), nil); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("long key: %v", err)
 	}
-	if err := db.Put([]byte("k"), make([]byte, 17)); !errors.Is(err, ErrTooLarge) {
+	if err := db.Put([]byte("k"), make([]byte, 17)); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "max 16") {
 		t.Errorf("long value: %v", err)
+	}
+	if err := db.Put([]byte("12345678"), make([]byte, 16)); err != nil {
+		t.Errorf("key and value at their caps: %v", err)
 	}
 	if _, err := db.Get(nil); !errors.Is(err, ErrEmptyKey) {
 		t.Errorf("Get empty key: %v", err)
 	}
+	if _, err := db.Get([]byte("123456789")); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Get long key: %v", err)
+	}
+	if st := db.Stats(); st.Puts != 1 {
+		t.Errorf("refused writes were counted: %d puts", st.Puts)
+	}
 	db.Close()
-	if err := db.Put([]byte("k"), nil); !errors.Is(err, ErrClosed) {
-		t.Errorf("Put after Close: %v", err)
+	for name, err := range map[string]error{
+		"Put":    db.Put([]byte("k"), nil),
+		"Delete": db.Delete([]byte("k")),
+		"Flush":  db.Flush(),
+		"Sync":   db.Sync(),
+		"Close":  db.Close(),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close: %v", name, err)
+		}
 	}
 	if _, err := db.Get([]byte("k")); !errors.Is(err, ErrClosed) {
 		t.Errorf("Get after Close: %v", err)
 	}
-	if err := db.Close(); !errors.Is(err, ErrClosed) {
-		t.Errorf("second Close: %v", err)
-	}
-	if _, err := Open(t.TempDir(), &Options{Filter: "cockoo"}); err == nil {
-		t.Error("unknown filter accepted")
+	db.Stats() // must not panic after Close
+
+	for _, o := range []Options{
+		{Filter: "cockoo"},
+		{Compression: "lz4"},
+		{MaxKeySize: maxKeyCap + 1},
+		{MaxValueSize: maxValueCap + 1},
+		{MemtableBytes: 100},
+		{BitsPerKey: 2},
+	} {
+		if _, err := Open(t.TempDir(), &o); err == nil {
+			t.Errorf("Open accepted %+v", o)
+		}
 	}
 }
 
-// TestEveryFilterFindsEveryKey writes enough to flush many tables, with
-// overwrites and deletes spread across them, for each filter kind; every
-// live key must be found with its newest value, before and after reopening.
+// TestEveryFilterFindsEveryKey is the zero-false-negative test: for each
+// filter kind, many tables (no compaction, and again with compaction),
+// overwrites and deletes spread across tables; every live key must be
+// found with its newest value and every deleted or absent key reported
+// absent, live and after reopening.
 func TestEveryFilterFindsEveryKey(t *testing.T) {
-	n := 8_000
+	n := 4_000
 	if testing.Short() {
-		n = 3_000
+		n = 2_000
 	}
 	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
-		dir := t.TempDir()
-		o := Options{Filter: f, MemtableBytes: 32 << 10, NoSyncEachWrite: true}
-		db := open(t, dir, o)
-		want := map[string]string{}
-		for i := 0; i < n; i++ {
-			k, v := kv(i)
-			db.Put(k, v)
-			want[string(k)] = string(v)
-			if i%7 == 0 { // overwrite an older key, usually in an older table
-				k, _ := kv(i / 2)
-				db.Put(k, []byte("over"))
-				want[string(k)] = "over"
-			}
-			if i%11 == 0 {
-				k, _ := kv(i / 3)
-				db.Delete(k)
-				delete(want, string(k))
-			}
-		}
-		check := func(db *DB, when string) {
-			for i := 0; i < n; i++ {
-				k, _ := kv(i)
-				got, err := db.Get(k)
-				w, live := want[string(k)]
-				switch {
-				case live && (err != nil || string(got) != w):
-					t.Fatalf("%s %s: Get(%s) = %q, %v; want %q", f, when, k, got, err, w)
-				case !live && !errors.Is(err, ErrNotFound):
-					t.Fatalf("%s %s: deleted key %s: %q, %v", f, when, k, got, err)
+		for _, maxTables := range []int{-1, 4} {
+			t.Run(fmt.Sprintf("%s/maxTables=%d", f, maxTables), func(t *testing.T) {
+				dir := t.TempDir()
+				o := Options{Filter: f, MemtableBytes: 8 << 10, NoSyncEachWrite: true, MaxTables: maxTables, Compression: CompressionSnappy}
+				db := open(t, dir, o)
+				want := model{}
+				var keys [][]byte
+				for i := 0; i < n; i++ {
+					k, v := kv(i)
+					keys = append(keys, k)
+					mustPut(t, db, k, v)
+					want[string(k)] = string(v)
+					if i%7 == 0 { // overwrite an older key, usually in an older table
+						k, _ := kv(i / 2)
+						mustPut(t, db, k, []byte("over"))
+						want[string(k)] = "over"
+					}
+					if i%11 == 0 {
+						k, _ := kv(i / 3)
+						db.Delete(k)
+						delete(want, string(k))
+					}
 				}
-			}
+				for i := n; i < n+n/4; i++ { // absent keys, inside and past the key range
+					k, _ := kv(i)
+					keys = append(keys, k)
+					keys = append(keys, fmt.Appendf(nil, "key%08d-", i/2))
+				}
+				want.check(t, db, "live", keys)
+				st := db.Stats()
+				if maxTables < 0 && st.Tables < 10 {
+					t.Fatalf("only %d tables: flushes not exercised", st.Tables)
+				}
+				if maxTables > 0 && st.Compactions == 0 {
+					t.Fatalf("no compaction ran over %d flushes", st.Flushes)
+				}
+				if f != FilterNone && st.TableFilterNegatives == 0 {
+					t.Errorf("no table was ever skipped by its filter")
+				}
+				if f == FilterNone && (st.TableFilterNegatives != 0 || st.FilterFalsePositives != 0) {
+					t.Errorf("none: %d filter negatives, %d false positives", st.TableFilterNegatives, st.FilterFalsePositives)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				db = open(t, dir, Options{MaxTables: maxTables})
+				defer db.Close()
+				if db.Stats().Filter != f {
+					t.Fatalf("reopened with filter %s", db.Stats().Filter)
+				}
+				want.check(t, db, "reopened", keys)
+			})
 		}
-		check(db, "live")
-		st := db.Stats()
-		if st.Tables < 5 {
-			t.Fatalf("%s: only %d tables: flushes not exercised", f, st.Tables)
-		}
-		for i := n; i < n+2000; i++ { // absent keys
-			k, _ := kv(i)
-			if _, err := db.Get(k); !errors.Is(err, ErrNotFound) {
-				t.Fatalf("%s: absent key: %v", f, err)
-			}
-		}
-		st = db.Stats()
-		if f != FilterNone && st.TableFilterNegatives == 0 {
-			t.Errorf("%s: no table was ever skipped by its filter", f)
-		}
-		if f == FilterNone && st.TableFilterNegatives != 0 {
-			t.Errorf("none: %d filter negatives", st.TableFilterNegatives)
-		}
-		if err := db.Close(); err != nil {
+	}
+}
+
+// TestFilterCounters checks the counters' arithmetic on a store whose
+// shape is known: for an absent key every table is either skipped by its
+// filter or probed in vain.
+func TestFilterCounters(t *testing.T) {
+	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
+		db := open(t, t.TempDir(), Options{Filter: f, MemtableBytes: 16 << 10, NoSyncEachWrite: true, MaxTables: -1})
+		if err := Load(db, 3000, 16); err != nil {
 			t.Fatal(err)
 		}
-		db = open(t, dir, o)
-		check(db, "reopened")
+		before := db.Stats()
+		tables := int64(before.Tables)
+		const absent = 500
+		for i := 0; i < absent; i++ {
+			db.Get(WorkloadKey(2*i + 1))
+		}
+		st := db.Stats()
+		neg := st.TableFilterNegatives - before.TableFilterNegatives
+		probed := st.TablesProbed - before.TablesProbed
+		fp := st.FilterFalsePositives - before.FilterFalsePositives
+		if neg+probed != absent*tables {
+			t.Errorf("%s: %d skipped + %d probed != %d absent Gets x %d tables", f, neg, probed, absent, tables)
+		}
+		switch f {
+		case FilterNone:
+			if fp != 0 || neg != 0 || st.TableFilterBytes != 0 {
+				t.Errorf("none: %d false positives, %d negatives, %d table filter bytes", fp, neg, st.TableFilterBytes)
+			}
+		default:
+			if fp != probed || probed > absent*tables/10 || st.TableFilterBytes == 0 {
+				t.Errorf("%s: %d probed, %d false positives of %d, %d table filter bytes", f, probed, fp, absent*tables, st.TableFilterBytes)
+			}
+		}
+		// A present key lives in exactly one table: at least that one is
+		// probed and it is found.
+		if _, err := db.Get(WorkloadKey(2 * 77)); err != nil {
+			t.Fatal(err)
+		}
+		if got := db.Stats().TablesProbed - st.TablesProbed; got < 1 {
+			t.Errorf("%s: present key found with %d tables probed", f, got)
+		}
+		if st.Gets != before.Gets+absent || st.MemFilterBytes == 0 || st.FilterBytes != st.TableFilterBytes+st.MemFilterBytes {
+			t.Errorf("%s: gets %d, memtable filter bytes %d, filter bytes %d", f, st.Gets-before.Gets, st.MemFilterBytes, st.FilterBytes)
+		}
 		db.Close()
+	}
+}
+
+func TestMemtableFilterAndSkiplist(t *testing.T) {
+	db := open(t, t.TempDir(), Options{})
+	defer db.Close()
+	for i := 0; i < 1000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	for i := 0; i < 1000; i++ {
+		k, v := kv(i)
+		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("memtable Get(%s) = %q, %v", k, got, err)
+		}
+	}
+	for i := 1000; i < 3000; i++ {
+		k, _ := kv(i)
+		db.Get(k)
+	}
+	st := db.Stats()
+	if st.Tables != 0 || st.MemFilterNegatives < 1900 {
+		t.Errorf("%d tables, %d memtable filter negatives for 2000 absent keys", st.Tables, st.MemFilterNegatives)
 	}
 }
 
@@ -159,7 +324,7 @@ func TestWALReplayAndTornTail(t *testing.T) {
 	db := open(t, dir, Options{})
 	for i := 0; i < 100; i++ {
 		k, v := kv(i)
-		db.Put(k, v)
+		mustPut(t, db, k, v)
 	}
 	db.Close()
 	// Tear the last record: chop bytes off the log's end and append junk.
@@ -169,9 +334,8 @@ func TestWALReplayAndTornTail(t *testing.T) {
 	}
 	b, _ := os.ReadFile(logs[0])
 	os.WriteFile(logs[0], append(b[:len(b)-5], 0xde, 0xad), 0o644)
-	var warnings bytes.Buffer
+	var warnings logBuffer
 	db = open(t, dir, Options{Logger: log.New(&warnings, "", 0)})
-	defer db.Close()
 	for i := 0; i < 99; i++ {
 		k, v := kv(i)
 		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
@@ -183,62 +347,314 @@ func TestWALReplayAndTornTail(t *testing.T) {
 			t.Fatalf("the torn record was replayed: %v", err)
 		}
 	}
-	if !bytes.Contains(warnings.Bytes(), []byte("torn")) {
+	if !strings.Contains(warnings.String(), "torn") || db.Stats().TornWALTails != 1 {
 		t.Errorf("no warning about the torn tail: %q", warnings.String())
 	}
 	// Writing after the truncation must produce a log that replays fully.
 	k, v := kv(500)
-	db.Put(k, v)
+	mustPut(t, db, k, v)
 	db.Close()
 	db = open(t, dir, Options{})
+	defer db.Close()
 	if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
 		t.Fatalf("write after a truncated tail: %q, %v", got, err)
 	}
+	if db.Stats().TornWALTails != 0 {
+		t.Errorf("the repaired log was torn again")
+	}
+}
+
+// TestWALCorruptRecord: a flipped bit inside a record fails its CRC;
+// replay keeps everything before it and nothing from it on (later records
+// were written after it, so none of them can be trusted to be whole
+// either: a crash only ever tears the end).
+func TestWALCorruptRecord(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{})
+	var offsets []int64
+	for i := 0; i < 50; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+		st, _ := os.Stat(onlyLog(t, dir))
+		offsets = append(offsets, st.Size())
+	}
 	db.Close()
+	path := onlyLog(t, dir)
+	b, _ := os.ReadFile(path)
+	b[offsets[29]+15] ^= 0x01 // inside record 30 (0-based)
+	os.WriteFile(path, b, 0o644)
+	db = open(t, dir, Options{})
+	defer db.Close()
+	for i := 0; i < 50; i++ {
+		k, v := kv(i)
+		got, err := db.Get(k)
+		if i < 30 && (err != nil || !bytes.Equal(got, v)) {
+			t.Fatalf("record %d before the corruption: %q, %v", i, got, err)
+		}
+		if i >= 30 && !errors.Is(err, ErrNotFound) {
+			t.Fatalf("record %d at or after the corruption was replayed: %q, %v", i, got, err)
+		}
+	}
+	if st, _ := os.Stat(path); st.Size() != offsets[29] {
+		t.Errorf("log truncated to %d, want %d", st.Size(), offsets[29])
+	}
+}
+
+func onlyLog(t *testing.T, dir string) string {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(logs) != 1 {
+		t.Fatalf("logs: %v", logs)
+	}
+	return logs[0]
+}
+
+// TestReplayLargerThanMemtable: more unflushed log than one memtable holds
+// (a crash during a flush leaves two memtables' worth; here, a store
+// reopened with a smaller memtable) is flushed during replay, and a second
+// reopen skips what those flushes wrote (the manifest's Seq) instead of
+// duplicating it.
+func TestReplayLargerThanMemtable(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{MemtableBytes: 4 << 20, NoSyncEachWrite: true})
+	want := model{}
+	var keys [][]byte
+	for i := 0; i < 3000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+		want[string(k)] = string(v)
+		keys = append(keys, k)
+	}
+	db.Close()
+	if countFiles(t, dir, extTable) != 0 {
+		t.Fatal("flushed before the test meant to")
+	}
+	small := Options{MemtableBytes: 16 << 10, MaxTables: -1}
+	db = open(t, dir, small)
+	st := db.Stats()
+	if st.Tables < 3 || st.Flushes != int64(st.Tables) {
+		t.Fatalf("replay into small memtables: %d tables, %d flushes", st.Tables, st.Flushes)
+	}
+	want.check(t, db, "after replay with flushes", keys)
+	k, v := kv(5000)
+	mustPut(t, db, k, v)
+	want[string(k)] = string(v)
+	keys = append(keys, k)
+	db.Close()
+
+	db = open(t, dir, small)
+	defer db.Close()
+	st2 := db.Stats()
+	if st2.Tables != st.Tables || st2.Flushes != 0 {
+		t.Errorf("second reopen: %d tables (was %d), %d flushes: replay wrote flushed records again", st2.Tables, st.Tables, st2.Flushes)
+	}
+	if st2.TableKeys+int64(st2.MemtableEntries) != 3001 {
+		t.Errorf("%d table entries + %d memtable entries, want 3001", st2.TableKeys, st2.MemtableEntries)
+	}
+	want.check(t, db, "second reopen", keys)
 }
 
 func TestMissingOrCorruptFilterIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
-	o := Options{MemtableBytes: 32 << 10}
+	o := Options{MemtableBytes: 32 << 10, MaxTables: -1}
 	db := open(t, dir, o)
 	for i := 0; i < 3000; i++ {
 		k, v := kv(i)
-		db.Put(k, v)
+		mustPut(t, db, k, v)
 	}
 	db.Flush()
 	db.Close()
 	filters, _ := filepath.Glob(filepath.Join(dir, "*.cf"))
-	if len(filters) < 2 {
+	if len(filters) < 3 {
 		t.Fatalf("filters: %v", filters)
 	}
 	os.Remove(filters[0])
 	b, _ := os.ReadFile(filters[1])
 	b[len(b)/2] ^= 0xff // a flipped byte in the buckets: only the CRC sees it
 	os.WriteFile(filters[1], b, 0o644)
+	os.WriteFile(filters[2], b[:len(b)/3], 0o644) // truncated
+	var warnings logBuffer
+	o.Logger = log.New(&warnings, "", 0)
 	db = open(t, dir, o)
-	defer db.Close()
-	if st := db.Stats(); st.RebuiltFilters != 2 {
-		t.Fatalf("rebuilt %d filters, want 2", st.RebuiltFilters)
-	}
-	for i := 0; i < 3000; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("key %d with a damaged filter: %q, %v", i, got, err)
+	checkAll := func(when string) {
+		for i := 0; i < 3000; i++ {
+			k, v := kv(i)
+			if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+				t.Fatalf("%s: key %d: %q, %v", when, i, got, err)
+			}
 		}
 	}
+	checkAll("while filters are rebuilt")
+	waitFor(t, "filters rebuilt", func() bool { return db.Stats().RebuiltFilters == 3 })
+	if st := db.Stats(); st.UnfilteredTables != 0 {
+		t.Errorf("%d tables still unfiltered after the rebuild", st.UnfilteredTables)
+	}
+	if strings.Count(warnings.String(), "filter unusable") != 3 {
+		t.Errorf("warnings: %q", warnings.String())
+	}
+	checkAll("after the rebuild")
+	db.Close()
 	if _, err := os.Stat(filters[0]); err != nil {
 		t.Fatalf("missing filter not rewritten: %v", err)
 	}
+	// The rewritten filters are good: the next open rebuilds nothing.
+	db = open(t, dir, o)
+	defer db.Close()
+	if st := db.Stats(); st.RebuiltFilters != 0 || st.UnfilteredTables != 0 {
+		t.Errorf("second open: %d rebuilt, %d unfiltered", st.RebuiltFilters, st.UnfilteredTables)
+	}
 }
 
-// TestConcurrentReadersAndWriters: readers must always find keys whose Put
-// returned, across memtable switches and flushes. Run with -race.
-func TestConcurrentReadersAndWriters(t *testing.T) {
-	db := open(t, t.TempDir(), Options{MemtableBytes: 16 << 10, NoSyncEachWrite: true})
+// TestUnfilteredTableIsProbed: a cuckoo store's table without a usable
+// filter (as between Open and its rebuild) is searched on every Get, and
+// those searches are not counted as false positives of a filter that was
+// not there.
+func TestUnfilteredTableIsProbed(t *testing.T) {
+	db := open(t, t.TempDir(), Options{MemtableBytes: 32 << 10, MaxTables: -1})
 	defer db.Close()
-	const writers, perWriter = 2, 1500
-	var done [writers]int64
-	var mu sync.Mutex
+	for i := 0; i < 2000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	db.Flush()
+	v, _ := db.acquire()
+	for _, st := range v.tables {
+		st.filter.Store(nil)
+	}
+	n := len(v.tables)
+	v.release()
+	before := db.Stats()
+	if before.UnfilteredTables != n {
+		t.Fatalf("%d unfiltered of %d", before.UnfilteredTables, n)
+	}
+	for i := 0; i < 2000; i++ {
+		k, val := kv(i)
+		if got, err := db.Get(k); err != nil || !bytes.Equal(got, val) {
+			t.Fatalf("key %d: %q, %v", i, got, err)
+		}
+	}
+	k, _ := kv(99999)
+	if _, err := db.Get(k); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	if got := st.TablesProbed - before.TablesProbed; got < int64(2000+n) {
+		t.Errorf("%d tables probed", got)
+	}
+	if st.FilterFalsePositives != before.FilterFalsePositives || st.TableFilterNegatives != before.TableFilterNegatives {
+		t.Errorf("filter counters moved without filters: %+v", st)
+	}
+}
+
+// TestCompaction: with few tables allowed, merges run in the background;
+// the newest version wins, tombstones vanish once the merge reaches the
+// oldest table, and replaced files are removed.
+func TestCompaction(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{MemtableBytes: 8 << 10, MaxTables: 3, NoSyncEachWrite: true}
+	db := open(t, dir, o)
+	want := model{}
+	var keys [][]byte
+	const n = 1500
+	for round := 0; round < 3; round++ {
+		for i := 0; i < n; i++ {
+			k := fmt.Appendf(nil, "key%05d", i)
+			if round == 0 {
+				keys = append(keys, k)
+			}
+			switch {
+			case round == 2 && i%3 == 0:
+				db.Delete(k)
+				delete(want, string(k))
+			default:
+				v := fmt.Appendf(nil, "r%d-%d", round, i)
+				mustPut(t, db, k, v)
+				want[string(k)] = string(v)
+			}
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "compaction to settle", func() bool { return db.Stats().Tables <= o.MaxTables })
+	st := db.Stats()
+	if st.Compactions == 0 {
+		t.Fatal("no compactions")
+	}
+	want.check(t, db, "compacted", keys)
+	waitFor(t, "replaced tables to be removed", func() bool { return countFiles(t, dir, extTable) == db.Stats().Tables })
+	if got := countFiles(t, dir, extFilter); got != st.Tables {
+		t.Errorf("%d filter files for %d tables", got, st.Tables)
+	}
+	db.Close()
+	db = open(t, dir, o)
+	defer db.Close()
+	want.check(t, db, "reopened", keys)
+	// Merge everything: MaxTables 1 forces merges down to one table,
+	// which includes the oldest, so no tombstone survives.
+	db.Close()
+	o.MaxTables = 1
+	db = open(t, dir, o)
+	waitFor(t, "full compaction", func() bool { return db.Stats().Tables == 1 })
+	if got := db.Stats().TableKeys; got != int64(len(want)) {
+		t.Errorf("one table with %d entries, want %d live keys (tombstones dropped)", got, len(want))
+	}
+	want.check(t, db, "fully compacted", keys)
+}
+
+// TestCompactionOfOnlyTombstones: a merge whose output would be empty
+// writes no table at all.
+func TestCompactionOfOnlyTombstones(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{MemtableBytes: 4 << 10, MaxTables: -1})
+	for i := 0; i < 200; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	db.Flush()
+	for i := 0; i < 200; i++ {
+		k, _ := kv(i)
+		db.Delete(k)
+	}
+	db.Flush()
+	db.Close()
+	db = open(t, dir, Options{MemtableBytes: 4 << 10, MaxTables: 1})
+	defer db.Close()
+	waitFor(t, "compaction", func() bool { return db.Stats().Tables == 0 })
+	for i := 0; i < 200; i++ {
+		k, _ := kv(i)
+		if _, err := db.Get(k); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("deleted key %s: %v", k, err)
+		}
+	}
+	if countFiles(t, dir, extTable)+countFiles(t, dir, extFilter) != 0 {
+		waitFor(t, "files removed", func() bool { return countFiles(t, dir, extTable)+countFiles(t, dir, extFilter) == 0 })
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestReadersDuringFlushesAndCompactions: readers must always find keys
+// whose Put returned, across memtable switches, flushes and merges that
+// retire the tables they are reading. Run with -race.
+func TestReadersDuringFlushesAndCompactions(t *testing.T) {
+	db := open(t, t.TempDir(), Options{MemtableBytes: 8 << 10, MaxTables: 2, NoSyncEachWrite: true})
+	defer db.Close()
+	const writers = 2
+	perWriter := 2000
+	if testing.Short() {
+		perWriter = 800
+	}
+	var done [writers]atomic.Int64
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for w := 0; w < writers; w++ {
@@ -251,27 +667,24 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				mu.Lock()
-				done[w] = int64(i + 1)
-				mu.Unlock()
+				done[w].Store(int64(i + 1))
 			}
 		}(w)
 	}
 	var rwg sync.WaitGroup
+	var reads atomic.Int64
 	for r := 0; r < 2; r++ {
 		rwg.Add(1)
 		go func(r int) {
 			defer rwg.Done()
-			for n := 0; ; n++ {
+			for n := r; ; n++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
 				w := n % writers
-				mu.Lock()
-				hi := done[w]
-				mu.Unlock()
+				hi := done[w].Load()
 				if hi == 0 {
 					continue
 				}
@@ -281,13 +694,315 @@ func TestConcurrentReadersAndWriters(t *testing.T) {
 					t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
 					return
 				}
+				reads.Add(1)
 			}
 		}(r)
 	}
 	wg.Wait()
 	close(stop)
 	rwg.Wait()
+	st := db.Stats()
+	if st.Flushes < 5 || st.Compactions < 2 {
+		t.Errorf("%d flushes, %d compactions: not exercised", st.Flushes, st.Compactions)
+	}
+	t.Logf("%d reads during %d flushes and %d compactions", reads.Load(), st.Flushes, st.Compactions)
+}
+
+// TestGroupCommit: concurrent durable writers share fsyncs, and every
+// acknowledged write is in the log (replayed after reopen).
+func TestGroupCommit(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{})
+	const writers, each = 8, 50
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				k := fmt.Appendf(nil, "g%d-%d", w, i)
+				if err := db.Put(k, k); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	st := db.Stats()
+	if st.WALSyncs == 0 || st.WALSyncs >= st.Puts {
+		t.Errorf("%d fsyncs for %d concurrent durable puts: no sharing", st.WALSyncs, st.Puts)
+	}
+	t.Logf("%d puts, %d fsyncs", st.Puts, st.WALSyncs)
+	db.Close()
+	db = open(t, dir, Options{})
+	defer db.Close()
+	for w := 0; w < writers; w++ {
+		for i := 0; i < each; i++ {
+			k := fmt.Appendf(nil, "g%d-%d", w, i)
+			if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+				t.Fatalf("Get(%s) after reopen = %q, %v", k, got, err)
+			}
+		}
+	}
+}
+
+func TestBatchedSync(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{NoSyncEachWrite: true, SyncInterval: 5 * time.Millisecond})
+	for i := 0; i < 100; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	waitFor(t, "a background sync", func() bool { return db.Stats().WALSyncs > 0 })
+	if st := db.Stats(); st.WALSyncs >= 100 {
+		t.Errorf("batched mode fsynced %d times for 100 writes", st.WALSyncs)
+	}
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir, Options{})
+	defer db.Close()
+	for i := 0; i < 100; i++ {
+		k, v := kv(i)
+		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("key %d: %q, %v", i, got, err)
+		}
+	}
+}
+
+// TestLargeValues: values far larger than the memtable go through the
+// arena, the log and the tables intact.
+func TestLargeValues(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{MemtableBytes: 16 << 10, MaxValueSize: 1 << 20}
+	db := open(t, dir, o)
+	big := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 1<<20) }
+	for i := 0; i < 6; i++ {
+		k, _ := kv(i)
+		mustPut(t, db, k, big(i))
+		small, v := kv(100 + i)
+		mustPut(t, db, small, v)
+	}
+	check := func(when string) {
+		for i := 0; i < 6; i++ {
+			k, _ := kv(i)
+			if got, err := db.Get(k); err != nil || !bytes.Equal(got, big(i)) {
+				t.Fatalf("%s: 1 MiB value %d: %d bytes, %v", when, i, len(got), err)
+			}
+		}
+	}
+	check("live")
 	if db.Stats().Tables < 3 {
-		t.Errorf("only %d tables: flushes during reads not exercised", db.Stats().Tables)
+		t.Errorf("%d tables: each big value should have filled a memtable", db.Stats().Tables)
+	}
+	db.Close()
+	db = open(t, dir, o)
+	defer func() { db.Close() }()
+	check("reopened")
+	db.Close()
+	// Reopened with a smaller cap while the log still holds big values:
+	// refused with a clear error, not a panic or a silent drop.
+	db = open(t, dir, o)
+	mustPut(t, db, []byte("tail"), big(7)) // in the log, not yet flushed
+	db.Close()
+	o.MaxValueSize = 1 << 10
+	if _, err := Open(dir, &o); err == nil || !strings.Contains(err.Error(), "MaxValueSize") {
+		t.Errorf("reopen with a smaller value cap: %v", err)
+	}
+	o.MaxValueSize = 1 << 20
+	db = open(t, dir, o)
+	if got, err := db.Get([]byte("tail")); err != nil || !bytes.Equal(got, big(7)) {
+		t.Errorf("after reopening with the right cap: %d bytes, %v", len(got), err)
+	}
+}
+
+func TestManifestRecordsFilterAndCompression(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{Filter: FilterBloom, Compression: CompressionNone})
+	k, v := kv(1)
+	mustPut(t, db, k, v)
+	db.Flush()
+	db.Close()
+	db = open(t, dir, Options{})
+	if st := db.Stats(); st.Filter != FilterBloom || st.Compression != CompressionNone {
+		t.Errorf("reopened as %s/%s", st.Filter, st.Compression)
+	}
+	if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+		t.Errorf("Get: %q, %v", got, err)
+	}
+	db.Close()
+	if _, err := Open(dir, &Options{Filter: FilterCuckoo, Logger: quiet()}); err == nil || !strings.Contains(err.Error(), "bloom") {
+		t.Errorf("opening a bloom store as cuckoo: %v", err)
+	}
+	if _, err := Open(dir, &Options{Compression: CompressionZSTD, Logger: quiet()}); err == nil {
+		t.Errorf("opening an uncompressed store as zstd succeeded")
+	}
+}
+
+func TestLockAndOrphans(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{MemtableBytes: 4 << 10})
+	if _, err := Open(dir, &Options{Logger: quiet()}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open of a store in use: %v", err)
+	}
+	for i := 0; i < 300; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	db.Close()
+	// Leftovers of a crash: a table and filter written but never named,
+	// a log older than the manifest's, a half-written temporary file.
+	for _, name := range []string{"999990.sst", "999990.cf", "000000.log"} {
+		os.WriteFile(filepath.Join(dir, name), []byte("junk"), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, tmpDir, "000123.sst"), []byte("junk"), 0o644)
+	db = open(t, dir, Options{MemtableBytes: 4 << 10})
+	for _, name := range []string{"999990.sst", "999990.cf", "000000.log", filepath.Join(tmpDir, "000123.sst")} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("orphan %s not removed: %v", name, err)
+		}
+	}
+	// New files are numbered past anything seen, not reusing 999990.
+	k, v := kv(1000)
+	mustPut(t, db, k, v)
+	db.Flush()
+	db.Close()
+	man, err := readManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := man.Tables[len(man.Tables)-1]; last <= 999990 {
+		t.Errorf("new table numbered %d, at or below an orphan's 999990", last)
+	}
+	// A table the manifest names must exist: its loss is not papered over.
+	os.Remove(fileName(dir, man.Tables[0], extTable))
+	if _, err := Open(dir, &Options{Logger: quiet()}); err == nil {
+		t.Error("Open succeeded with a table missing")
+	}
+	// Logs but no manifest: refuse rather than start an empty store.
+	os.Remove(filepath.Join(dir, "MANIFEST"))
+	if _, err := Open(dir, &Options{Logger: quiet()}); err == nil || !strings.Contains(err.Error(), "MANIFEST") {
+		t.Errorf("Open without MANIFEST: %v", err)
+	}
+}
+
+func TestCorruptManifestAndTable(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{MemtableBytes: 4 << 10})
+	for i := 0; i < 300; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	db.Flush()
+	db.Close()
+	man, _ := readManifest(dir)
+	tbl := fileName(dir, man.Tables[0], extTable)
+	b, _ := os.ReadFile(tbl)
+	damaged := slicesClone(b)
+	damaged[len(damaged)/3] ^= 0xff
+	os.WriteFile(tbl, damaged, 0o644)
+	if _, err := Open(dir, &Options{Logger: quiet()}); err == nil {
+		t.Error("Open accepted a damaged table (Badger's checksums)")
+	}
+	os.WriteFile(tbl, b[:len(b)/2], 0o644) // truncated: Badger's index parser panics on this
+	if _, err := Open(dir, &Options{Logger: quiet()}); err == nil {
+		t.Error("Open accepted a truncated table")
+	}
+	os.WriteFile(tbl, b, 0o644)
+	os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("{not json"), 0o644)
+	if _, err := Open(dir, &Options{Logger: quiet()}); err == nil || !strings.Contains(err.Error(), "MANIFEST") {
+		t.Errorf("corrupt MANIFEST: %v", err)
+	}
+}
+
+func slicesClone(b []byte) []byte { return append([]byte(nil), b...) }
+
+// TestFlushFailureIsReportedAndRetried: when tables cannot be written, the
+// memtable's records stay in its log, writers that need the flush get an
+// error instead of hanging, and once writing works again the flush
+// completes and nothing is lost.
+func TestFlushFailureIsReportedAndRetried(t *testing.T) {
+	dir := t.TempDir()
+	var warnings logBuffer
+	db := open(t, dir, Options{MemtableBytes: 4 << 10, Logger: log.New(&warnings, "", 0)})
+	defer db.Close()
+	// Tables are written under tmp/; without it every flush fails.
+	os.RemoveAll(filepath.Join(dir, tmpDir))
+	want := model{}
+	var keys [][]byte
+	var failed error
+	for i := 0; i < 2000 && failed == nil; i++ {
+		k, v := kv(i)
+		if err := db.Put(k, v); err != nil {
+			failed = err
+			break
+		}
+		want[string(k)] = string(v)
+		keys = append(keys, k)
+	}
+	if failed == nil || !strings.Contains(failed.Error(), "cannot be flushed") {
+		t.Fatalf("writes past a failing flush: %v", failed)
+	}
+	if !strings.Contains(warnings.String(), "flush failed") {
+		t.Errorf("no warning: %q", warnings.String())
+	}
+	want.check(t, db, "while flushing fails", keys) // reads still work
+	os.Mkdir(filepath.Join(dir, tmpDir), 0o755)
+	waitFor(t, "the retried flush", func() bool { return db.Stats().Tables > 0 })
+	k, v := kv(9999)
+	mustPut(t, db, k, v)
+	want[string(k)] = string(v)
+	keys = append(keys, k)
+	want.check(t, db, "after recovery", keys)
+}
+
+// TestCloseRacesOperations: Close while Gets and Puts run; each either
+// succeeds or reports ErrClosed, nothing panics or races.
+func TestCloseRacesOperations(t *testing.T) {
+	for round := 0; round < 3; round++ {
+		dir := t.TempDir()
+		db := open(t, dir, Options{MemtableBytes: 4 << 10, MaxTables: 2, NoSyncEachWrite: true})
+		for i := 0; i < 500; i++ {
+			k, v := kv(i)
+			mustPut(t, db, k, v)
+		}
+		var wg sync.WaitGroup
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					k, v := kv(i % 1000)
+					var err error
+					if g%2 == 0 {
+						err = db.Put(k, v)
+					} else {
+						_, err = db.Get(k)
+					}
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if err != nil && !errors.Is(err, ErrNotFound) {
+						t.Errorf("during Close: %v", err)
+						return
+					}
+				}
+			}(g)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		db = open(t, dir, Options{})
+		for i := 0; i < 500; i++ {
+			k, v := kv(i)
+			if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+				t.Fatalf("after Close race: %q, %v", got, err)
+			}
+		}
+		db.Close()
 	}
 }

@@ -6,19 +6,28 @@ import (
 	"time"
 )
 
-// WorkloadKey is key i of the generated data set. Loaded keys are even i,
-// so odd i are absent keys that fall inside every table's key range.
+// WorkloadKey is key i of the generated data set (16 bytes). Loaded keys
+// are even i, so odd i are absent keys that fall inside every table's key
+// range: only a filter, not a key-range check, can skip a table for them.
 func WorkloadKey(i int) []byte { return fmt.Appendf(nil, "user%012d", i) }
 
-// Load writes n generated keys (values of valueSize bytes) and flushes, so
-// that the data lives in tables. It uses the store's own durability
+// MemtableBytesFor is the MemtableBytes that flushes a memtable after
+// about keys entries of the given sizes (the threshold counts each entry
+// as key + value + a fixed estimate of skiplist overhead).
+func MemtableBytesFor(keys, keySize, valueSize int) int64 {
+	return int64(keys) * entryEstimate(make([]byte, keySize), make([]byte, valueSize))
+}
+
+// Load writes n generated keys (values of valueSize bytes) in a random
+// order, so that every table spans the key space, then flushes and syncs,
+// so that the data lives in tables. It uses the store's own durability
 // setting; open the store with NoSyncEachWrite for a bulk load.
 func Load(db *DB, n, valueSize int) error {
 	r := rand.New(rand.NewPCG(uint64(n), 3))
 	value := make([]byte, valueSize)
-	for _, i := range r.Perm(n) { // random order: every table spans the key space
+	for _, i := range r.Perm(n) {
 		k := WorkloadKey(2 * i)
-		copy(value, k)
+		copy(value, k) // a value derived from its key, checkable by eye
 		if err := db.Put(k, value); err != nil {
 			return err
 		}
@@ -43,7 +52,7 @@ type LookupResult struct {
 
 // Lookups runs gets point lookups over a store loaded with Load(n): a miss
 // share of them for absent keys, the rest for present ones, which must all
-// be found.
+// be found (an error otherwise: a filter must never hide a key).
 func Lookups(db *DB, n, gets int, miss float64, seed uint64) (LookupResult, error) {
 	r := rand.New(rand.NewPCG(seed, 5))
 	keys := make([][]byte, gets)

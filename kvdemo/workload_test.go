@@ -1,7 +1,11 @@
 package kvdemo
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -11,7 +15,7 @@ func TestLookupWorkload(t *testing.T) {
 		if err := Load(db, 10_000, 32); err != nil {
 			t.Fatal(err)
 		}
-		res, err := Lookups(db, 10_000, 5_000, 0.9, 1)
+		res, err := Lookups(db, 10_000, 2_000, 0.9, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,5 +62,47 @@ func BenchmarkLookups(b *testing.B) {
 			})
 		}
 		db.Close()
+	}
+}
+
+// TestRunDemo runs the demo small: same table layout in all three stores,
+// the filters ordered as expected, and the printed table complete.
+func TestRunDemo(t *testing.T) {
+	var out bytes.Buffer
+	dir := t.TempDir()
+	res, err := RunDemo(context.Background(), &out, DemoConfig{Dir: dir, Keys: 20_000, MemtableKeys: 2_000, Gets: 2_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	if len(res) != 3 {
+		t.Fatalf("%d results", len(res))
+	}
+	byKind := map[FilterKind]DemoResult{}
+	for _, r := range res {
+		byKind[r.Filter] = r
+		if r.Tables != res[0].Tables || r.Tables < 9 || r.Tables > 11 {
+			t.Errorf("%s: %d tables (cuckoo %d), want the same ~10 everywhere", r.Filter, r.Tables, res[0].Tables)
+		}
+	}
+	c, b, n := byKind[FilterCuckoo], byKind[FilterBloom], byKind[FilterNone]
+	if !(c.ProbedPerGet < b.ProbedPerGet && b.ProbedPerGet < n.ProbedPerGet) {
+		t.Errorf("tables probed per Get: cuckoo %.3f, bloom %.3f, none %.3f", c.ProbedPerGet, b.ProbedPerGet, n.ProbedPerGet)
+	}
+	if c.BitsPerKey < 9 || c.BitsPerKey > 11 || n.BitsPerKey != 0 {
+		t.Errorf("bits/key: cuckoo %.2f, none %.2f", c.BitsPerKey, n.BitsPerKey)
+	}
+	for _, want := range []string{"filter", "Gets/s", "probed/Get", "FPR", "cuckoo", "bloom", "none"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if _, err := RunDemo(context.Background(), io.Discard, DemoConfig{Dir: dir, Keys: 100}); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("a second demo into the same directory: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := RunDemo(ctx, &out, DemoConfig{Keys: 100}); err == nil {
+		t.Error("a cancelled demo ran")
 	}
 }

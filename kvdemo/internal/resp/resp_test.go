@@ -1,0 +1,174 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func read(t *testing.T, input string, lim Limits) ([][]string, error) {
+	t.Helper()
+	r := NewReader(strings.NewReader(input), lim)
+	var cmds [][]string
+	for {
+		args, err := r.ReadCommand()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return cmds, nil
+			}
+			return cmds, err
+		}
+		var s []string
+		for _, a := range args {
+			s = append(s, string(a))
+		}
+		cmds = append(cmds, s)
+	}
+}
+
+func TestReadCommands(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want [][]string
+	}{
+		{"*1\r\n$4\r\nPING\r\n", [][]string{{"PING"}}},
+		{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n", [][]string{{"SET", "k", ""}}},
+		{"*2\r\n$3\r\nGET\r\n$4\r\na\r\nb\r\n", [][]string{{"GET", "a\r\nb"}}}, // binary-safe
+		{"PING\r\n", [][]string{{"PING"}}},
+		{"PING\n", [][]string{{"PING"}}}, // bare LF, as nc sends
+		{"set  k   v\r\nGET k\r\n", [][]string{{"set", "k", "v"}, {"GET", "k"}}},
+		{"\r\n\r\n*0\r\n*-1\r\nPING\r\n", [][]string{{"PING"}}}, // empty requests are skipped
+		{`SET "a b" 'c d'` + "\r\n", [][]string{{"SET", "a b", "c d"}}},
+		{`SET k "x\x41\n\"y"` + "\r\n", [][]string{{"SET", "k", "xA\n\"y"}}},
+		{`SET k ''` + "\r\n", [][]string{{"SET", "k", ""}}},
+		{"*1\r\n$4\r\nPING\r\nPING\r\n*1\r\n$4\r\nQUIT\r\n", [][]string{{"PING"}, {"PING"}, {"QUIT"}}},
+	} {
+		got, err := read(t, tc.in, Limits{})
+		if err != nil {
+			t.Errorf("%q: %v", tc.in, err)
+			continue
+		}
+		if len(got) != len(tc.want) {
+			t.Errorf("%q: %q, want %q", tc.in, got, tc.want)
+			continue
+		}
+		for i := range got {
+			if strings.Join(got[i], "\x00") != strings.Join(tc.want[i], "\x00") {
+				t.Errorf("%q: command %d = %q, want %q", tc.in, i, got[i], tc.want[i])
+			}
+		}
+	}
+}
+
+// TestByteAtATime: framing must not depend on how the stream is split.
+func TestByteAtATime(t *testing.T) {
+	in := "*3\r\n$3\r\nSET\r\n$5\r\nhello\r\n$5\r\nworld\r\nPING\r\n"
+	r := NewReader(iotest.OneByteReader(strings.NewReader(in)), Limits{})
+	a, err := r.ReadCommand()
+	if err != nil || len(a) != 3 || string(a[2]) != "world" {
+		t.Fatalf("%q, %v", a, err)
+	}
+	if a, err := r.ReadCommand(); err != nil || string(a[0]) != "PING" {
+		t.Fatalf("%q, %v", a, err)
+	}
+}
+
+func TestMalformed(t *testing.T) {
+	lim := Limits{MaxArgs: 8, MaxBulk: 100, MaxCommand: 150, MaxInline: 64}
+	for _, in := range []string{
+		"*x\r\n",
+		"*\r\n",
+		"*99999999999999999999999\r\n",
+		"*9\r\n",             // more arguments than allowed
+		"*1\r\n+PING\r\n",    // not a bulk string
+		"*1\r\n$-1\r\n",      // null bulk as an argument
+		"*1\r\n$101\r\n",     // longer than MaxBulk
+		"*1\r\n$1x\r\n",      // junk in a length
+		"*1\r\n$4\r\nPINGxx", // no CRLF after the bulk
+		"*2\r\n$100\r\n" + strings.Repeat("a", 100) + "\r\n$100\r\n", // command longer than MaxCommand
+		strings.Repeat("A", 100) + "\r\n",                            // inline line longer than the buffer
+		`SET "unterminated` + "\r\n",
+		`SET "a"b` + "\r\n",
+		"*1\r\n$" + strings.Repeat("9", 30) + "\r\n",
+	} {
+		_, err := read(t, in, lim)
+		var pe *ProtocolError
+		if !errors.As(err, &pe) {
+			t.Errorf("%q: %v, want a protocol error", in, err)
+		}
+	}
+	// Truncated streams are the connection's end, not a protocol error.
+	for _, in := range []string{"*2\r\n$3\r\nGET\r\n", "*1\r\n$4\r\nPI", "*1\r\n$4", "PING"} {
+		_, err := read(t, in, lim)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%q: %v, want unexpected EOF", in, err)
+		}
+	}
+}
+
+// TestOversizedLengthAllocatesNothing: a client declaring a huge bulk or a
+// huge array is refused from the header alone, before a byte is allocated
+// for what it declared.
+func TestOversizedLengthAllocatesNothing(t *testing.T) {
+	for _, in := range []string{"*2\r\n$3\r\nGET\r\n$2147483647\r\n", "*2147483647\r\n", "*1\r\n$9223372036854775807\r\n", "*1024\r\n"} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r := NewReader(strings.NewReader(in), Limits{})
+		_, err := r.ReadCommand()
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			t.Errorf("%q accepted", in)
+		}
+		// The reader's own 64 KiB buffer, and nothing of the declared size.
+		if got := after.TotalAlloc - before.TotalAlloc; got > 256<<10 {
+			t.Errorf("%q: %d bytes allocated", in, got)
+		}
+	}
+}
+
+func TestWriter(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b)
+	w.Simple("OK")
+	w.Error("ERR bad\r\nthing")
+	w.Int(-42)
+	w.Bulk([]byte("a\r\nb"))
+	w.Null()
+	w.Array(2)
+	w.Bulk(nil)
+	w.Bulk([]byte("x"))
+	w.Flush()
+	want := "+OK\r\n-ERR bad  thing\r\n:-42\r\n$4\r\na\r\nb\r\n$-1\r\n*2\r\n$0\r\n\r\n$1\r\nx\r\n"
+	if b.String() != want {
+		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
+
+// FuzzReadCommand: no input makes the reader panic, allocate past its
+// limits, or return a command whose total size breaks them.
+func FuzzReadCommand(f *testing.F) {
+	for _, s := range []string{"*1\r\n$4\r\nPING\r\n", "PING\r\n", `SET "a\x00" 'b'` + "\r\n", "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "*-1\r\n", "$5\r\n"} {
+		f.Add([]byte(s))
+	}
+	lim := Limits{MaxArgs: 16, MaxBulk: 256, MaxCommand: 512, MaxInline: 128}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := NewReader(bytes.NewReader(in), lim)
+		for i := 0; i < 100; i++ {
+			args, err := r.ReadCommand()
+			if err != nil {
+				return
+			}
+			total := 0
+			for _, a := range args {
+				total += len(a)
+			}
+			if len(args) == 0 || len(args) > lim.MaxArgs || total > lim.MaxCommand+lim.MaxInline {
+				t.Fatalf("command of %d args, %d bytes", len(args), total)
+			}
+		}
+	})
+}
