@@ -38,20 +38,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/skl"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // FilterKind selects the per-table filter.
@@ -103,6 +101,9 @@ type Options struct {
 	// Logger receives warnings (torn WAL tail, rebuilt filters, failing
 	// flushes); default: the standard logger's output, prefixed "kvdemo: ".
 	Logger *log.Logger
+	// FS is the filesystem every file goes through; nil is the operating
+	// system's. Tests put a fault-injecting one here.
+	FS vfs.FS
 }
 
 var (
@@ -111,16 +112,43 @@ var (
 	ErrEmptyKey = errors.New("kvdemo: empty key")
 	ErrTooLarge = errors.New("kvdemo: key or value too large")
 	ErrLocked   = errors.New("kvdemo: store is in use by another process")
+	// ErrCorrupt: a file the answer depends on is damaged; the error
+	// names it.
+	ErrCorrupt = errors.New("kvdemo: corruption")
+	// ErrReadOnly: an fsync failed, or a failed write could not be undone,
+	// so the store can no longer vouch for what its files hold. It refuses
+	// writes until it is closed and opened again; Open then recovers from
+	// what is on disk.
+	ErrReadOnly = errors.New("kvdemo: store is read-only until it is closed and reopened")
 )
 
 const compactionWidth = 4 // tables merged at a time
 
 // DB is an open store; safe for concurrent use.
+//
+// Lock order. A goroutine holding one of these may take only those below
+// it, never one above:
+//
+//	manMu   table-list changes (applyEdit: flush, compaction)
+//	wmu     writers: sequence numbers, log appends, memtable switches;
+//	        wcond waits on it
+//	mu      the current view (readers take it shared, briefly)
+//	retMu   the set of retired tables not yet removed (leaf)
+//	roMu    the read-only error (leaf)
+//
+// and, inside one log (wal), bufMu may be taken under ioMu, never the
+// reverse; no DB lock is taken while holding either. A view's release can
+// close tables and remove files, so it runs under mu at most (never under
+// a wal lock). Long work (building a table, fsyncs) runs without wmu and
+// mu: applyEdit holds manMu across the manifest write, which only flushes
+// and compactions wait for.
 type DB struct {
-	dir  string
-	opts Options
-	tOpt table.Options
-	lock *os.File
+	dir    string
+	opts   Options
+	fs     vfs.FS
+	tOpt   table.Options
+	filter tableFilter
+	lock   io.Closer
 
 	// Writers. wmu serialises log appends, so that sequence numbers and
 	// log order agree, and memtable switches.
@@ -142,6 +170,12 @@ type DB struct {
 	manMu    sync.Mutex
 	man      manifest
 	nextFile atomic.Uint64
+
+	retMu   sync.Mutex
+	retired map[uint64]bool // compacted away, files not yet removed
+
+	roMu     sync.Mutex
+	readOnly error // wraps ErrReadOnly once set; never cleared
 
 	flushCh, compactCh chan struct{}
 	stop               chan struct{}
@@ -175,6 +209,8 @@ type counters struct {
 	flushes, compactions    atomic.Int64
 	rebuiltFilters, tornWAL atomic.Int64
 	walSyncs                atomic.Int64
+	damagedTables           atomic.Int64
+	movedAside              atomic.Int64
 }
 
 // Stats are the store's counters since Open, and its current shape.
@@ -195,6 +231,8 @@ type Stats struct {
 	RebuiltFilters          int64 // missing or corrupt filter files rebuilt since Open
 	UnfilteredTables        int   // tables read without a filter until theirs is rebuilt
 	TornWALTails            int64 // logs whose tail Open cut off
+	DamagedTables           int64 // tables Open found unreadable (Gets that need them fail)
+	MovedAside              int64 // files Open moved to lost/
 	// WALSyncs counts log fsyncs; below Puts+Deletes when concurrent
 	// writers shared them (group commit).
 	WALSyncs   int64
@@ -231,9 +269,12 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Logger == nil {
 		c.Logger = log.New(log.Writer(), "kvdemo: ", log.LstdFlags)
 	}
+	if c.Filter != "" {
+		if _, err := newTableFilter(c.Filter, nil); err != nil {
+			return c, err
+		}
+	}
 	switch {
-	case c.Filter != "" && c.Filter != FilterCuckoo && c.Filter != FilterBloom && c.Filter != FilterNone:
-		return c, fmt.Errorf("kvdemo: unknown filter %q (want cuckoo, bloom or none)", c.Filter)
 	case c.BitsPerKey < 4 || c.BitsPerKey > 32:
 		return c, fmt.Errorf("kvdemo: BitsPerKey %g outside 4..32", c.BitsPerKey)
 	case c.MemtableBytes < 1<<10 || c.MemtableBytes > 1<<30:
@@ -251,215 +292,6 @@ func (o *Options) withDefaults() (Options, error) {
 		}
 	}
 	return c, nil
-}
-
-// Open opens the store in dir, creating it if dir holds none.
-func Open(dir string, opts *Options) (*DB, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	lock, err := lockDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	db := &DB{dir: dir, opts: o, lock: lock}
-	if err := db.open(); err != nil {
-		db.lock.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-func (db *DB) open() error {
-	o := &db.opts
-	if err := os.RemoveAll(filepath.Join(db.dir, tmpDir)); err != nil {
-		return err
-	}
-	if err := os.Mkdir(filepath.Join(db.dir, tmpDir), 0o755); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(db.dir)
-	if err != nil {
-		return err
-	}
-	files := map[string][]uint64{} // ext -> ids
-	var maxID uint64
-	for _, e := range entries {
-		if id, ext, ok := parseFileName(e.Name()); ok && e.Type().IsRegular() {
-			files[ext] = append(files[ext], id)
-			maxID = max(maxID, id)
-		}
-	}
-
-	man, err := readManifest(db.dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if len(files[extLog])+len(files[extTable]) > 0 {
-			return fmt.Errorf("kvdemo: %s holds logs or tables but no MANIFEST; refusing to guess", db.dir)
-		}
-		man = manifest{Version: manifestVersion, Filter: o.Filter, Compression: o.Compression, NextFile: 1}
-		if man.Filter == "" {
-			man.Filter = FilterCuckoo
-		}
-		if man.Compression == "" {
-			man.Compression = CompressionZSTD
-		}
-		if err := writeManifest(db.dir, man); err != nil {
-			return err
-		}
-	case err != nil:
-		return err
-	case o.Filter != "" && man.Filter != o.Filter:
-		return fmt.Errorf("kvdemo: store in %s was created with filter %q, opened with %q", db.dir, man.Filter, o.Filter)
-	case o.Compression != "" && man.Compression != o.Compression:
-		return fmt.Errorf("kvdemo: store in %s was created with compression %q, opened with %q", db.dir, man.Compression, o.Compression)
-	}
-	o.Filter, o.Compression = man.Filter, man.Compression
-	ctype, err := man.Compression.badger()
-	if err != nil {
-		return err
-	}
-	db.man = man
-	db.nextFile.Store(max(man.NextFile, maxID+1))
-	db.tOpt = table.Options{
-		BlockSize:            4 << 10,
-		Compression:          ctype,
-		ZSTDCompressionLevel: 1,
-		ChkMode:              options.OnTableRead,
-	}
-	if o.Filter == FilterBloom {
-		db.tOpt.BloomFalsePositive = 0.01 // Badger's default
-	}
-
-	var tables []*sstable // newest first
-	closeAll := func() {
-		for _, st := range tables {
-			st.t.Close(-1)
-		}
-	}
-	live := map[uint64]bool{}
-	var unfiltered []*sstable
-	for _, id := range man.Tables {
-		st, needsFilter, err := db.openTable(id)
-		if err != nil {
-			closeAll()
-			return err
-		}
-		if needsFilter {
-			unfiltered = append(unfiltered, st)
-		}
-		live[id] = true
-		tables = append([]*sstable{st}, tables...)
-	}
-	// Files no manifest names are left over from a crash between writing
-	// them and naming them (or between retiring and removing them).
-	for _, ext := range []string{extTable, extFilter} {
-		for _, id := range files[ext] {
-			if !live[id] {
-				os.Remove(fileName(db.dir, id, ext))
-			}
-		}
-	}
-	var logs []uint64
-	for _, id := range files[extLog] {
-		if id < man.Log {
-			os.Remove(fileName(db.dir, id, extLog))
-		} else {
-			logs = append(logs, id)
-		}
-	}
-	slices.Sort(logs)
-
-	// Replay. Records at or below man.Seq are already in tables.
-	db.seq = man.Seq
-	memLog := man.Log
-	if len(logs) > 0 {
-		memLog = logs[0]
-	}
-	mem := db.newMemtable(memLog, nil)
-	for _, id := range logs {
-		cut, err := replayWAL(fileName(db.dir, id, extLog), func(r walRecord) error {
-			if r.seq <= db.man.Seq {
-				return nil
-			}
-			if len(r.key) > o.MaxKeySize || len(r.value) > o.MaxValueSize {
-				// The memtable's arena is sized by these caps; a record
-				// written under larger ones must not be dropped or
-				// overflow it.
-				return fmt.Errorf("record %d has a %d-byte key and a %d-byte value, over MaxKeySize %d or MaxValueSize %d: reopen with the limits it was written under",
-					r.seq, len(r.key), len(r.value), o.MaxKeySize, o.MaxValueSize)
-			}
-			est, worst := entryEstimate(r.key, r.value), entryWorst(r.key, r.value)
-			if !mem.fits(o.MemtableBytes, est, worst) {
-				// More than a memtable's worth was waiting (the crash
-				// came while a full memtable was being flushed): write it
-				// out now. Its logs stay until a later flush retires them;
-				// the manifest's Seq makes replay skip what is in tables.
-				st, err := db.flushAtOpen(mem)
-				if err != nil {
-					return err
-				}
-				tables = append([]*sstable{st}, tables...)
-				mem = db.newMemtable(memLog, nil)
-			}
-			mem.reserve(est, worst)
-			mem.apply(r)
-			db.seq = max(db.seq, r.seq)
-			return nil
-		})
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("kvdemo: replaying log %06d: %w", id, err)
-		}
-		if cut > 0 {
-			db.stats.tornWAL.Add(1)
-			o.Logger.Printf("WAL %06d.log: cut %d bytes of torn or corrupt tail after the last intact record", id, cut)
-		}
-	}
-	if len(logs) > 0 {
-		mem.wal, err = reopenWAL(db.dir, logs[len(logs)-1])
-	} else {
-		id := db.allocFile()
-		mem.log = id
-		mem.wal, err = createWAL(db.dir, id)
-	}
-	if err != nil {
-		closeAll()
-		return err
-	}
-	mem.wal.syncs = &db.stats.walSyncs
-	db.mem = mem
-	db.wcond = sync.NewCond(&db.wmu)
-	v := &view{mem: mem, tables: tables}
-	for _, st := range tables {
-		st.ref()
-	}
-	v.refs.Store(1)
-	db.cur = v
-
-	db.flushCh = make(chan struct{}, 1)
-	db.compactCh = make(chan struct{}, 1)
-	db.stop = make(chan struct{})
-	db.bg.Add(2)
-	go db.flushLoop()
-	go db.compactLoop()
-	if o.NoSyncEachWrite && o.SyncInterval > 0 {
-		db.bg.Add(1)
-		go db.syncLoop()
-	}
-	if len(unfiltered) > 0 {
-		db.bg.Add(1)
-		go db.rebuildFilters(unfiltered)
-	}
-	signal(db.compactCh)
-	return nil
 }
 
 func (db *DB) allocFile() uint64 { return db.nextFile.Add(1) - 1 }
@@ -569,7 +401,7 @@ func (db *DB) rotateLocked() error {
 		return ErrClosed
 	}
 	id := db.allocFile()
-	w, err := createWAL(db.dir, id)
+	w, err := createWAL(db.fs, db.dir, id)
 	if err != nil {
 		return fmt.Errorf("kvdemo: starting log %06d: %w", id, err)
 	}
@@ -651,28 +483,24 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 			db.stats.filterFalsePositives.Add(falsePos)
 		}
 	}()
+	q := filterQuery{key: key}
 	for _, st := range v.tables {
-		filtered := true
-		switch db.opts.Filter {
-		case FilterCuckoo:
-			if f := st.filter.Load(); f == nil {
-				filtered = false
-			} else if !f.MayContain(key) {
-				negatives++
-				continue
-			}
-		case FilterBloom:
-			if st.t.DoesNotHave(y.Hash(key)) {
-				negatives++
-				continue
-			}
-		default:
-			filtered = false
+		if st.damaged != nil {
+			// It may hold a newer version of key than any older table.
+			return nil, fmt.Errorf("kvdemo: table %06d is needed for this key and is damaged: %w", st.id, st.damaged)
+		}
+		ans := db.filter.mayContain(st, &q)
+		if ans == filterAbsent {
+			negatives++
+			continue
 		}
 		probed++
-		vs, ok := st.get(seek, key)
+		vs, ok, err := st.get(seek, key)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
-			if filtered {
+			if ans == filterMaybe {
 				falsePos++
 			}
 			continue
@@ -759,6 +587,8 @@ func (db *DB) Stats() Stats {
 		RebuiltFilters:          db.stats.rebuiltFilters.Load(),
 		TornWALTails:            db.stats.tornWAL.Load(),
 		WALSyncs:                db.stats.walSyncs.Load(),
+		DamagedTables:           db.stats.damagedTables.Load(),
+		MovedAside:              db.stats.movedAside.Load(),
 		Filter:                  db.opts.Filter,
 		Compression:             db.opts.Compression,
 	}
@@ -774,8 +604,12 @@ func (db *DB) Stats() Stats {
 	defer v.release()
 	s.Tables = len(v.tables)
 	for _, st := range v.tables {
-		s.TableFilterBytes += st.fbytes.Load()
-		if s.Filter == FilterCuckoo && st.filter.Load() == nil {
+		if st.damaged != nil {
+			continue
+		}
+		fb := db.filter.memoryBytes(st)
+		s.TableFilterBytes += fb
+		if s.Filter != FilterNone && fb == 0 {
 			s.UnfilteredTables++
 		}
 		s.TableKeys += int64(st.keys)
@@ -827,26 +661,35 @@ func (db *DB) Close() error {
 	return err
 }
 
-// tableIDsOldestFirst lists tables (newest first) as the manifest does.
-func tableIDsOldestFirst(tables []*sstable) []uint64 {
-	ids := make([]uint64, len(tables))
-	for i, st := range tables {
-		ids[len(tables)-1-i] = st.id
-	}
-	return ids
-}
-
 // removeLogsBelow deletes logs the manifest no longer needs.
 func (db *DB) removeLogsBelow(id uint64) {
-	names, _ := filepath.Glob(filepath.Join(db.dir, "*."+extLog))
-	sort.Strings(names)
-	for _, n := range names {
-		if lid, _, ok := parseFileName(filepath.Base(n)); ok && lid < id {
-			if err := os.Remove(n); err != nil {
-				db.opts.Logger.Printf("removing flushed log: %v", err)
-			}
+	entries, err := db.fs.ReadDir(db.dir)
+	if err != nil {
+		db.opts.Logger.Printf("listing flushed logs: %v", err)
+		return
+	}
+	for _, e := range entries {
+		if lid, ext, ok := parseFileName(e.Name()); ok && ext == extLog && lid < id {
+			db.removeFile(lid, extLog)
 		}
 	}
+}
+
+// setReadOnly turns the store read-only (see ErrReadOnly); the first
+// cause is kept.
+func (db *DB) setReadOnly(cause error) {
+	db.roMu.Lock()
+	defer db.roMu.Unlock()
+	if db.readOnly == nil {
+		db.readOnly = fmt.Errorf("%w: %w", ErrReadOnly, cause)
+		db.opts.Logger.Printf("%v", db.readOnly)
+	}
+}
+
+func (db *DB) readOnlyErr() error {
+	db.roMu.Lock()
+	defer db.roMu.Unlock()
+	return db.readOnly
 }
 
 // sklSource adapts Badger's skiplist iterator to entrySource.

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // The write-ahead log is a sequence of records, each
@@ -59,7 +60,7 @@ type walRecord struct {
 // and serialise the writers.
 type wal struct {
 	id uint64
-	f  *os.File
+	f  vfs.File
 
 	bufMu    sync.Mutex
 	pend     []byte // encoded records not yet written to the file
@@ -77,14 +78,15 @@ type wal struct {
 
 // createWAL makes a new, empty log and makes its directory entry durable,
 // so that records acknowledged in it cannot vanish with the file.
-func createWAL(dir string, id uint64) (*wal, error) {
+func createWAL(fs vfs.FS, dir string, id uint64) (*wal, error) {
 	path := fileName(dir, id, extLog)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := fs.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fs.SyncDir(dir); err != nil {
 		f.Close()
+		fs.Remove(path)
 		return nil, err
 	}
 	return &wal{id: id, f: f}, nil
@@ -92,8 +94,8 @@ func createWAL(dir string, id uint64) (*wal, error) {
 
 // reopenWAL opens an existing log (already replayed and truncated) to
 // append to it.
-func reopenWAL(dir string, id uint64) (*wal, error) {
-	f, err := os.OpenFile(fileName(dir, id, extLog), os.O_WRONLY|os.O_APPEND, 0)
+func reopenWAL(fs vfs.FS, dir string, id uint64) (*wal, error) {
+	f, err := fs.OpenAppend(fileName(dir, id, extLog))
 	if err != nil {
 		return nil, err
 	}
@@ -207,17 +209,22 @@ func (w *wal) close() error {
 // replayWAL calls fn for every intact record of the log at path, in order,
 // and truncates the log after the last one. It reports how many bytes of
 // torn or corrupt tail it cut off. fn must copy what it keeps.
-func replayWAL(path string, fn func(walRecord) error) (cut int64, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+func replayWAL(fs vfs.FS, path string, fn func(walRecord) error) (cut int64, err error) {
+	f, err := fs.OpenAppend(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	rf, err := fs.Open(path)
 	if err != nil {
 		return 0, err
 	}
-	r := bufio.NewReaderSize(f, 1<<20)
+	defer rf.Close()
+	st, err := rf.Stat()
+	if err != nil {
+		return 0, err
+	}
+	r := bufio.NewReaderSize(rf, 1<<20)
 	var good int64
 	var hdr [walHeader]byte
 	var body []byte
