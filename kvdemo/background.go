@@ -74,7 +74,7 @@ func (db *DB) flushImm() error {
 	}
 	db.flushDone()
 	db.stats.flushes.Add(1)
-	imm.wal.close()
+	imm.wal().close()
 	db.removeLogsBelow(mem.log)
 	signal(db.compactCh)
 	return nil

@@ -101,6 +101,9 @@ type Options struct {
 	// Logger receives warnings (torn WAL tail, rebuilt filters, failing
 	// flushes); default: the standard logger's output, prefixed "kvdemo: ".
 	Logger *log.Logger
+	// WALRecovery says what Open does with a damaged log record; default
+	// TolerateCorruptedTailRecords (see WALRecoveryMode).
+	WALRecovery WALRecoveryMode
 	// FS is the filesystem every file goes through; nil is the operating
 	// system's. Tests put a fault-injecting one here.
 	FS vfs.FS
@@ -120,6 +123,14 @@ var (
 	// writes until it is closed and opened again; Open then recovers from
 	// what is on disk.
 	ErrReadOnly = errors.New("kvdemo: store is read-only until it is closed and reopened")
+	// ErrNotStored: a Put or Delete failed and is certainly not in the
+	// store, now or after a restart (it was refused, or its log write
+	// failed and was undone). Retrying it is safe.
+	ErrNotStored = errors.New("kvdemo: write not stored")
+	// ErrOutcomeUnknown: a Put or Delete failed at a point where it may
+	// already be durable (an fsync failed, or a failed write could not be
+	// undone): after a restart it may or may not be there.
+	ErrOutcomeUnknown = errors.New("kvdemo: write outcome unknown")
 )
 
 const compactionWidth = 4 // tables merged at a time
@@ -155,9 +166,10 @@ type DB struct {
 	wmu      sync.Mutex
 	wcond    *sync.Cond // on wmu: a flush finished or failed
 	mem      *memtable
-	seq      uint64 // last sequence number handed out
-	flushing bool   // the immutable memtable awaits its flush
-	flushErr error  // the flush of it failed (it is being retried)
+	seq      uint64        // last sequence number handed out
+	acked    atomic.Uint64 // highest sequence number of a write that succeeded
+	flushing bool          // the immutable memtable awaits its flush
+	flushErr error         // the flush of it failed (it is being retried)
 	closing  bool
 
 	// Readers take a reference to cur under mu.
@@ -243,8 +255,8 @@ type Stats struct {
 	FilterBytes      int64
 	TableFilterBytes int64
 	MemFilterBytes   int64
-	MemtableEntries  int
-	Seq              uint64 // last sequence number written
+	MemtableEntries  int    // entries in the mutable memtable (writes that succeeded)
+	Seq              uint64 // sequence number of the newest write that succeeded
 	Filter           FilterKind
 	Compression      Compression
 }
@@ -283,6 +295,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("kvdemo: MaxKeySize %d outside 1..%d", c.MaxKeySize, maxKeyCap)
 	case c.MaxValueSize < 0 || c.MaxValueSize > maxValueCap:
 		return c, fmt.Errorf("kvdemo: MaxValueSize %d outside 1..%d", c.MaxValueSize, maxValueCap)
+	case !c.WALRecovery.valid():
+		return c, fmt.Errorf("kvdemo: unknown WAL recovery mode %q", c.WALRecovery)
 	case c.SyncInterval < 0:
 		return c, fmt.Errorf("kvdemo: negative SyncInterval")
 	}
@@ -350,6 +364,10 @@ func (db *DB) Delete(key []byte) error {
 	return nil
 }
 
+// write appends one record to the log and, once it is committed, to the
+// memtable. Every error it returns other than ErrClosed wraps either
+// ErrNotStored (the write is not in the store and never will be) or
+// ErrOutcomeUnknown (it may be there after a restart).
 func (db *DB) write(kind recordKind, key, value []byte) error {
 	est, worst := entryEstimate(key, value), entryWorst(key, value)
 	db.wmu.Lock()
@@ -357,16 +375,21 @@ func (db *DB) write(kind recordKind, key, value []byte) error {
 		db.wmu.Unlock()
 		return ErrClosed
 	}
+	if err := db.writableLocked(); err != nil {
+		db.wmu.Unlock()
+		return notStored(err)
+	}
 	if !db.mem.fits(db.opts.MemtableBytes, est, worst) {
 		if err := db.rotateLocked(); err != nil {
 			db.wmu.Unlock()
-			return err
+			return notStored(err)
 		}
 	}
 	m := db.mem
+	w := m.wal()
 	db.seq++
 	r := walRecord{seq: db.seq, kind: kind, key: key, value: value}
-	pos := m.wal.append(r)
+	pos := w.append(r)
 	m.reserve(est, worst)
 	m.writers.Add(1)
 	db.wmu.Unlock()
@@ -376,11 +399,50 @@ func (db *DB) write(kind recordKind, key, value []byte) error {
 	// The record goes into the memtable only once committed, so no reader
 	// sees a write that a crash could still take back.
 	defer m.writers.Done()
-	if err := m.wal.commit(pos, !db.opts.NoSyncEachWrite); err != nil {
+	if err := w.commit(pos, !db.opts.NoSyncEachWrite); err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			db.setReadOnly(err)
+		}
 		return err
 	}
 	m.apply(r)
+	for {
+		a := db.acked.Load()
+		if a >= r.seq || db.acked.CompareAndSwap(a, r.seq) {
+			break
+		}
+	}
 	return nil
+}
+
+// writableLocked is nil if a write may be appended: the store is not
+// read-only, and the memtable's log works. A log whose last write failed
+// and was cleanly undone is replaced by a new one (the memtable then
+// spans both), so a full disk stops writes only while it is full.
+func (db *DB) writableLocked() error {
+	if err := db.readOnlyErr(); err != nil {
+		return err
+	}
+	old := db.mem.wal()
+	if !old.failedCleanly() {
+		return nil
+	}
+	id := db.allocFile()
+	w, err := createWAL(db.fs, db.dir, id)
+	if err != nil {
+		return fmt.Errorf("kvdemo: starting log %06d after a failed write: %w", id, err)
+	}
+	w.syncs = &db.stats.walSyncs
+	db.mem.wlog.Store(w)
+	old.close()
+	return nil
+}
+
+func notStored(err error) error {
+	if errors.Is(err, ErrNotStored) || errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNotStored, err)
 }
 
 // rotateLocked makes the full memtable immutable, hands it to the flusher
@@ -399,6 +461,15 @@ func (db *DB) rotateLocked() error {
 	}
 	if db.closing {
 		return ErrClosed
+	}
+	// The full memtable's log is made durable before any record goes to
+	// the next one, so that at Open a damaged log followed by a later log
+	// is known to be damage, not a torn tail.
+	if err := db.mem.wal().sync(); err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			db.setReadOnly(err)
+		}
+		return err
 	}
 	id := db.allocFile()
 	w, err := createWAL(db.fs, db.dir, id)
@@ -485,14 +556,14 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	}()
 	q := filterQuery{key: key}
 	for _, st := range v.tables {
-		if st.damaged != nil {
-			// It may hold a newer version of key than any older table.
-			return nil, fmt.Errorf("kvdemo: table %06d is needed for this key and is damaged: %w", st.id, st.damaged)
-		}
 		ans := db.filter.mayContain(st, &q)
 		if ans == filterAbsent {
 			negatives++
 			continue
+		}
+		if st.damaged != nil {
+			// It may hold a newer version of key than any older table.
+			return nil, fmt.Errorf("kvdemo: table %06d is needed for this key and is damaged: %w", st.id, st.damaged)
 		}
 		probed++
 		vs, ok, err := st.get(seek, key)
@@ -522,7 +593,7 @@ func (db *DB) Sync() error {
 	defer v.release()
 	for _, m := range [2]*memtable{v.imm, v.mem} {
 		if m != nil {
-			if err := m.wal.sync(); err != nil {
+			if err := m.wal().sync(); err != nil {
 				return err
 			}
 		}
@@ -594,8 +665,8 @@ func (db *DB) Stats() Stats {
 	}
 	s.FilterNegatives = s.MemFilterNegatives + s.TableFilterNegatives
 	db.wmu.Lock()
-	s.Seq = db.seq
-	s.MemtableEntries = db.mem.entries
+	s.Seq = db.acked.Load()
+	s.MemtableEntries = int(db.mem.applied.Load())
 	db.wmu.Unlock()
 	v, err := db.acquire()
 	if err != nil {
@@ -649,10 +720,10 @@ func (db *DB) Close() error {
 			continue
 		}
 		m.writers.Wait() // writes that got their log position before closing
-		if e := m.wal.sync(); e != nil && err == nil {
+		if e := m.wal().sync(); e != nil && err == nil {
 			err = e
 		}
-		if e := m.wal.close(); e != nil && err == nil {
+		if e := m.wal().close(); e != nil && err == nil {
 			err = e
 		}
 	}
@@ -681,7 +752,9 @@ func (db *DB) setReadOnly(cause error) {
 	db.roMu.Lock()
 	defer db.roMu.Unlock()
 	if db.readOnly == nil {
-		db.readOnly = fmt.Errorf("%w: %w", ErrReadOnly, cause)
+		// The cause as text only: a refused write's error must not also
+		// match the ErrOutcomeUnknown of the write that caused it.
+		db.readOnly = fmt.Errorf("%w (since: %v)", ErrReadOnly, cause)
 		db.opts.Logger.Printf("%v", db.readOnly)
 	}
 }

@@ -134,7 +134,10 @@ func checkFilterBinding(b []byte, st *sstable) ([]byte, error) {
 	id := binary.LittleEndian.Uint64(b[8:])
 	size := binary.LittleEndian.Uint64(b[16:])
 	sum := binary.LittleEndian.Uint64(b[24:])
-	if id != st.id || size != uint64(st.size) || sum != st.sum {
+	// A damaged table's content hash cannot match any more; its filter
+	// still describes the keys it was built with, so number and size
+	// suffice to let it rule keys out (see openTables).
+	if id != st.id || size != uint64(st.size) || (st.damaged == nil && sum != st.sum) {
 		return nil, fmt.Errorf("filter belongs to table %06d of %d bytes (hash %016x), not this one (%d bytes, hash %016x)",
 			id, size, sum, st.size, st.sum)
 	}

@@ -187,6 +187,9 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 			}
 			db.opts.Logger.Printf("table %06d is damaged, serving every other table: %v", id, err)
 			db.stats.damagedTables.Add(1)
+			// Its filter, if bound to it, still rules out the keys it
+			// never held, so Gets for them need not fail.
+			db.filter.attach(st)
 		} else if !db.filter.attach(st) {
 			unfiltered = append(unfiltered, st)
 		}
@@ -233,81 +236,26 @@ func (db *DB) sweepUnlisted(files map[string][]uint64) error {
 	return nil
 }
 
-// replayLogs rebuilds the memtable from the logs the manifest needs
-// (numbered Log or higher), in order; records at or below the manifest's
-// Seq are in tables already. Logs below Log were flushed: removed.
-func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
-	o := &db.opts
-	if db.man.Log != 0 && !slices.Contains(logs, db.man.Log) {
-		return nil, fmt.Errorf("kvdemo: log %06d, named by the MANIFEST as holding records not yet in a table, is missing", db.man.Log)
-	}
-	db.seq = db.man.Seq
-	memLog := db.man.Log
-	var replay []uint64
-	for _, id := range logs {
-		if id < db.man.Log {
-			db.removeFile(id, extLog)
-		} else {
-			replay = append(replay, id)
-		}
-	}
-	if len(replay) > 0 {
-		memLog = replay[0]
-	}
-	mem := db.newMemtable(memLog, nil)
-	for _, id := range replay {
-		cut, err := replayWAL(db.fs, fileName(db.dir, id, extLog), func(r walRecord) error {
-			if r.seq <= db.man.Seq {
-				return nil
-			}
-			if len(r.key) > o.MaxKeySize || len(r.value) > o.MaxValueSize {
-				// The memtable's arena is sized by these caps; a record
-				// written under larger ones must not be dropped or
-				// overflow it.
-				return fmt.Errorf("record %d has a %d-byte key and a %d-byte value, over MaxKeySize %d or MaxValueSize %d: reopen with the limits it was written under",
-					r.seq, len(r.key), len(r.value), o.MaxKeySize, o.MaxValueSize)
-			}
-			est, worst := entryEstimate(r.key, r.value), entryWorst(r.key, r.value)
-			if !mem.fits(o.MemtableBytes, est, worst) {
-				// More than a memtable's worth was waiting (the crash
-				// came while a full memtable was being flushed): write it
-				// out now.
-				if err := db.flushAtOpen(mem); err != nil {
-					return err
-				}
-				mem = db.newMemtable(memLog, nil)
-			}
-			mem.reserve(est, worst)
-			mem.apply(r)
-			db.seq = max(db.seq, r.seq)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("kvdemo: replaying log %06d: %w", id, err)
-		}
-		if cut > 0 {
-			db.stats.tornWAL.Add(1)
-			o.Logger.Printf("WAL %06d.log: cut %d bytes of torn or corrupt tail after the last intact record", id, cut)
-		}
-	}
-	return mem, nil
-}
-
 // startLog opens the log the memtable appends to: the newest replayed
 // one, or a new one.
 func (db *DB) startLog(mem *memtable, logs []uint64) error {
-	var err error
-	if last := lastLogAtLeast(logs, db.man.Log); last != 0 {
-		mem.wal, err = reopenWAL(db.fs, db.dir, last)
-	} else {
-		id := db.allocFile()
-		mem.log = id
-		mem.wal, err = createWAL(db.fs, db.dir, id)
+	if mem.wal() == nil {
+		var w *wal
+		var err error
+		if last := lastLogAtLeast(logs, db.man.Log); last != 0 {
+			w, err = reopenWAL(db.fs, db.dir, last)
+		} else {
+			id := db.allocFile()
+			mem.log = id
+			w, err = createWAL(db.fs, db.dir, id)
+		}
+		if err != nil {
+			return err
+		}
+		w.syncs = &db.stats.walSyncs
+		mem.wlog.Store(w)
 	}
-	if err != nil {
-		return err
-	}
-	mem.wal.syncs = &db.stats.walSyncs
+	db.acked.Store(db.seq)
 	db.mem = mem
 	db.wcond = sync.NewCond(&db.wmu)
 	db.mu.Lock()
