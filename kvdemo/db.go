@@ -308,6 +308,13 @@ func (o *Options) withDefaults() (Options, error) {
 	return c, nil
 }
 
+// MemtableBytesFor is the MemtableBytes that flushes a memtable after
+// about keys entries of the given sizes (the threshold counts each entry
+// as key + value + a fixed estimate of skiplist overhead).
+func MemtableBytesFor(keys, keySize, valueSize int) int64 {
+	return int64(keys) * entryEstimate(make([]byte, keySize), make([]byte, valueSize))
+}
+
 func (db *DB) allocFile() uint64 { return db.nextFile.Add(1) - 1 }
 
 func (db *DB) newMemtable(log uint64, w *wal) *memtable {

@@ -8,6 +8,7 @@
 //	kvdemo load   -dir DIR -n N [-value-size 64]
 //	kvdemo lookup -dir DIR -n N [-miss 0.9] [-gets 100000]
 //	kvdemo stats  -dir DIR
+//	kvdemo check  DIR
 //	kvdemo serve  -dir DIR [-addr 127.0.0.1:6380]
 //	kvdemo demo   [-n 1000000] [-gets 100000] [-miss 0.9]
 //
@@ -32,6 +33,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/resp"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/server"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/workload"
 )
 
 const usage = `usage: kvdemo <command> [flags] [args]
@@ -44,6 +46,8 @@ commands:
   lookup -dir DIR -n N           point-lookup workload over a store loaded with load -n N;
                                  prints throughput and the filter counters
   stats  -dir DIR                print the store's shape and counters
+  check  DIR                     verify every file of the store, change nothing
+                                 (exit 1 if anything is damaged)
   serve  -dir DIR                RESP2 server for redis-cli / redis-benchmark
                                  (-addr, default 127.0.0.1:6380; SIGTERM closes cleanly)
   demo                           1M keys into cuckoo, bloom and none stores; lookups;
@@ -117,6 +121,8 @@ func newCommand(name string, stderr io.Writer) *command {
 	case "stats":
 		store(true)
 		c.run = runStats
+	case "check":
+		c.args, c.run = "DIR", runCheck
 	case "serve":
 		store(true)
 		c.fs.StringVar(&c.addr, "addr", "127.0.0.1:6380", "listen address (loopback unless told otherwise; port 0 picks a free one)")
@@ -192,7 +198,7 @@ func (c *command) check() error {
 		}
 		return misuse("want %d argument(s) (%s), got %d", want, c.args, len(c.positional))
 	}
-	if name != "demo" && c.dir == "" {
+	if name != "demo" && name != "check" && c.dir == "" {
 		return misuse("-dir is required")
 	}
 	switch c.filter {
@@ -265,7 +271,7 @@ func runDel(_ context.Context, c *command, out io.Writer) error {
 func runLoad(_ context.Context, c *command, out io.Writer) error {
 	return c.withDB(true, func(db *kvdemo.DB) error {
 		start := time.Now()
-		if err := kvdemo.Load(db, c.n, c.valueSize); err != nil {
+		if err := workload.Load(db, c.n, c.valueSize); err != nil {
 			return err
 		}
 		el := time.Since(start)
@@ -278,7 +284,7 @@ func runLoad(_ context.Context, c *command, out io.Writer) error {
 
 func runLookup(_ context.Context, c *command, out io.Writer) error {
 	return c.withDB(false, func(db *kvdemo.DB) error {
-		r, err := kvdemo.Lookups(db, c.n, c.gets, c.miss, c.seed)
+		r, err := workload.Lookups(db, c.n, c.gets, c.miss, c.seed)
 		if err != nil {
 			return fmt.Errorf("%w (was the store loaded with load -n %d?)", err, c.n)
 		}
@@ -359,7 +365,7 @@ func runDemo(ctx context.Context, c *command, out io.Writer) error {
 	if miss == 0 {
 		miss = -1 // DemoConfig reads 0 as "the default" and a negative share as 0
 	}
-	_, err := kvdemo.RunDemo(ctx, out, kvdemo.DemoConfig{
+	_, err := workload.RunDemo(ctx, out, workload.DemoConfig{
 		Dir:          c.dir,
 		Keys:         c.n,
 		Gets:         c.gets,
@@ -368,4 +374,16 @@ func runDemo(ctx context.Context, c *command, out io.Writer) error {
 		ValueSize:    c.valueSize,
 	})
 	return err
+}
+
+func runCheck(_ context.Context, c *command, out io.Writer) error {
+	res, err := kvdemo.Check(c.positional[0], out, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d files checked, %d problems\n", res.Files, res.Problems)
+	if res.Problems > 0 {
+		return fmt.Errorf("%d problems in %s", res.Problems, c.positional[0])
+	}
+	return nil
 }
