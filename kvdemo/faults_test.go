@@ -422,6 +422,23 @@ func TestFaultWALDamage(t *testing.T) {
 			t.Error("kept tail differs from the cut bytes")
 		}
 	})
+	t.Run("torn tail on a full disk", func(t *testing.T) {
+		dir, _ := build(t)
+		path := onlyLog(t, dir)
+		b, _ := os.ReadFile(path)
+		os.WriteFile(path, b[:len(b)-5], 0o644)
+		efs := errorfs.New(vfs.Default)
+		efs.SetSpace(0)
+		var warnings logBuffer
+		db, err := faultOpen(t, dir, efs, Options{Logger: log.New(&warnings, "", 0)})
+		if err != nil {
+			t.Fatalf("restart on a full disk with a torn tail: %v", err)
+		}
+		defer db.Close()
+		if !present(db, n-2) || present(db, n-1) || !strings.Contains(warnings.String(), "NOT kept: no space") {
+			t.Fatalf("torn tail on a full disk: %q", warnings.String())
+		}
+	})
 	t.Run("later log follows", func(t *testing.T) {
 		dir, _ := build(t)
 		path := onlyLog(t, dir)

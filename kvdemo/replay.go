@@ -2,10 +2,12 @@ package kvdemo
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
@@ -249,11 +251,19 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 		return err
 	}
 	db.fs.Remove(filepath.Join(lost, name))
-	if err := vfs.WriteFile(db.fs, filepath.Join(lost, name), data[at:]); err != nil {
-		return fmt.Errorf("kvdemo: keeping the torn tail of log %06d (%d bytes at offset %d) in lost/ before cutting it off: %w", id, len(data)-int(at), at, err)
+	kept := "kept as lost/" + name
+	err := vfs.WriteFile(db.fs, filepath.Join(lost, name), data[at:])
+	if err == nil {
+		err = db.fs.SyncDir(lost)
 	}
-	if err := db.fs.SyncDir(lost); err != nil {
-		return err
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		// A torn tail was never acknowledged; refusing to restart on a
+		// full disk for its sake would leave the store down until an
+		// operator frees space. Its first bytes go to the log instead.
+		kept = fmt.Sprintf("NOT kept: no space (it began %x)", data[at:min(int64(len(data)), at+32)])
+	case err != nil:
+		return fmt.Errorf("kvdemo: keeping the torn tail of log %06d (%d bytes at offset %d) in lost/ before cutting it off: %w", id, len(data)-int(at), at, err)
 	}
 	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
 	if err != nil {
@@ -267,7 +277,7 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 		return err
 	}
 	db.stats.tornWAL.Add(1)
-	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; kept as lost/%s)", id, len(data)-int(at), at, name)
+	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; %s)", id, len(data)-int(at), at, kept)
 	return nil
 }
 

@@ -150,11 +150,13 @@ func (w *wal) commit(pos int64, durable bool) error {
 	}
 	w.ioMu.Lock()
 	defer w.ioMu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
+	// Covered first: a batch that made this record durable may have been
+	// followed by one that failed; the failure is not this record's.
 	if done.Load() >= pos {
 		return nil // the batch we queued behind covered us
+	}
+	if w.err != nil {
+		return w.err
 	}
 	if w.closed {
 		// A log is closed only once its records are durable elsewhere (in

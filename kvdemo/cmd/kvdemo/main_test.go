@@ -510,3 +510,42 @@ func TestRedisCLI(t *testing.T) {
 		t.Errorf("after restart: %q, %v", v, err)
 	}
 }
+
+// TestCheckCommand: check reports a healthy store as such (exit 0) and a
+// damaged table by name (exit 1), and changes nothing.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kvdemo.Open(dir, &kvdemo.Options{MemtableBytes: 4 << 10, MaxTables: -1, Logger: log.New(io.Discard, "", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 500; i++ {
+		k := fmt.Sprintf("key%05d", i)
+		if err := db.Put([]byte(k), []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Flush()
+	db.Close()
+	code, out, errOut := runCLI(t, "check", dir)
+	if code != 0 || !strings.Contains(out, "0 problems") || !strings.Contains(out, "ok   MANIFEST") {
+		t.Fatalf("healthy store: exit %d\n%s%s", code, out, errOut)
+	}
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	b, _ := os.ReadFile(tables[0])
+	b[64] ^= 0x10
+	os.WriteFile(tables[0], b, 0o644)
+	code, out, errOut = runCLI(t, "check", dir)
+	if code != 1 || !strings.Contains(out, "BAD  "+filepath.Base(tables[0])) {
+		t.Fatalf("damaged table: exit %d\n%s%s", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(tables[0]); !bytes.Equal(after, b) {
+		t.Error("check changed the table")
+	}
+	if code, _, _ := runCLI(t, "check", filepath.Join(dir, "nope")); code != 1 {
+		t.Errorf("check of a directory without a store: exit %d", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nope")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("check created a directory")
+	}
+}
