@@ -6,32 +6,38 @@
 // filter, Badger's own bloom filter and none, everything else equal, so the
 // three can be compared like for like.
 //
-// On disk (one directory):
+// On disk (one directory; kvdemo/README.md has the byte layouts):
 //
 //	LOCK              flock'ed while a process has the store open
-//	MANIFEST          JSON: filter kind, compression, live tables (oldest
-//	                  first), oldest live log, highest flushed sequence
-//	                  number; replaced atomically
-//	NNNNNN.log        write-ahead logs not yet flushed (see wal.go)
-//	NNNNNN.sst        a table, written by Badger's table package
-//	NNNNNN.cf         the table's cuckoo filter block (Filter = cuckoo)
+//	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
+//	                  live tables (oldest first), oldest needed log,
+//	                  highest flushed sequence number; replaced atomically
+//	NNNNNN.log        write-ahead logs not yet flushed (wal.go, replay.go)
+//	NNNNNN.sst        a table in Badger's format
+//	NNNNNN.cf         the table's cuckoo filter, bound to the table by
+//	                  number, size and content hash (files.go)
 //	tmp/              files being written; emptied at Open
+//	lost/             files Open will not use but must not destroy
 //
-// Every table, filter and manifest is written to tmp/, fsynced, renamed
-// into place, and the directory fsynced before anything refers to it, so a
-// crash leaves either the old state or the new one plus unreferenced files,
-// which Open removes. Every filter file is verified (codec.Decode: header,
-// layout, CRC-32C) at Open; a missing or corrupt one is never trusted: the
-// table is read without a filter while a background goroutine rebuilds it
-// from the table's keys.
+// Every table, filter and manifest is written whole with write(2) to tmp/,
+// fsynced, renamed into place, and the directory fsynced before anything
+// refers to it (applyEdit in edit.go is the one place that orders this).
+// A crash leaves the old state or the new one, plus files Open can prove
+// unfinished and removes. Damage is never a reason to delete: a damaged
+// manifest or a log damaged in the middle stops Open with an error naming
+// the file; damaged logs and unexplained files are moved to lost/; a damaged
+// table is kept and reported by the Gets that need it; a filter that does
+// not match its table is not used and is rebuilt.
 //
 // Writes: each gets the next sequence number (Badger's version), is
 // appended to the log and, by default, fsynced before Put returns
-// (concurrent writers share fsyncs: group commit). A full memtable becomes
-// immutable and a background goroutine writes it as a table; another
-// merges tables when there are more than Options.MaxTables. Reads use a
-// reference-counted snapshot of the memtables and table list, so tables a
-// compaction replaces stay readable until the last Get using them ends.
+// (concurrent writers share fsyncs: group commit). A failed write says
+// whether it is certainly not stored (ErrNotStored) or may be
+// (ErrOutcomeUnknown). A full memtable becomes immutable and a background
+// goroutine writes it as a table; another merges tables when there are
+// more than Options.MaxTables. Reads use a reference-counted snapshot of
+// the memtables and table list, so tables a compaction replaces stay
+// readable until the last Get using them ends.
 package kvdemo
 
 import (
