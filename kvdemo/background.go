@@ -64,7 +64,7 @@ func (db *DB) flushImm() error {
 	// No memtable switch can happen while imm is pending, so mem's log is
 	// the oldest one still needed.
 	if err := db.applyEdit(tableEdit{add: st, flushed: imm, seq: ts.maxSeq, log: mem.log}); err != nil {
-		if db.readOnlyErr() == nil {
+		if !errorsIsRenamed(err) {
 			return err
 		}
 		// Applied in memory, but the store turned read-only: the logs

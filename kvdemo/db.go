@@ -652,7 +652,9 @@ func (db *DB) Flush() error {
 		}
 		db.wcond.Wait()
 	}
-	return nil
+	// The flush may have turned the store read-only (its manifest could
+	// not be made durable): then it is not known to be durable either.
+	return db.readOnlyErr()
 }
 
 // Stats returns the counters.

@@ -57,12 +57,14 @@ func (db *DB) applyEdit(e tableEdit) error {
 	}
 	man.NextFile = db.nextFile.Load()
 	man.Retired = db.retiredWith(e.replace)
+	var unsynced error
 	if err := db.writeManifest(man); err != nil {
 		if !errorsIsRenamed(err) {
 			db.removeTable(e.add)
 			return err
 		}
 		db.setReadOnly(err)
+		unsynced = err
 	}
 	db.man = man
 	db.noteRetired(e.replace)
@@ -76,7 +78,7 @@ func (db *DB) applyEdit(e tableEdit) error {
 	}
 	db.installLocked(db.cur.mem, imm, next)
 	db.mu.Unlock()
-	return db.readOnlyErr()
+	return unsynced
 }
 
 // editTables is the table list (newest first) after e.

@@ -290,7 +290,10 @@ func TestFaultCrashMidFlush(t *testing.T) {
 		{"table fsync", errorfs.Rule{Op: errorfs.OpSync, Match: isExt(extTable)}},
 		{"filter rename", errorfs.Rule{Op: errorfs.OpRename, Match: isExt(extFilter)}},
 		{"manifest rename", errorfs.Rule{Op: errorfs.OpRename, Match: func(p string) bool { return filepath.Base(p) == manifestName }}},
-		{"directory fsync", errorfs.Rule{Op: errorfs.OpSyncDir, Skip: 1}},
+		{"directory fsync before the manifest", errorfs.Rule{Op: errorfs.OpSyncDir, Skip: 1}},
+		// The manifest is renamed into place but not made durable: which
+		// one a crash leaves is unknown, so the store turns read-only.
+		{"manifest directory fsync", errorfs.Rule{Op: errorfs.OpSyncDir, Skip: 2, Times: 1}},
 	} {
 		t.Run(step.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -308,6 +311,14 @@ func TestFaultCrashMidFlush(t *testing.T) {
 			err = db.Flush()
 			if err == nil {
 				t.Fatal("flush succeeded through a failing step")
+			}
+			if wantRO := strings.HasPrefix(step.name, "manifest directory"); errors.Is(err, ErrReadOnly) != wantRO {
+				t.Errorf("flush error %v; read-only expected: %v", err, wantRO)
+			}
+			if errors.Is(err, ErrReadOnly) {
+				if err := l.put(t, db, "after", "v"); !errors.Is(err, ErrReadOnly) {
+					t.Errorf("write after an unsynced manifest: %v", err)
+				}
 			}
 			efs.Crash()
 			db.Close()
