@@ -66,19 +66,20 @@ type command struct {
 	args string // positional arguments, for the usage line
 	run  func(ctx context.Context, c *command, out io.Writer) error
 
-	dir        string
-	filter     string
-	memtable   int64
-	maxTables  int
-	n, gets    int
-	valueSize  int
-	miss       float64
-	seed       uint64
-	addr       string
-	maxConns   int
-	memKeys    int
-	stderr     io.Writer
-	positional []string
+	dir         string
+	filter      string
+	memtable    int64
+	maxTables   int
+	n, gets     int
+	valueSize   int
+	miss        float64
+	seed        uint64
+	addr        string
+	maxConns    int
+	memKeys     int
+	walRecovery string
+	stderr      io.Writer
+	positional  []string
 }
 
 func newCommand(name string, stderr io.Writer) *command {
@@ -94,6 +95,7 @@ func newCommand(name string, stderr io.Writer) *command {
 			c.fs.StringVar(&c.filter, "filter", "", "per-table filter for a new store: cuckoo, bloom or none (default cuckoo; an existing store keeps its own)")
 			c.fs.Int64Var(&c.memtable, "memtable", 0, "memtable flush threshold in bytes (default 8 MiB)")
 			c.fs.IntVar(&c.maxTables, "max-tables", 0, "compact when there are more tables than this (default 24; -1 never)")
+			c.fs.StringVar(&c.walRecovery, "wal-recovery", "", "what opening does with a damaged log: tolerate-tail (default), absolute, point-in-time or skip-any")
 		}
 	}
 	switch name {
@@ -206,6 +208,11 @@ func (c *command) check() error {
 	default:
 		return misuse("-filter %q: want cuckoo, bloom or none", c.filter)
 	}
+	switch kvdemo.WALRecoveryMode(c.walRecovery) {
+	case "", kvdemo.TolerateCorruptedTailRecords, kvdemo.AbsoluteConsistency, kvdemo.PointInTimeRecovery, kvdemo.SkipAnyCorruptedRecords:
+	default:
+		return misuse("-wal-recovery %q: want tolerate-tail, absolute, point-in-time or skip-any", c.walRecovery)
+	}
 	switch {
 	case c.memtable < 0:
 		return misuse("-memtable must be positive")
@@ -229,6 +236,7 @@ func (c *command) open(batched bool) (*kvdemo.DB, error) {
 		MemtableBytes:   c.memtable,
 		MaxTables:       c.maxTables,
 		NoSyncEachWrite: batched,
+		WALRecovery:     kvdemo.WALRecoveryMode(c.walRecovery),
 		Logger:          log.New(c.stderr, "kvdemo: ", 0),
 	})
 }

@@ -549,3 +549,29 @@ func TestCheckCommand(t *testing.T) {
 		t.Error("check created a directory")
 	}
 }
+
+// TestWALRecoveryFlag: a log damaged in the middle stops every command
+// with the file and offset; -wal-recovery picks a recovery mode; a bad
+// mode is misuse.
+func TestWALRecoveryFlag(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 3; i++ {
+		if code, _, e := runCLI(t, "put", "-dir", dir, fmt.Sprintf("k%d", i), strings.Repeat("v", 100)); code != 0 {
+			t.Fatal(e)
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	b, _ := os.ReadFile(logs[0])
+	b[20] ^= 1 // inside the first record; two intact ones follow
+	os.WriteFile(logs[0], b, 0o644)
+	code, _, errOut := runCLI(t, "get", "-dir", dir, "k1")
+	if code != 1 || !strings.Contains(errOut, filepath.Base(logs[0])) || !strings.Contains(errOut, "offset 0") {
+		t.Fatalf("damaged log: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "get", "-dir", dir, "-wal-recovery", "skip-any", "k1"); code != 0 || strings.TrimSpace(out) != strings.Repeat("v", 100) {
+		t.Fatalf("skip-any: exit %d, %q, %s", code, out, errOut)
+	}
+	if code, _, _ := runCLI(t, "get", "-dir", dir, "-wal-recovery", "bogus", "k1"); code != 2 {
+		t.Errorf("bad mode: exit %d", code)
+	}
+}
