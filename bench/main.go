@@ -155,10 +155,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		rep.KV, err = runKV(root, kvKeys, kvGets, progress)
+		// One kvdemo store per filter kind, the same keys in about 20
+		// tables each, the absent and 50/50 lookup mixes run over the
+		// stores interleaved: kvdemo's own demo harness, with the report's
+		// settings.
+		res, err := workload.RunDemo(context.Background(), io.Discard, workload.DemoConfig{
+			Dir:           root,
+			Keys:          kvKeys,
+			Gets:          kvGets,
+			Misses:        []float64{1, 0.5},
+			MemtableBytes: int64(kvKeys) * 100 / 16,
+			Seed:          9,
+			Progress:      progress,
+		})
 		cleanup()
 		if err != nil {
 			return err
+		}
+		for _, r := range res {
+			rep.KV = append(rep.KV, r.LookupResult)
 		}
 		rep.KVKeys = kvKeys
 	}
@@ -215,28 +230,4 @@ func machineLine() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores, %s/%s", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-}
-
-// runKV loads one kvdemo store per filter kind with the same keys (about 20
-// tables each) and runs the absent and 50/50 lookup workloads on each,
-// interleaving the stores per workload: kvdemo's own demo harness, with
-// the report's settings.
-func runKV(root string, keys, gets int, progress func(string)) ([]workload.LookupResult, error) {
-	res, err := workload.RunDemo(context.Background(), io.Discard, workload.DemoConfig{
-		Dir:           root,
-		Keys:          keys,
-		Gets:          gets,
-		Misses:        []float64{1, 0.5},
-		MemtableBytes: int64(keys) * 100 / 16, // about 20 tables
-		Seed:          9,
-		Progress:      progress,
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]workload.LookupResult, len(res))
-	for i, r := range res {
-		out[i] = r.LookupResult
-	}
-	return out, nil
 }
