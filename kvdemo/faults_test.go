@@ -236,6 +236,73 @@ func TestFaultLogWriteFailsCleanly(t *testing.T) {
 	}
 }
 
+// TestFaultLogWriteUndoFails (D3): a log write fails and cutting the log
+// back fails too, so the bytes may be there: the write is reported
+// ErrOutcomeUnknown, not ErrNotStored, and the store turns read-only.
+func TestFaultLogWriteUndoFails(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLedger()
+	l.put(t, db, "before", "v")
+	efs.Add(&errorfs.Rule{Op: errorfs.OpWrite, Match: isExt(extLog), Times: 1, Short: true, Err: errorfs.EIO})
+	efs.Add(&errorfs.Rule{Op: errorfs.OpTruncate, Match: isExt(extLog), Times: 1, Err: errorfs.EIO})
+	if err := l.put(t, db, "torn", "v"); !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNotStored) {
+		t.Fatalf("write whose undo failed: %v", err)
+	}
+	if err := l.put(t, db, "next", "v"); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("write after it: %v", err)
+	}
+	db.Close()
+	db = open(t, dir, Options{})
+	defer db.Close()
+	l.verify(t, db, "reopened")
+}
+
+// TestFaultConcurrentWriteFailures: eight writers while every 7th log
+// write fails with ENOSPC after writing half its batch, then a crash that
+// drops everything not durable. Group commit puts many writers' records in
+// one batch, and a writer may find the failure of a batch after the one
+// that carried its record: each must be told the truth about its own.
+func TestFaultConcurrentWriteFailures(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{MemtableBytes: 32 << 10, MaxTables: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	efs.Add(&errorfs.Rule{Op: errorfs.OpWrite, Match: isExt(extLog), Every: 7, Short: true, Err: errorfs.ENOSPC})
+	l := newLedger()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 400; i++ {
+				k := fmt.Sprintf("w%d-%04d", w, i)
+				l.put(t, db, k, k)
+			}
+		}(w)
+	}
+	wg.Wait()
+	if len(l.notStored) == 0 || len(l.acked) == 0 || len(l.unknown) != 0 {
+		t.Fatalf("%d acknowledged, %d not stored, %d unknown", len(l.acked), len(l.notStored), len(l.unknown))
+	}
+	t.Logf("%d acknowledged, %d not stored", len(l.acked), len(l.notStored))
+	l.verify(t, db, "live")
+	if st := db.Stats(); st.Puts != int64(len(l.acked)) {
+		t.Errorf("Stats.Puts %d, acknowledged %d", st.Puts, len(l.acked))
+	}
+	efs.Crash()
+	db.Close()
+	db = open(t, dir, Options{})
+	defer db.Close()
+	l.verify(t, db, "after a crash")
+}
+
 // TestFaultLogFsyncFails (D3): an fsync of the log fails. The write's
 // outcome is unknown and says so; the store turns read-only, really
 // (every later write is refused with ErrReadOnly and ErrNotStored, and

@@ -39,10 +39,11 @@ const (
 	OpSyncDir
 	OpRemove
 	OpRead
+	OpTruncate
 )
 
 func (o Op) String() string {
-	return [...]string{"", "write", "fsync", "create", "rename", "syncdir", "remove", "read"}[o]
+	return [...]string{"", "write", "fsync", "create", "rename", "syncdir", "remove", "read", "truncate"}[o]
 }
 
 // ENOSPC and EIO are the errors a full or failing disk returns.
@@ -55,12 +56,13 @@ var (
 var ErrCrashed = errors.New("errorfs: filesystem crashed")
 
 // Rule fails operations: the matching operations after the first Skip
-// ones, Times of them (0: all).
+// ones, Times of them (0: all); with Every, only every Every-th of those.
 type Rule struct {
 	Op    Op
 	Match func(path string) bool // nil matches every path
 	Skip  int
 	Times int
+	Every int
 	Err   error // default EIO
 	// Short: a failing write first writes half its buffer.
 	Short bool
@@ -142,7 +144,7 @@ func (fs *FS) checkLocked(op Op, path string) (*Rule, error) {
 			continue
 		}
 		r.seen++
-		if r.seen <= r.Skip || (r.Times > 0 && r.fired >= r.Times) {
+		if r.seen <= r.Skip || (r.Times > 0 && r.fired >= r.Times) || (r.Every > 1 && (r.seen-r.Skip)%r.Every != 0) {
 			continue
 		}
 		r.fired++
@@ -396,7 +398,7 @@ func (f *file) Sync() error {
 }
 
 func (f *file) Truncate(size int64) error {
-	if _, err := f.fs.check(0, f.path); err != nil {
+	if _, err := f.fs.check(OpTruncate, f.path); err != nil {
 		return err
 	}
 	return f.f.Truncate(size)
