@@ -64,6 +64,15 @@ func NewReader(r io.Reader, lim Limits) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, lim.MaxInline), lim: lim}
 }
 
+// SetLimits replaces the argument and bulk limits from the next command
+// on (a server tightens them for a client that has not authenticated yet).
+// MaxInline stays as the reader was made: it is the size of its buffer.
+func (r *Reader) SetLimits(lim Limits) {
+	inline := r.lim.MaxInline
+	r.lim = lim.withDefaults()
+	r.lim.MaxInline = inline
+}
+
 // Buffered reports bytes already read from the connection but not yet
 // parsed: a pipelining client's next commands. A server flushes its
 // replies when this is zero.

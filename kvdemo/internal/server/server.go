@@ -1,13 +1,17 @@
 // Package server serves a kvdemo store over RESP2, so that redis-cli and
 // redis-benchmark can drive it.
 //
-// Commands: PING, ECHO, GET, SET, DEL, EXISTS, INFO, QUIT, SELECT 0, and
-// enough of COMMAND and CONFIG GET (empty replies) for redis-cli and
+// Commands: PING, ECHO, GET, SET, DEL, EXISTS, INFO, QUIT, AUTH, SELECT 0,
+// and enough of COMMAND and CONFIG GET (empty replies) for redis-cli and
 // redis-benchmark's start-up queries. SET answers only once the store has
 // made the write durable (the store fsyncs each write, concurrent writers
 // sharing fsyncs). Every connection has its own goroutine and state; a
 // malformed or oversized request gets an error reply and the connection
 // is closed, and nothing a client sends can crash the server.
+//
+// Who may connect follows Redis (see auth.go): with a password set, a
+// connection must AUTH before any other command; without one, protected
+// mode refuses clients that are not on the loopback interface.
 package server
 
 import (
@@ -35,12 +39,26 @@ type Config struct {
 	MaxConns int         // simultaneous connections; more are refused with an error [1024]
 	Limits   resp.Limits // per-command input limits; set MaxBulk to the store's value cap
 	Logger   *log.Logger // [stderr]
+
+	// RequirePass, if not empty, must be given with AUTH (or AUTH default
+	// PASS) before any command but AUTH and QUIT is served.
+	RequirePass string
+	// DisableProtectedMode lets clients from other hosts in while no
+	// password is set. Protected mode is on unless this is true.
+	DisableProtectedMode bool
+	// FailedAuthInterval spaces out the answers to failed AUTHs across all
+	// connections, which bounds the rate of password guessing [20ms;
+	// negative: no spacing].
+	FailedAuthInterval time.Duration
 }
 
 // Server is a RESP front end to one store.
 type Server struct {
-	db  *kvdemo.DB
-	cfg Config
+	db       *kvdemo.DB
+	cfg      Config // RequirePass cleared: only its hash is kept
+	password password
+	throttle authThrottle
+	quit     chan struct{} // closed by Shutdown: ends AUTH throttling waits
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -51,6 +69,7 @@ type Server struct {
 	started                      time.Time
 	connsTotal, refused, cmds    atomic.Int64
 	protocolErrors, panicsCaught atomic.Int64
+	authFailures, deniedByProtectedMode atomic.Int64
 }
 
 // New returns a server for db.
@@ -61,7 +80,17 @@ func New(db *kvdemo.DB, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = log.New(os.Stderr, "kvdemo serve: ", log.LstdFlags)
 	}
-	return &Server{db: db, cfg: cfg, conns: map[net.Conn]struct{}{}, started: time.Now()}
+	if cfg.FailedAuthInterval == 0 {
+		cfg.FailedAuthInterval = 20 * time.Millisecond
+	}
+	s := &Server{
+		db: db, password: newPassword(cfg.RequirePass),
+		throttle: authThrottle{interval: cfg.FailedAuthInterval},
+		quit:     make(chan struct{}), conns: map[net.Conn]struct{}{}, started: time.Now(),
+	}
+	cfg.RequirePass = ""
+	s.cfg = cfg
+	return s
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -104,12 +133,16 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			return ErrServerClosed
 		}
+		if protectedModeDenies(!s.cfg.DisableProtectedMode, s.password.set, c.RemoteAddr()) {
+			s.mu.Unlock()
+			s.deniedByProtectedMode.Add(1)
+			refuse(c, replyDenied)
+			continue
+		}
 		if len(s.conns) >= s.cfg.MaxConns {
 			s.mu.Unlock()
 			s.refused.Add(1)
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(c, "-ERR max number of clients reached\r\n")
-			c.Close()
+			refuse(c, "ERR max number of clients reached")
 			continue
 		}
 		s.conns[c] = struct{}{}
@@ -120,12 +153,24 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
+// refuse answers a connection that will not be served with an error
+// reply, and closes it. The reply fits in the new socket's send buffer, so
+// this does not hold up accepting.
+func refuse(c net.Conn, reply string) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	io.WriteString(c, "-"+reply+"\r\n")
+	c.Close()
+}
+
 // Shutdown stops accepting, lets every connection finish the command it
 // is executing (a SET in progress is completed and answered), closes the
 // connections and waits for their goroutines, or until ctx is done. It
 // does not close the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.shutdown {
+		close(s.quit)
+	}
 	s.shutdown = true
 	if s.ln != nil {
 		s.ln.Close()
@@ -178,6 +223,10 @@ func (s *Server) handle(c net.Conn) {
 		w.Flush()
 	}()
 	r := resp.NewReader(c, s.cfg.Limits)
+	sess := &session{authed: !s.password.set}
+	if !sess.authed {
+		r.SetLimits(unauthenticatedLimits)
+	}
 	for {
 		args, err := r.ReadCommand()
 		if err != nil {
@@ -189,7 +238,11 @@ func (s *Server) handle(c net.Conn) {
 			return
 		}
 		s.cmds.Add(1)
-		quit := s.exec(w, args)
+		wasAuthed := sess.authed
+		quit := s.exec(sess, w, args)
+		if sess.authed && !wasAuthed {
+			r.SetLimits(s.cfg.Limits)
+		}
 		// Flush when the client has nothing more in flight: one write
 		// per pipeline, not per command.
 		if quit || r.Buffered() == 0 {
@@ -203,7 +256,12 @@ func (s *Server) handle(c net.Conn) {
 	}
 }
 
-func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
+// session is one connection's state.
+type session struct {
+	authed bool // gave the password, or none is required
+}
+
+func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) {
 	name := strings.ToUpper(string(args[0]))
 	arity := func(min, max int) bool {
 		if len(args) < min || (max >= 0 && len(args) > max) {
@@ -212,7 +270,16 @@ func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
 		}
 		return true
 	}
+	if !sess.authed && name != "AUTH" && name != "QUIT" {
+		w.Error(replyNoAuth)
+		return false
+	}
 	switch name {
+	case "AUTH":
+		if !arity(2, 3) {
+			return
+		}
+		s.auth(sess, w, args[1:])
 	case "PING":
 		if !arity(1, 2) {
 			return
@@ -323,7 +390,13 @@ func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
 			// answers are true of this store: no snapshots, a log fsynced
 			// on every write. Other parameters do not exist here.
 			param := strings.ToLower(string(args[2]))
-			if v, ok := configParams[param]; ok {
+			v, ok := configParams[param]
+			if param == "protected-mode" {
+				v, ok = yesNo(!s.cfg.DisableProtectedMode), true
+			}
+			// requirepass is not among them: the password is never
+			// sent back, not even to a client that knows it.
+			if ok {
 				w.Array(2)
 				w.Bulk([]byte(param))
 				w.Bulk([]byte(v))
@@ -341,6 +414,57 @@ func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
 		w.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", truncate(args[0], 64), b.String()))
 	}
 	return false
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// auth runs AUTH password or AUTH username password.
+func (s *Server) auth(sess *session, w *resp.Writer, args [][]byte) {
+	user, guess := defaultUser, args[0]
+	if len(args) == 2 {
+		user, guess = string(args[0]), args[1]
+	}
+	if !s.password.set {
+		// As Redis: the default user then has no password, which the
+		// two-argument form accepts and the old one-argument form calls a
+		// configuration mistake.
+		if len(args) == 2 && user == defaultUser {
+			w.Simple("OK")
+			return
+		}
+		if len(args) == 1 {
+			w.Error(replyNoPassSet)
+			return
+		}
+		s.refuseAuth(w)
+		return
+	}
+	if !s.password.matches(user, guess) {
+		// A failed AUTH leaves the session as it was, as in Redis.
+		s.refuseAuth(w)
+		return
+	}
+	sess.authed = true
+	w.Simple("OK")
+}
+
+func (s *Server) refuseAuth(w *resp.Writer) {
+	s.authFailures.Add(1)
+	if d := s.throttle.delay(time.Now()); d > 0 {
+		w.Flush() // earlier pipelined replies need not wait too
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-s.quit:
+			t.Stop()
+		}
+	}
+	w.Error(replyWrongPass)
 }
 
 var configParams = map[string]string{"save": "", "appendonly": "yes", "appendfsync": "always"}
@@ -379,11 +503,15 @@ func (s *Server) info() []byte {
 	b.WriteString("\r\n# Clients\r\n")
 	line("connected_clients", clients)
 	line("maxclients", s.cfg.MaxConns)
+	line("requirepass_set", yesNo(s.password.set))
+	line("protected_mode", yesNo(!s.cfg.DisableProtectedMode))
 	b.WriteString("\r\n# Stats\r\n")
 	line("total_connections_received", s.connsTotal.Load())
 	line("rejected_connections", s.refused.Load())
 	line("total_commands_processed", s.cmds.Load())
 	line("protocol_errors", s.protocolErrors.Load())
+	line("acl_access_denied_auth", s.authFailures.Load())
+	line("protected_mode_denied_connections", s.deniedByProtectedMode.Load())
 	b.WriteString("\r\n# Store\r\n")
 	line("filter", st.Filter)
 	line("compression", st.Compression)

@@ -28,11 +28,17 @@ type fixture struct {
 
 func start(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return startOn(t, "127.0.0.1:0", cfg)
+}
+
+// startOn serves a new store on a listener at addr.
+func startOn(t *testing.T, addr string, cfg Config) *fixture {
+	t.Helper()
 	db, err := kvdemo.Open(t.TempDir(), &kvdemo.Options{Logger: log.New(io.Discard, "", 0), MaxValueSize: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
