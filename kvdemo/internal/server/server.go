@@ -66,9 +66,9 @@ type Server struct {
 	shutdown bool
 	wg       sync.WaitGroup
 
-	started                      time.Time
-	connsTotal, refused, cmds    atomic.Int64
-	protocolErrors, panicsCaught atomic.Int64
+	started                             time.Time
+	connsTotal, refused, cmds           atomic.Int64
+	protocolErrors, panicsCaught        atomic.Int64
 	authFailures, deniedByProtectedMode atomic.Int64
 }
 
