@@ -36,6 +36,10 @@ const replyDenied = "DENIED kvdemo is running in protected mode because protecte
 	"1) restart kvdemo serve with a password, -requirepass-file FILE (or -requirepass PASS), and have clients send AUTH; " +
 	"2) if only trusted hosts can reach this port, restart kvdemo serve with -protected-mode=false."
 
+// MaxPasswordLen bounds the password: AUTH must fit in what a client may
+// send before it has authenticated.
+const MaxPasswordLen = 4096
+
 // unauthenticatedLimits bound what a client that has not given the
 // password can make the server allocate, as Redis bounds unauthenticated
 // multibulk and bulk lengths: AUTH needs three short arguments.
