@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
+)
+
+// redisCLI runs the real redis-cli against host:port and returns what it
+// printed. redis-cli exits 0 after an error reply, so tests read the
+// output, not the exit status.
+type redisCLI struct {
+	t          *testing.T
+	path       string
+	host, port string
+}
+
+func newRedisCLI(t *testing.T, addr string) *redisCLI {
+	t.Helper()
+	path, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli not installed: apt-get install redis-tools")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &redisCLI{t: t, path: path, host: host, port: port}
+}
+
+func (r *redisCLI) run(env []string, args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command(r.path, append([]string{"-h", r.host, "-p", r.port}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader("")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		r.t.Fatalf("redis-cli %q: %v", args, err)
+	}
+	return strings.TrimRight(string(out), "\n")
+}
+
+func writePasswordFile(t *testing.T, pass string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(p, []byte(pass+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRedisCLIAuth: serve -requirepass-file driven by the real redis-cli
+// and redis-benchmark: -a, --user default -a, REDISCLI_AUTH, a wrong
+// password, no password, and a password that never comes back.
+func TestRedisCLIAuth(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli not installed: apt-get install redis-tools")
+	}
+	const pass = "two words and 5ymbols!"
+	dir := t.TempDir()
+	srv := startServe(t, dir, "-requirepass-file", writePasswordFile(t, pass))
+	cli := newRedisCLI(t, srv.addr)
+	quiet := "--no-auth-warning"
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		want string // the whole output, or "~x": output containing x
+	}{
+		{nil, []string{"PING"}, "NOAUTH Authentication required."},
+		{nil, []string{"SET", "k", "stolen"}, "NOAUTH Authentication required."},
+		{nil, []string{"-a", "wrong", quiet, "SET", "k", "stolen"}, "~WRONGPASS invalid username-password pair or user is disabled."},
+		{nil, []string{"--user", "default", "-a", "wrong", quiet, "GET", "k"}, "~WRONGPASS"},
+		{nil, []string{"--user", "admin", "-a", pass, quiet, "GET", "k"}, "~WRONGPASS"},
+		{nil, []string{"-a", pass, quiet, "SET", "k", "v"}, "OK"},
+		{nil, []string{"-a", pass, quiet, "GET", "k"}, "v"},
+		{nil, []string{"--user", "default", "-a", pass, quiet, "GET", "k"}, "v"},
+		{[]string{"REDISCLI_AUTH=" + pass}, []string{"GET", "k"}, "v"},
+		{nil, []string{"-a", pass, quiet, "CONFIG", "GET", "requirepass"}, ""},
+		{nil, []string{"-a", pass, quiet, "CONFIG", "GET", "protected-mode"}, "protected-mode\nyes"},
+	} {
+		got := cli.run(tc.env, tc.args...)
+		if want, ok := strings.CutPrefix(tc.want, "~"); ok && !strings.Contains(got, want) || !ok && got != tc.want {
+			t.Errorf("redis-cli %q = %q, want %q", tc.args, got, tc.want)
+		}
+		if strings.Contains(got, "WRONGPASS") && !strings.Contains(got, "NOAUTH") {
+			t.Errorf("redis-cli %q: after a refused AUTH the command was served: %q", tc.args, got)
+		}
+	}
+	info := cli.run(nil, "-a", pass, quiet, "INFO")
+	if strings.Contains(info, pass) || !strings.Contains(info, "requirepass_set:yes") {
+		t.Errorf("INFO reveals the password or lacks requirepass_set:\n%s", info)
+	}
+
+	if bench, err := exec.LookPath("redis-benchmark"); err == nil {
+		host, port, _ := net.SplitHostPort(srv.addr)
+		out, err := exec.Command(bench, "-h", host, "-p", port, "-a", pass, "-n", "2000", "-c", "10", "-r", "1000", "-t", "set,get", "-q").CombinedOutput()
+		if o := string(out); err != nil || !strings.Contains(o, "SET: ") || !strings.Contains(o, "GET: ") || strings.Contains(o, "rror") {
+			t.Errorf("redis-benchmark -a: %v\n%s", err, o)
+		}
+		out, _ = exec.Command(bench, "-h", host, "-p", port, "-n", "100", "-t", "get", "-q").CombinedOutput()
+		if !strings.Contains(string(out), "NOAUTH") {
+			t.Errorf("redis-benchmark without a password was not refused:\n%s", out)
+		}
+	} else {
+		t.Log("redis-benchmark not installed; skipped that part")
+	}
+
+	srv.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-srv.exited; err != nil {
+		t.Errorf("serve exit: %v\n%s", err, srv.stderr)
+	}
+	srv.exited <- nil
+	if strings.Contains(srv.stderr.String(), pass) || strings.Contains(srv.stdout(), pass) {
+		t.Errorf("serve printed the password:\n%s\n%s", srv.stdout(), srv.stderr)
+	}
+	db, err := kvdemo.Open(dir, &kvdemo.Options{Logger: log.New(io.Discard, "", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Errorf("k after restart: %q, %v (a refused SET must not have landed)", v, err)
+	}
+}
+
+// ownNonLoopbackIP returns an IPv4 address of this machine's own that is
+// not loopback: a client connecting from it looks to the server like one
+// from another host, without leaving this machine.
+func ownNonLoopbackIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skipf("no interface addresses: %v", err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() && ipn.IP.To4() != nil {
+			return ipn.IP.String()
+		}
+	}
+	t.Skip("this machine has no non-loopback IPv4 address to connect from; the server's unit tests cover the decision")
+	return ""
+}
+
+// TestRedisCLIProtectedMode: serve on all interfaces with no password
+// serves redis-cli on loopback and refuses it, saying why, from this
+// machine's other address; -protected-mode=false or a password let it in.
+func TestRedisCLIProtectedMode(t *testing.T) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("redis-cli not installed: apt-get install redis-tools")
+	}
+	ip := ownNonLoopbackIP(t)
+	port := func(s *serveProc) string { _, p, _ := net.SplitHostPort(s.addr); return p }
+	waitStderr := func(s *serveProc, want string) {
+		t.Helper()
+		for i := 0; i < 100 && !strings.Contains(s.stderr.String(), want); i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	protected := startServe(t, t.TempDir(), "-addr", "0.0.0.0:0")
+	if got := newRedisCLI(t, "127.0.0.1:"+port(protected)).run(nil, "PING"); got != "PONG" {
+		t.Errorf("loopback client: %q", got)
+	}
+	got := newRedisCLI(t, net.JoinHostPort(ip, port(protected))).run(nil, "PING")
+	if !strings.HasPrefix(got, "DENIED kvdemo is running in protected mode") || !strings.Contains(got, "-requirepass-file") || !strings.Contains(got, "-protected-mode=false") {
+		t.Errorf("client from %s: %q, want the DENIED explanation", ip, got)
+	}
+	waitStderr(protected, "protected mode")
+	if !strings.Contains(protected.stderr.String(), "clients from other hosts will be refused") {
+		t.Errorf("serve did not say at start that it refuses other hosts:\n%s", protected.stderr)
+	}
+
+	open := startServe(t, t.TempDir(), "-addr", "0.0.0.0:0", "-protected-mode=false")
+	if got := newRedisCLI(t, net.JoinHostPort(ip, port(open))).run(nil, "PING"); got != "PONG" {
+		t.Errorf("-protected-mode=false, client from %s: %q", ip, got)
+	}
+	waitStderr(open, "anyone")
+	if !strings.Contains(open.stderr.String(), "anyone who can reach") {
+		t.Errorf("serve did not warn that it is open to all:\n%s", open.stderr)
+	}
+
+	const pass = "s3cret"
+	locked := startServe(t, t.TempDir(), "-addr", "0.0.0.0:0", "-requirepass-file", writePasswordFile(t, pass))
+	cli := newRedisCLI(t, net.JoinHostPort(ip, port(locked)))
+	if got := cli.run(nil, "PING"); got != "NOAUTH Authentication required." {
+		t.Errorf("password set, client from %s without it: %q", ip, got)
+	}
+	if got := cli.run(nil, "-a", pass, "--no-auth-warning", "PING"); got != "PONG" {
+		t.Errorf("password set, client from %s with it: %q", ip, got)
+	}
+}
