@@ -161,11 +161,18 @@ func TestRedisCLIProtectedMode(t *testing.T) {
 	}
 	ip := ownNonLoopbackIP(t)
 	port := func(s *serveProc) string { _, p, _ := net.SplitHostPort(s.addr); return p }
-	waitStderr := func(s *serveProc, want string) {
+	// stopped stops s and returns what it wrote to stderr, which is
+	// safe to read only once the process has exited.
+	stopped := func(s *serveProc) string {
 		t.Helper()
-		for i := 0; i < 100 && !strings.Contains(s.stderr.String(), want); i++ {
-			time.Sleep(10 * time.Millisecond)
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+		case <-time.After(20 * time.Second):
+			t.Fatal("no exit after SIGTERM")
 		}
+		return s.stderr.String()
 	}
 
 	protected := startServe(t, t.TempDir(), "-addr", "0.0.0.0:0")
@@ -176,18 +183,16 @@ func TestRedisCLIProtectedMode(t *testing.T) {
 	if !strings.HasPrefix(got, "DENIED kvdemo is running in protected mode") || !strings.Contains(got, "-requirepass-file") || !strings.Contains(got, "-protected-mode=false") {
 		t.Errorf("client from %s: %q, want the DENIED explanation", ip, got)
 	}
-	waitStderr(protected, "protected mode")
-	if !strings.Contains(protected.stderr.String(), "clients from other hosts will be refused") {
-		t.Errorf("serve did not say at start that it refuses other hosts:\n%s", protected.stderr)
+	if stderr := stopped(protected); !strings.Contains(stderr, "clients from other hosts will be refused") {
+		t.Errorf("serve did not say at start that it refuses other hosts:\n%s", stderr)
 	}
 
 	open := startServe(t, t.TempDir(), "-addr", "0.0.0.0:0", "-protected-mode=false")
 	if got := newRedisCLI(t, net.JoinHostPort(ip, port(open))).run(nil, "PING"); got != "PONG" {
 		t.Errorf("-protected-mode=false, client from %s: %q", ip, got)
 	}
-	waitStderr(open, "anyone")
-	if !strings.Contains(open.stderr.String(), "anyone who can reach") {
-		t.Errorf("serve did not warn that it is open to all:\n%s", open.stderr)
+	if stderr := stopped(open); !strings.Contains(stderr, "anyone who can reach") {
+		t.Errorf("serve did not warn that it is open to all:\n%s", stderr)
 	}
 
 	const pass = "s3cret"
