@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -166,8 +167,8 @@ func (r *Reader) readArray() ([][]byte, error) {
 		if total += int(l); total > r.lim.MaxCommand {
 			return nil, protoErr("command longer than %d bytes", r.lim.MaxCommand)
 		}
-		arg := make([]byte, l+2)
-		if _, err := io.ReadFull(r.br, arg); err != nil {
+		arg, err := r.readBulk(int(l) + 2)
+		if err != nil {
 			return nil, unexpected(err)
 		}
 		if arg[l] != '\r' || arg[l+1] != '\n' {
@@ -176,6 +177,32 @@ func (r *Reader) readArray() ([][]byte, error) {
 		args = append(args, arg[:l:l])
 	}
 	return args, nil
+}
+
+// bulkChunk is how much of a bulk string is allocated before its bytes
+// arrive. A client that declares a large value and then sends nothing (or
+// sends it slowly) holds only what it has sent, not what it declared.
+const bulkChunk = 64 << 10
+
+// readBulk reads n bytes, growing the buffer as they arrive.
+func (r *Reader) readBulk(n int) ([]byte, error) {
+	if n <= bulkChunk {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r.br, b)
+		return b, err
+	}
+	b := make([]byte, 0, bulkChunk)
+	for len(b) < n {
+		// Doubling: at most twice the bytes received are held, and a large
+		// value is copied O(log n) times.
+		b = slices.Grow(b, min(n-len(b), max(cap(b)-len(b), len(b))))
+		m, err := io.ReadFull(r.br, b[len(b):min(n, cap(b))])
+		b = b[:len(b)+m]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func unexpected(err error) error {
