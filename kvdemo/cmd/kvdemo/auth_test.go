@@ -205,3 +205,37 @@ func TestRedisCLIProtectedMode(t *testing.T) {
 		t.Errorf("password set, client from %s with it: %q", ip, got)
 	}
 }
+
+// TestServeTimeouts: serve's -auth-timeout and -idle-timeout reach the
+// server: a connection that never authenticates is told why and closed,
+// and an authenticated one that goes quiet is closed later.
+func TestServeTimeouts(t *testing.T) {
+	srv := startServe(t, t.TempDir(), "-requirepass-file", writePasswordFile(t, "pw"), "-auth-timeout", "150ms", "-idle-timeout", "400ms")
+	loiterer, err := dialRESP(srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loiterer.c.Close()
+	authed, err := dialRESP(srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer authed.c.Close()
+	if got, err := authed.do("AUTH", "pw"); got != "+OK" {
+		t.Fatalf("AUTH: %q, %v", got, err)
+	}
+	loiterer.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := loiterer.br.ReadString('\n'); !strings.Contains(line, "no AUTH within 150ms") {
+		t.Errorf("unauthenticated client: %q, %v", line, err)
+	}
+	if got, err := authed.do("PING"); got != "+PONG" {
+		t.Errorf("authenticated client before its idle timeout: %q, %v", got, err)
+	}
+	authed.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	if _, err := authed.br.ReadByte(); err == nil {
+		t.Error("the server sent something to an idle client")
+	} else if el := time.Since(start); el < 300*time.Millisecond {
+		t.Errorf("an idle client was closed after %v, before -idle-timeout 400ms", el)
+	}
+}

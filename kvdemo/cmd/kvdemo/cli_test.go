@@ -280,6 +280,8 @@ func TestPasswordFlags(t *testing.T) {
 		{"serve", "-dir", dir, "-requirepass", "a", "-requirepass-file", filepath.Join(dir, "plain")},
 		{"serve", "-dir", dir, "-requirepass", strings.Repeat("p", 4097)},
 		{"serve", "-dir", dir, "-protected-mode=maybe"},
+		{"serve", "-dir", dir, "-idle-timeout", "-1s"},
+		{"serve", "-dir", dir, "-write-timeout", "soon"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, "usage") {
 			t.Errorf("%q: exit %d, %q; want misuse", truncate(strings.Join(args, " ")), code, stderr)

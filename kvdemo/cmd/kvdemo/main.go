@@ -83,7 +83,8 @@ type command struct {
 	pass       string // -requirepass
 	passFile   string // -requirepass-file
 	protected  bool   // -protected-mode
-	mustExist  bool   // the command reads or deletes: never create a store
+	timeouts   struct{ idle, auth, write time.Duration }
+	mustExist  bool // the command reads or deletes: never create a store
 	stderr     io.Writer
 	positional []string
 }
@@ -135,6 +136,9 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.fs.StringVar(&c.passFile, "requirepass-file", "", "file holding the password clients must give with AUTH (its first line; safer than -requirepass, which ps shows)")
 		c.fs.StringVar(&c.pass, "requirepass", "", "password clients must give with AUTH (visible to other users in ps: prefer -requirepass-file)")
 		c.fs.BoolVar(&c.protected, "protected-mode", true, "while no password is set, refuse clients that are not on the loopback interface, telling them why")
+		c.fs.DurationVar(&c.timeouts.idle, "idle-timeout", 0, "close a connection whose next command has not arrived in full after this long (0: never)")
+		c.fs.DurationVar(&c.timeouts.auth, "auth-timeout", 10*time.Second, "with a password set, close a connection that has not sent AUTH this long after connecting (0: never)")
+		c.fs.DurationVar(&c.timeouts.write, "write-timeout", 30*time.Second, "close a connection that accepts none of its replies for this long (0: never)")
 		c.run = runServe
 	case "demo":
 		store(false)
@@ -228,6 +232,8 @@ func (c *command) check() error {
 		return misuse("-value-size must be within 0..1048576")
 	case name == "serve" && c.maxConns <= 0:
 		return misuse("-max-conns must be positive")
+	case c.timeouts.idle < 0 || c.timeouts.auth < 0 || c.timeouts.write < 0:
+		return misuse("timeouts must not be negative")
 	case c.pass != "" && c.passFile != "":
 		return misuse("-requirepass and -requirepass-file: give one")
 	case len(c.pass) > server.MaxPasswordLen:
@@ -362,6 +368,9 @@ func runServe(ctx context.Context, c *command, out io.Writer) error {
 		Logger:               log.New(logWriter{c.stderr, "serve"}, "kvdemo serve: ", log.LstdFlags),
 		RequirePass:          pass,
 		DisableProtectedMode: !c.protected,
+		IdleTimeout:          c.timeouts.idle,
+		AuthTimeout:          orNever(c.timeouts.auth),
+		WriteTimeout:         orNever(c.timeouts.write),
 	})
 	c.warnExposure(ln.Addr(), pass != "")
 	// Tests and scripts read the address (port 0 picks one) from here.

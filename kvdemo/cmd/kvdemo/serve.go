@@ -6,9 +6,19 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/server"
 )
+
+// orNever maps the command line's 0 ("never") to the server's negative
+// value for it (the server reads 0 as "the default").
+func orNever(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
 
 // password returns the password clients must give, from -requirepass or
 // the first line of -requirepass-file; "" when none is set.

@@ -46,6 +46,17 @@ type Config struct {
 	// DisableProtectedMode lets clients from other hosts in while no
 	// password is set. Protected mode is on unless this is true.
 	DisableProtectedMode bool
+	// IdleTimeout closes a connection that sends no command for this long
+	// [0: never, as Redis's default "timeout 0"].
+	IdleTimeout time.Duration
+	// AuthTimeout closes a connection that has not given the password this
+	// long after connecting, so that connections which cannot
+	// authenticate do not hold MaxConns slots [10s; negative: never].
+	AuthTimeout time.Duration
+	// WriteTimeout closes a connection that accepts none of its replies
+	// for this long: a client that sends and never reads holds no
+	// goroutine forever [30s; negative: never].
+	WriteTimeout time.Duration
 	// FailedAuthInterval spaces out the answers to failed AUTHs across all
 	// connections, which bounds the rate of password guessing [20ms;
 	// negative: no spacing].
@@ -66,10 +77,11 @@ type Server struct {
 	shutdown bool
 	wg       sync.WaitGroup
 
-	started                             time.Time
-	connsTotal, refused, cmds           atomic.Int64
-	protocolErrors, panicsCaught        atomic.Int64
-	authFailures, deniedByProtectedMode atomic.Int64
+	started                                   time.Time
+	connsTotal, refused, cmds                 atomic.Int64
+	protocolErrors, panicsCaught              atomic.Int64
+	authFailures, deniedByProtectedMode       atomic.Int64
+	idleTimeouts, authTimeouts, writeTimeouts atomic.Int64
 }
 
 // New returns a server for db.
@@ -79,6 +91,12 @@ func New(db *kvdemo.DB, cfg Config) *Server {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = log.New(os.Stderr, "kvdemo serve: ", log.LstdFlags)
+	}
+	if cfg.AuthTimeout == 0 {
+		cfg.AuthTimeout = 10 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 30 * time.Second
 	}
 	if cfg.FailedAuthInterval == 0 {
 		cfg.FailedAuthInterval = 20 * time.Millisecond
@@ -211,7 +229,7 @@ func (s *Server) handle(c net.Conn) {
 		c.Close()
 		s.wg.Done()
 	}()
-	w := resp.NewWriter(c)
+	w := resp.NewWriter(timedWriter{c, s.cfg.WriteTimeout})
 	defer func() {
 		// A bug in a command must cost one connection, not the server
 		// (and with it every other client's connection).
@@ -227,13 +245,43 @@ func (s *Server) handle(c net.Conn) {
 	if !sess.authed {
 		r.SetLimits(unauthenticatedLimits)
 	}
+	var authDeadline time.Time
+	if !sess.authed && s.cfg.AuthTimeout > 0 {
+		authDeadline = time.Now().Add(s.cfg.AuthTimeout)
+	}
+	deadlineSet := false
 	for {
+		// The wait for the next command ends at the idle timeout or, before
+		// AUTH, at the auth deadline, whichever comes first.
+		var deadline time.Time
+		if s.cfg.IdleTimeout > 0 {
+			deadline = time.Now().Add(s.cfg.IdleTimeout)
+		}
+		if !sess.authed && !authDeadline.IsZero() && (deadline.IsZero() || authDeadline.Before(deadline)) {
+			deadline = authDeadline
+		}
+		if !deadline.IsZero() || deadlineSet {
+			c.SetReadDeadline(deadline)
+			deadlineSet = !deadline.IsZero()
+			// Shutdown ends waits with a deadline of its own, which this
+			// one may just have replaced: look again.
+			if s.closing() {
+				return
+			}
+		}
 		args, err := r.ReadCommand()
 		if err != nil {
 			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
+			var ne net.Error
+			switch {
+			case errors.As(err, &pe):
 				s.protocolErrors.Add(1)
 				w.Error("ERR " + pe.Error())
+			case errors.As(err, &ne) && ne.Timeout() && !sess.authed && !authDeadline.IsZero() && !time.Now().Before(authDeadline) && !s.closing():
+				s.authTimeouts.Add(1)
+				w.Error(fmt.Sprintf("ERR closing the connection: no AUTH within %v of connecting", s.cfg.AuthTimeout))
+			case errors.As(err, &ne) && ne.Timeout() && !s.closing():
+				s.idleTimeouts.Add(1)
 			}
 			return
 		}
@@ -247,6 +295,12 @@ func (s *Server) handle(c net.Conn) {
 		// per pipeline, not per command.
 		if quit || r.Buffered() == 0 {
 			if err := w.Flush(); err != nil {
+				// The replies' writes are timed (timedWriter): a client
+				// that accepts none of them for WriteTimeout is dropped.
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					s.writeTimeouts.Add(1)
+				}
 				return
 			}
 		}
@@ -254,6 +308,21 @@ func (s *Server) handle(c net.Conn) {
 			return
 		}
 	}
+}
+
+// timedWriter gives every write to the connection WriteTimeout to
+// complete: the replies' buffer also writes through when a large reply
+// fills it, in the middle of a command.
+type timedWriter struct {
+	c       net.Conn
+	timeout time.Duration
+}
+
+func (t timedWriter) Write(p []byte) (int, error) {
+	if t.timeout > 0 {
+		t.c.SetWriteDeadline(time.Now().Add(t.timeout))
+	}
+	return t.c.Write(p)
 }
 
 // session is one connection's state.
@@ -512,6 +581,9 @@ func (s *Server) info() []byte {
 	line("protocol_errors", s.protocolErrors.Load())
 	line("acl_access_denied_auth", s.authFailures.Load())
 	line("protected_mode_denied_connections", s.deniedByProtectedMode.Load())
+	line("idle_timeouts", s.idleTimeouts.Load())
+	line("auth_timeouts", s.authTimeouts.Load())
+	line("write_timeouts", s.writeTimeouts.Load())
 	b.WriteString("\r\n# Store\r\n")
 	line("filter", st.Filter)
 	line("compression", st.Compression)
