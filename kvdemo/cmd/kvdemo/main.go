@@ -137,7 +137,7 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.fs.StringVar(&c.pass, "requirepass", "", "password clients must give with AUTH (visible to other users in ps: prefer -requirepass-file)")
 		c.fs.BoolVar(&c.protected, "protected-mode", true, "while no password is set, refuse clients that are not on the loopback interface, telling them why")
 		c.fs.DurationVar(&c.timeouts.idle, "idle-timeout", 0, "close a connection whose next command has not arrived in full after this long (0: never)")
-		c.fs.DurationVar(&c.timeouts.auth, "auth-timeout", 10*time.Second, "with a password set, close a connection that has not sent AUTH this long after connecting (0: never)")
+		c.fs.DurationVar(&c.timeouts.auth, "auth-timeout", 10*time.Second, "with a password set, close a connection that has not authenticated this long after connecting (0: never)")
 		c.fs.DurationVar(&c.timeouts.write, "write-timeout", 30*time.Second, "close a connection that accepts none of its replies for this long (0: never)")
 		c.run = runServe
 	case "demo":

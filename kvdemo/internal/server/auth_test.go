@@ -30,7 +30,7 @@ func TestAuth(t *testing.T) {
 		{[]string{"CONFIG", "GET", "requirepass"}, "-" + replyNoAuth},
 		{[]string{"FLUSHALL"}, "-" + replyNoAuth},
 		{[]string{"AUTH"}, "-ERR wrong number of arguments for 'auth' command"},
-		{[]string{"AUTH", "default", testPass, "extra"}, "-ERR wrong number of arguments for 'auth' command"},
+		{[]string{"AUTH", "default", testPass, "extra"}, "-ERR syntax error"},
 		{[]string{"AUTH", "wrong"}, "-" + replyWrongPass},
 		{[]string{"AUTH", ""}, "-" + replyWrongPass},
 		{[]string{"AUTH", testPass + " "}, "-" + replyWrongPass},

@@ -345,7 +345,11 @@ func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) 
 	}
 	switch name {
 	case "AUTH":
-		if !arity(2, 3) {
+		if !arity(2, -1) {
+			return
+		}
+		if len(args) > 3 {
+			w.Error("ERR syntax error") // as Redis answers
 			return
 		}
 		s.auth(sess, w, args[1:])
