@@ -27,6 +27,8 @@ fuzz:
 	$(GO) test ./codec -run XXX -fuzz FuzzMayContain -fuzztime 30s
 	$(GO) test ./codec -run XXX -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./codec -run XXX -fuzz FuzzBuildNoFalseNegatives -fuzztime 30s
+	$(GO) test ./kvdemo/internal/resp -run XXX -fuzz FuzzReadCommand -fuzztime 30s
+	$(GO) test ./kvdemo/internal/resp -run XXX -fuzz FuzzChunkedBulk -fuzztime 30s
 
 vet:
 	$(GO) vet $(PKGS)

@@ -55,14 +55,15 @@ func protoErr(format string, args ...any) error {
 
 // Reader reads commands from a connection.
 type Reader struct {
-	br  *bufio.Reader
-	lim Limits
+	br    *bufio.Reader
+	lim   Limits
+	chunk int // bulkChunk; smaller in tests, to exercise growth
 }
 
 // NewReader reads from r within lim (zero fields take defaults).
 func NewReader(r io.Reader, lim Limits) *Reader {
 	lim = lim.withDefaults()
-	return &Reader{br: bufio.NewReaderSize(r, lim.MaxInline), lim: lim}
+	return &Reader{br: bufio.NewReaderSize(r, lim.MaxInline), lim: lim, chunk: bulkChunk}
 }
 
 // SetLimits replaces the argument and bulk limits from the next command
@@ -186,12 +187,12 @@ const bulkChunk = 64 << 10
 
 // readBulk reads n bytes, growing the buffer as they arrive.
 func (r *Reader) readBulk(n int) ([]byte, error) {
-	if n <= bulkChunk {
+	if n <= r.chunk {
 		b := make([]byte, n)
 		_, err := io.ReadFull(r.br, b)
 		return b, err
 	}
-	b := make([]byte, 0, bulkChunk)
+	b := make([]byte, 0, r.chunk)
 	for len(b) < n {
 		// Doubling: at most twice the bytes received are held, and a large
 		// value is copied O(log n) times.

@@ -3,6 +3,7 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
 	"strconv"
@@ -169,6 +170,32 @@ func FuzzReadCommand(f *testing.F) {
 			}
 			if len(args) == 0 || len(args) > lim.MaxArgs || total > lim.MaxCommand+lim.MaxInline {
 				t.Fatalf("command of %d args, %d bytes", len(args), total)
+			}
+		}
+	})
+}
+
+// FuzzChunkedBulk: reading bulk strings in small growing chunks gives
+// exactly what reading each in one allocation gives, commands and errors
+// alike, however the input is split.
+func FuzzChunkedBulk(f *testing.F) {
+	for _, s := range []string{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20\r\n0123456789abcdefghij\r\n", "*1\r\n$9\r\nPINGPONGX\r\n*1\r\n$4\r\nPING\r\n", "*1\r\n$30\r\nshort\r\n"} {
+		f.Add([]byte(s), uint8(3))
+	}
+	lim := Limits{MaxArgs: 16, MaxBulk: 4096, MaxCommand: 8192, MaxInline: 128}
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
+		whole := NewReader(bytes.NewReader(in), lim)
+		whole.chunk = 1 << 20
+		chunked := NewReader(iotest.HalfReader(bytes.NewReader(in)), lim)
+		chunked.chunk = 1 + int(chunk%16)
+		for i := 0; i < 50; i++ {
+			a, errA := whole.ReadCommand()
+			b, errB := chunked.ReadCommand()
+			if fmt.Sprint(errA) != fmt.Sprint(errB) || fmt.Sprintf("%q", a) != fmt.Sprintf("%q", b) {
+				t.Fatalf("command %d: whole %q, %v; chunked by %d %q, %v", i, a, errA, chunked.chunk, b, errB)
+			}
+			if errA != nil {
+				return
 			}
 		}
 	})
