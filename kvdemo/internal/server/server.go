@@ -554,10 +554,15 @@ func truncate(b []byte, n int) string {
 	}, b))
 }
 
+// errReply turns a store error into an error reply. The store starts its
+// errors with "kvdemo: " and wraps such errors in others; the reply names
+// the program nowhere ("ERR memtable full ...: writing table ...").
 func errReply(err error) string {
 	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "kvdemo: ")
-	return "ERR " + msg
+	for strings.HasPrefix(msg, "kvdemo: ") {
+		msg = strings.TrimPrefix(msg, "kvdemo: ")
+	}
+	return "ERR " + strings.ReplaceAll(msg, ": kvdemo: ", ": ")
 }
 
 func (s *Server) info() []byte {

@@ -427,3 +427,20 @@ func TestRandomGarbage(t *testing.T) {
 		t.Errorf("%d handler panics", n)
 	}
 }
+
+func TestErrReply(t *testing.T) {
+	inner := errors.New("kvdemo: writing table 000007: no space left on device")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{kvdemo.ErrEmptyKey, "ERR empty key"},
+		{fmt.Errorf("kvdemo: memtable full and the previous one cannot be flushed: %w", inner), "ERR memtable full and the previous one cannot be flushed: writing table 000007: no space left on device"},
+		{errors.New("kvdemo: kvdemo: twice"), "ERR twice"},
+		{errors.New("plain"), "ERR plain"},
+	} {
+		if got := errReply(tc.err); got != tc.want {
+			t.Errorf("errReply(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
