@@ -295,3 +295,16 @@ func truncate(s string) string {
 	}
 	return s
 }
+
+// TestServeDefaultsToLoopback: without -addr, serve listens on the
+// loopback interface only, and protected mode is on.
+func TestServeDefaultsToLoopback(t *testing.T) {
+	c := newCommand("serve", io.Discard)
+	host, _, err := net.SplitHostPort(c.fs.Lookup("addr").DefValue)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		t.Errorf("default -addr %q is not a loopback address", c.fs.Lookup("addr").DefValue)
+	}
+	if c.fs.Lookup("protected-mode").DefValue != "true" {
+		t.Error("protected mode is off by default")
+	}
+}
