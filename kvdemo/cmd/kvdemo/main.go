@@ -350,6 +350,7 @@ func runServe(ctx context.Context, c *command, out io.Writer) error {
 		return err
 	}
 	// The port first: a port in use must not leave a new store behind.
+	// Clients that connect while the store opens wait in the backlog.
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err

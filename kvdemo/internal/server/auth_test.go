@@ -2,8 +2,11 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -366,5 +369,51 @@ func TestProtectedModeListener(t *testing.T) {
 	}
 	if got := c.cmd("PING"); got != "+PONG" {
 		t.Errorf("after AUTH from %v: %q", ip, got)
+	}
+}
+
+// TestGarbageBeforeAuth: random bytes and mutated commands from clients
+// that never authenticated change nothing in the store and crash nothing.
+func TestGarbageBeforeAuth(t *testing.T) {
+	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1})
+	rng := rand.New(rand.NewPCG(3, 4))
+	valid := []byte("*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\nSET key2 v\r\n*2\r\n$3\r\nDEL\r\n$4\r\nsafe\r\nAUTH default wrong\r\n")
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		in := bytes.Repeat(valid, 3)
+		if i%2 == 0 {
+			in = make([]byte, 1+rng.IntN(4096))
+			for j := range in {
+				in[j] = byte(rng.IntN(256))
+			}
+		} else {
+			for k := 0; k < rng.IntN(6); k++ {
+				in[rng.IntN(len(in))] = byte(rng.IntN(256))
+			}
+		}
+		wg.Add(1)
+		go func(in []byte) {
+			defer wg.Done()
+			c, err := net.DialTimeout("tcp", f.addr, 5*time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			c.Write(in)
+			c.(*net.TCPConn).CloseWrite()
+			io.Copy(io.Discard, c)
+		}(in)
+	}
+	wg.Wait()
+	if st := f.db.Stats(); st.Puts != 0 || st.Deletes != 0 {
+		t.Errorf("unauthenticated clients wrote: %d puts, %d deletes", st.Puts, st.Deletes)
+	}
+	if n := f.srv.panicsCaught.Load(); n != 0 {
+		t.Errorf("%d handler panics", n)
+	}
+	if got := f.dial(t).cmd("AUTH", testPass); got != "+OK" {
+		t.Errorf("after the garbage: %q", got)
 	}
 }
