@@ -97,6 +97,11 @@ func TestRedisCLIAuth(t *testing.T) {
 			t.Errorf("redis-cli %q: after a refused AUTH the command was served: %q", tc.args, got)
 		}
 	}
+	// -3 asks for RESP3 with HELLO 3, which is refused as Redis refuses an
+	// unsupported version; redis-cli carries on in RESP2.
+	if got := cli.run(nil, "-3", "-a", pass, quiet, "GET", "k"); !strings.Contains(got, "NOPROTO") || !strings.HasSuffix(got, "\nv") {
+		t.Errorf("redis-cli -3: %q", got)
+	}
 	info := cli.run(nil, "-a", pass, quiet, "INFO")
 	if strings.Contains(info, pass) || !strings.Contains(info, "requirepass_set:yes") {
 		t.Errorf("INFO reveals the password or lacks requirepass_set:\n%s", info)

@@ -417,3 +417,69 @@ func TestGarbageBeforeAuth(t *testing.T) {
 		t.Errorf("after the garbage: %q", got)
 	}
 }
+
+// helloReply reads the rest of a HELLO reply after its "*14" header, as
+// field -> value ("$redis", ":2", "*0").
+func helloReply(c *client) map[string]string {
+	c.t.Helper()
+	m := map[string]string{}
+	for i := 0; i < 7; i++ {
+		k, v := c.reply(), c.reply()
+		m[strings.TrimPrefix(k, "$")] = v
+	}
+	return m
+}
+
+// TestHello: HELLO authenticates as AUTH does, speaks only RESP2, and
+// answers in Redis's words.
+func TestHello(t *testing.T) {
+	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1})
+	c := f.dial(t)
+	const noAuth = "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"HELLO"}, noAuth},
+		{[]string{"HELLO", "2"}, noAuth},
+		{[]string{"HELLO", "2", "SETNAME", "app"}, noAuth},
+		{[]string{"HELLO", "3", "AUTH", "default", testPass}, "-NOPROTO unsupported protocol version"},
+		{[]string{"HELLO", "1"}, "-NOPROTO unsupported protocol version"},
+		{[]string{"HELLO", "two"}, "-ERR Protocol version is not an integer or out of range"},
+		{[]string{"HELLO", "2", "AUTH", "default"}, "-ERR Syntax error in HELLO option 'AUTH'"},
+		{[]string{"HELLO", "2", "FOO"}, "-ERR Syntax error in HELLO option 'FOO'"},
+		{[]string{"HELLO", "2", "AUTH", "default", "wrong"}, "-" + replyWrongPass},
+		{[]string{"HELLO", "2", "AUTH", "admin", testPass}, "-" + replyWrongPass},
+		{[]string{"GET", "k"}, "-" + replyNoAuth},
+	} {
+		if got := c.cmd(tc.args...); got != tc.want {
+			t.Errorf("%q = %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	if got := c.cmd("HELLO", "2", "AUTH", "default", testPass, "SETNAME", "app"); got != "*14" {
+		t.Fatalf("HELLO 2 AUTH default PASS SETNAME app = %q", got)
+	}
+	m := helloReply(c)
+	if m["server"] != "$redis" || m["proto"] != ":2" || m["id"] != ":1" || m["mode"] != "$standalone" || m["modules"] != "*0" {
+		t.Errorf("HELLO reply %q", m)
+	}
+	if got := c.cmd("SET", "k", "v"); got != "+OK" {
+		t.Errorf("SET after HELLO AUTH: %q", got)
+	}
+	if got := c.cmd("HELLO"); got != "*14" {
+		t.Errorf("HELLO once authenticated: %q", got)
+	} else {
+		helloReply(c)
+	}
+
+	open := start(t, Config{FailedAuthInterval: -1})
+	d := open.dial(t)
+	if got := d.cmd("HELLO", "2", "AUTH", "default", "anything"); got != "*14" {
+		t.Errorf("no password set, HELLO AUTH default: %q", got)
+	} else {
+		helloReply(d)
+	}
+	if got := d.cmd("HELLO", "2", "AUTH", "admin", "anything"); got != "-"+replyWrongPass {
+		t.Errorf("no password set, HELLO AUTH admin: %q", got)
+	}
+}

@@ -1,9 +1,9 @@
 // Package server serves a kvdemo store over RESP2, so that redis-cli and
 // redis-benchmark can drive it.
 //
-// Commands: PING, ECHO, GET, SET, DEL, EXISTS, INFO, QUIT, AUTH, SELECT 0,
-// and enough of COMMAND and CONFIG GET (empty replies) for redis-cli and
-// redis-benchmark's start-up queries. SET answers only once the store has
+// Commands: PING, ECHO, GET, SET, DEL, EXISTS, INFO, QUIT, AUTH, HELLO 2,
+// SELECT 0, and enough of COMMAND and CONFIG GET (empty replies) for
+// redis-cli and redis-benchmark's start-up queries. SET answers only once the store has
 // made the write durable (the store fsyncs each write, concurrent writers
 // sharing fsyncs). Every connection has its own goroutine and state; a
 // malformed or oversized request gets an error reply and the connection
@@ -25,6 +25,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -166,8 +167,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		s.connsTotal.Add(1)
-		go s.handle(c)
+		id := s.connsTotal.Add(1)
+		go s.handle(c, id)
 	}
 }
 
@@ -221,7 +222,7 @@ func (s *Server) closing() bool {
 	return s.shutdown
 }
 
-func (s *Server) handle(c net.Conn) {
+func (s *Server) handle(c net.Conn, id int64) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -241,7 +242,7 @@ func (s *Server) handle(c net.Conn) {
 		w.Flush()
 	}()
 	r := resp.NewReader(c, s.cfg.Limits)
-	sess := &session{authed: !s.password.set}
+	sess := &session{id: id, authed: !s.password.set}
 	if !sess.authed {
 		r.SetLimits(unauthenticatedLimits)
 	}
@@ -327,7 +328,8 @@ func (t timedWriter) Write(p []byte) (int, error) {
 
 // session is one connection's state.
 type session struct {
-	authed bool // gave the password, or none is required
+	id     int64 // the connection's number since the server started
+	authed bool  // gave the password, or none is required
 }
 
 func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) {
@@ -339,11 +341,13 @@ func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) 
 		}
 		return true
 	}
-	if !sess.authed && name != "AUTH" && name != "QUIT" {
+	if !sess.authed && name != "AUTH" && name != "HELLO" && name != "QUIT" {
 		w.Error(replyNoAuth)
 		return false
 	}
 	switch name {
+	case "HELLO":
+		s.hello(sess, w, args[1:])
 	case "AUTH":
 		if !arity(2, -1) {
 			return
@@ -496,6 +500,71 @@ func yesNo(b bool) string {
 	return "no"
 }
 
+// hello runs HELLO [protover [AUTH username password] [SETNAME name]],
+// with which RESP3-era clients open a connection, authenticating and
+// choosing the protocol in one command. Only RESP2 is spoken: HELLO 3 gets
+// Redis's NOPROTO, after which clients carry on in RESP2.
+func (s *Server) hello(sess *session, w *resp.Writer, args [][]byte) {
+	if len(args) > 0 {
+		ver, err := strconv.ParseInt(string(args[0]), 10, 64)
+		switch {
+		case err != nil:
+			w.Error("ERR Protocol version is not an integer or out of range")
+			return
+		case ver != 2:
+			w.Error("NOPROTO unsupported protocol version")
+			return
+		}
+	}
+	var cred [][]byte
+	for i := 1; i < len(args); i++ {
+		more := len(args) - 1 - i
+		switch opt := strings.ToUpper(string(args[i])); {
+		case opt == "AUTH" && more >= 2:
+			cred = args[i+1 : i+3]
+			i += 2
+		case opt == "SETNAME" && more >= 1:
+			// Client names only label connections in CLIENT LIST, which
+			// this server does not have: accepted and not kept.
+			i++
+		default:
+			w.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", truncate(args[i], 64)))
+			return
+		}
+	}
+	if cred != nil {
+		if !s.password.set {
+			if string(cred[0]) != defaultUser {
+				s.refuseAuth(w)
+				return
+			}
+		} else if !s.password.matches(string(cred[0]), cred[1]) {
+			s.refuseAuth(w)
+			return
+		}
+		sess.authed = true
+	}
+	if !sess.authed {
+		w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	w.Array(14)
+	for _, kv := range [][2]string{{"server", "redis"}, {"version", redisVersion}} {
+		w.Bulk([]byte(kv[0]))
+		w.Bulk([]byte(kv[1]))
+	}
+	w.Bulk([]byte("proto"))
+	w.Int(2)
+	w.Bulk([]byte("id"))
+	w.Int(sess.id)
+	for _, kv := range [][2]string{{"mode", "standalone"}, {"role", "master"}} {
+		w.Bulk([]byte(kv[0]))
+		w.Bulk([]byte(kv[1]))
+	}
+	w.Bulk([]byte("modules"))
+	w.Array(0)
+}
+
 // auth runs AUTH password or AUTH username password.
 func (s *Server) auth(sess *session, w *resp.Writer, args [][]byte) {
 	user, guess := defaultUser, args[0]
@@ -540,6 +609,10 @@ func (s *Server) refuseAuth(w *resp.Writer) {
 	w.Error(replyWrongPass)
 }
 
+// redisVersion is the Redis version the server reports: the one whose
+// replies it follows.
+const redisVersion = "7.0.0"
+
 var configParams = map[string]string{"save": "", "appendonly": "yes", "appendfsync": "always"}
 
 func truncate(b []byte, n int) string {
@@ -573,7 +646,7 @@ func (s *Server) info() []byte {
 	var b bytes.Buffer
 	line := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
 	b.WriteString("# Server\r\n")
-	line("redis_version", "7.0.0")
+	line("redis_version", redisVersion)
 	line("kvdemo", "lsmcuckoo demo store")
 	line("go_version", runtime.Version())
 	line("process_id", os.Getpid())
