@@ -101,6 +101,19 @@ func (c *client) cmd(args ...string) string {
 	return c.reply()
 }
 
+// cmdErr is cmd for a connection the server may have closed.
+func (c *client) cmdErr(args ...string) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c.c, b.String()); err != nil {
+		return "", err
+	}
+	return c.readReply()
+}
+
 func (c *client) reply() string {
 	c.t.Helper()
 	s, err := c.readReply()

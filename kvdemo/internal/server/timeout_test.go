@@ -25,16 +25,24 @@ func (f *fixture) connections() int {
 // TestIdleTimeout: a connection that sends nothing for IdleTimeout is
 // closed; one that keeps sending is not.
 func TestIdleTimeout(t *testing.T) {
-	const idle = 150 * time.Millisecond
+	const idle = 300 * time.Millisecond
 	f := start(t, Config{IdleTimeout: idle})
 	quiet, busy := f.dial(t), f.dial(t)
 	if got := quiet.cmd("PING"); got != "+PONG" {
 		t.Fatal(got)
 	}
-	for end := time.Now().Add(3 * idle); time.Now().Before(end); time.Sleep(idle / 5) {
-		if got := busy.cmd("PING"); got != "+PONG" {
-			t.Fatalf("a busy connection was cut: %q", got)
+	last := time.Now()
+	for end := time.Now().Add(3 * idle); time.Now().Before(end); time.Sleep(idle / 10) {
+		got, err := busy.cmdErr("PING")
+		if err != nil || got != "+PONG" {
+			// Only a failure if the client really kept sending: a machine
+			// stalled past the timeout between two pings says nothing.
+			if gap := time.Since(last); gap < idle {
+				t.Fatalf("a busy connection was cut %v after its last command: %q, %v", gap, got, err)
+			}
+			t.Skipf("this machine stalled %v between two commands, longer than the idle timeout", time.Since(last))
 		}
+		last = time.Now()
 	}
 	if !quiet.closed() {
 		t.Error("an idle connection outlived IdleTimeout")
@@ -48,7 +56,7 @@ func TestIdleTimeout(t *testing.T) {
 // authenticate in time is told why and closed, and frees its slot; one
 // that authenticated stays.
 func TestAuthTimeout(t *testing.T) {
-	const within = 150 * time.Millisecond
+	const within = 400 * time.Millisecond
 	f := start(t, Config{RequirePass: testPass, AuthTimeout: within, MaxConns: 2})
 	authed, loiterer := f.dial(t), f.dial(t)
 	if got := authed.cmd("AUTH", testPass); got != "+OK" {
