@@ -3,11 +3,12 @@
 //
 // Commands: PING, ECHO, GET, SET, DEL, EXISTS, INFO, QUIT, AUTH, HELLO 2,
 // SELECT 0, and enough of COMMAND and CONFIG GET (empty replies) for
-// redis-cli and redis-benchmark's start-up queries. SET answers only once the store has
-// made the write durable (the store fsyncs each write, concurrent writers
-// sharing fsyncs). Every connection has its own goroutine and state; a
-// malformed or oversized request gets an error reply and the connection
-// is closed, and nothing a client sends can crash the server.
+// redis-cli and redis-benchmark's start-up queries. SET answers only once
+// the store has made the write durable (the store fsyncs each write,
+// concurrent writers sharing fsyncs). Every connection has its own
+// goroutine and state; a malformed or oversized request gets an error
+// reply and the connection is closed, and nothing a client sends can crash
+// the server.
 //
 // Who may connect follows Redis (see auth.go): with a password set, a
 // connection must AUTH before any other command; without one, protected
@@ -41,14 +42,16 @@ type Config struct {
 	Limits   resp.Limits // per-command input limits; set MaxBulk to the store's value cap
 	Logger   *log.Logger // [stderr]
 
-	// RequirePass, if not empty, must be given with AUTH (or AUTH default
-	// PASS) before any command but AUTH and QUIT is served.
+	// RequirePass, if not empty, must be given with AUTH PASS, AUTH
+	// default PASS or HELLO 2 AUTH default PASS before any command but
+	// AUTH, HELLO and QUIT is served.
 	RequirePass string
 	// DisableProtectedMode lets clients from other hosts in while no
 	// password is set. Protected mode is on unless this is true.
 	DisableProtectedMode bool
-	// IdleTimeout closes a connection that sends no command for this long
-	// [0: never, as Redis's default "timeout 0"].
+	// IdleTimeout closes a connection whose next command has not arrived
+	// in full this long after the previous one [0: never, as Redis's
+	// default "timeout 0"].
 	IdleTimeout time.Duration
 	// AuthTimeout closes a connection that has not given the password this
 	// long after connecting, so that connections which cannot
