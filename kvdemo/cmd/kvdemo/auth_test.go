@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/netnstest"
 )
 
 // redisCLI runs the real redis-cli against host:port and returns what it
@@ -139,32 +140,22 @@ func TestRedisCLIAuth(t *testing.T) {
 	}
 }
 
-// ownNonLoopbackIP returns an IPv4 address of this machine's own that is
-// not loopback: a client connecting from it looks to the server like one
-// from another host, without leaving this machine.
-func ownNonLoopbackIP(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Skipf("no interface addresses: %v", err)
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() && ipn.IP.To4() != nil {
-			return ipn.IP.String()
-		}
-	}
-	t.Skip("this machine has no non-loopback IPv4 address to connect from; the server's unit tests cover the decision")
-	return ""
-}
-
 // TestRedisCLIProtectedMode: serve on all interfaces with no password
-// serves redis-cli on loopback and refuses it, saying why, from this
-// machine's other address; -protected-mode=false or a password let it in.
+// serves redis-cli on loopback and refuses it, saying why, from a
+// non-loopback address; -protected-mode=false or a password let it in.
+// The test runs in a private network namespace where that address lives on
+// loopback, so no traffic reaches this machine's real interfaces; serve and
+// redis-cli both run inside it.
 func TestRedisCLIProtectedMode(t *testing.T) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("redis-cli not installed: apt-get install redis-tools")
 	}
-	ip := ownNonLoopbackIP(t)
+	// The child in the namespace runs the binary built here, which it
+	// would otherwise build again.
+	if !netnstest.Enter(t, prebuiltBinEnv+"="+buildBinary(t)) {
+		return
+	}
+	ip := netnstest.Outsider.String()
 	port := func(s *serveProc) string { _, p, _ := net.SplitHostPort(s.addr); return p }
 	// stopped stops s and returns what it wrote to stderr, which is
 	// safe to read only once the process has exited.

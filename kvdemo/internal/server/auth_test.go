@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/netnstest"
 )
 
 const testPass = "correct horse battery staple"
@@ -287,31 +289,6 @@ func TestProtectedModeDecision(t *testing.T) {
 	}
 }
 
-// localNonLoopbackIP returns an address of one of this machine's own
-// interfaces that is not loopback, to be a client the server sees as
-// coming from elsewhere without leaving this host.
-func localNonLoopbackIP(t *testing.T) net.IP {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Skipf("no interface addresses: %v", err)
-	}
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.IsLoopback() || ipn.IP.IsLinkLocalUnicast() || ipn.IP.To4() == nil {
-			continue
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(ipn.IP.String(), "0"))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		return ipn.IP
-	}
-	t.Skip("this machine has no non-loopback IPv4 address to connect from; the decision itself is covered by TestProtectedModeDecision")
-	return nil
-}
-
 // dialFrom connects to addr from the local address ip.
 func dialFrom(t *testing.T, ip net.IP, addr string) *client {
 	t.Helper()
@@ -327,10 +304,15 @@ func dialFrom(t *testing.T, ip net.IP, addr string) *client {
 
 // TestProtectedModeListener: a server on all interfaces, with no
 // password, serves a loopback client and refuses, with the explanation, a
-// client connecting from one of this machine's other addresses; a
-// password or -protected-mode=false lets that client in.
+// client connecting from a non-loopback address; a password or
+// -protected-mode=false lets that client in. The test runs in a private
+// network namespace where that address lives on loopback, so no traffic
+// reaches this machine's real interfaces.
 func TestProtectedModeListener(t *testing.T) {
-	ip := localNonLoopbackIP(t)
+	if !netnstest.Enter(t) {
+		return
+	}
+	ip := netnstest.Outsider
 	port := func(f *fixture) string { _, p, _ := net.SplitHostPort(f.addr); return p }
 
 	f := startOn(t, ":0", Config{})
