@@ -30,6 +30,8 @@ fuzz:
 	$(GO) test ./kvdemo -run XXX -fuzz FuzzScanLog -fuzztime 30s
 	$(GO) test ./kvdemo -run XXX -fuzz FuzzParseManifest -fuzztime 30s
 	$(GO) test ./kvdemo -run XXX -fuzz FuzzFilterBinding -fuzztime 30s
+	$(GO) test ./kvdemo/internal/resp -run XXX -fuzz FuzzReadCommand -fuzztime 30s
+	$(GO) test ./kvdemo/internal/resp -run XXX -fuzz FuzzChunkedBulk -fuzztime 30s
 
 vet:
 	$(GO) vet $(PKGS)

@@ -9,8 +9,12 @@
 //	kvdemo lookup -dir DIR -n N [-miss 0.9] [-gets 100000]
 //	kvdemo stats  -dir DIR
 //	kvdemo check  DIR
-//	kvdemo serve  -dir DIR [-addr 127.0.0.1:6380]
+//	kvdemo serve  -dir DIR [-addr 127.0.0.1:6380] [-requirepass-file FILE] [-protected-mode=true]
 //	kvdemo demo   [-n 1000000] [-gets 100000] [-miss 0.9]
+//
+// Flags may come before or after the arguments; "--" ends the flags, for
+// a key or value that starts with "-". put, load and serve create a store
+// in a directory that holds none; get, del, lookup and stats refuse one.
 //
 // Exit status: 0 on success, 1 on failure (and for get of an absent key),
 // 2 on misuse.
@@ -49,10 +53,13 @@ commands:
   check  DIR                     verify every file of the store, change nothing
                                  (exit 1 if anything is damaged)
   serve  -dir DIR                RESP2 server for redis-cli / redis-benchmark
-                                 (-addr, default 127.0.0.1:6380; SIGTERM closes cleanly)
+                                 (-addr, default 127.0.0.1:6380; -requirepass-file FILE
+                                 for AUTH; SIGTERM closes cleanly)
   demo                           1M keys into cuckoo, bloom and none stores; lookups;
                                  side-by-side table (temporary directory unless -dir)
 
+Flags may also follow the arguments; "--" ends them (for a key that starts
+with "-"). get, del, lookup and stats never create a store.
 Run 'kvdemo <command> -h' for a command's flags.
 `
 
@@ -77,8 +84,13 @@ type command struct {
 	addr        string
 	maxConns    int
 	memKeys     int
-	walRecovery string
+	pass        string // -requirepass
+	passFile    string // -requirepass-file
+	protected   bool   // -protected-mode
+	timeouts    struct{ idle, auth, write time.Duration }
+	mustExist   bool // the command reads or deletes: never create a store
 	stderr      io.Writer
+	walRecovery string
 	positional  []string
 }
 
@@ -104,10 +116,10 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.args, c.run = "KEY VALUE", runPut
 	case "get":
 		store(true)
-		c.args, c.run = "KEY", runGet
+		c.args, c.run, c.mustExist = "KEY", runGet, true
 	case "del":
 		store(true)
-		c.args, c.run = "KEY", runDel
+		c.args, c.run, c.mustExist = "KEY", runDel, true
 	case "load":
 		store(true)
 		c.fs.IntVar(&c.n, "n", 0, "number of generated keys (required)")
@@ -119,16 +131,22 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.fs.IntVar(&c.gets, "gets", 100_000, "number of Gets")
 		c.fs.Float64Var(&c.miss, "miss", 0.9, "share of Gets for absent keys, 0..1")
 		c.fs.Uint64Var(&c.seed, "seed", 1, "seed of the key choice")
-		c.run = runLookup
+		c.run, c.mustExist = runLookup, true
 	case "stats":
 		store(true)
-		c.run = runStats
+		c.run, c.mustExist = runStats, true
 	case "check":
 		c.args, c.run = "DIR", runCheck
 	case "serve":
 		store(true)
 		c.fs.StringVar(&c.addr, "addr", "127.0.0.1:6380", "listen address (loopback unless told otherwise; port 0 picks a free one)")
 		c.fs.IntVar(&c.maxConns, "max-conns", 1024, "simultaneous connections")
+		c.fs.StringVar(&c.passFile, "requirepass-file", "", "file holding the password clients must give with AUTH (its first line; safer than -requirepass, which ps shows)")
+		c.fs.StringVar(&c.pass, "requirepass", "", "password clients must give with AUTH (visible to other users in ps: prefer -requirepass-file)")
+		c.fs.BoolVar(&c.protected, "protected-mode", true, "while no password is set, refuse clients that are not on the loopback interface, telling them why")
+		c.fs.DurationVar(&c.timeouts.idle, "idle-timeout", 0, "close a connection whose next command has not arrived in full after this long (0: never)")
+		c.fs.DurationVar(&c.timeouts.auth, "auth-timeout", 10*time.Second, "with a password set, close a connection that has not authenticated this long after connecting (0: never)")
+		c.fs.DurationVar(&c.timeouts.write, "write-timeout", 30*time.Second, "close a connection that accepts none of its replies for this long (0: never)")
 		c.run = runServe
 	case "demo":
 		store(false)
@@ -163,14 +181,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvdemo: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
-	if err := c.fs.Parse(args[1:]); err != nil {
+	positional, err := parseInterspersed(c.fs, args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2 // the flag package printed the error and the usage
 	}
-	c.positional = c.fs.Args()
-	err := c.check()
+	c.positional = positional
+	err = c.check()
 	if err == nil {
 		err = c.run(ctx, c, stdout)
 	}
@@ -182,7 +201,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		c.fs.Usage()
 		return 2
 	default:
-		fmt.Fprintf(stderr, "kvdemo %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "kvdemo %s: %s\n", args[0], withoutInnerPrefixes(err.Error(), args[0]))
 		return 1
 	}
 }
@@ -226,18 +245,29 @@ func (c *command) check() error {
 		return misuse("-value-size must be within 0..1048576")
 	case name == "serve" && c.maxConns <= 0:
 		return misuse("-max-conns must be positive")
+	case c.timeouts.idle < 0 || c.timeouts.auth < 0 || c.timeouts.write < 0:
+		return misuse("timeouts must not be negative")
+	case c.pass != "" && c.passFile != "":
+		return misuse("-requirepass and -requirepass-file: give one")
+	case len(c.pass) > server.MaxPasswordLen:
+		return misuse("-requirepass: longer than %d bytes", server.MaxPasswordLen)
 	}
 	return nil
 }
 
 func (c *command) open(batched bool) (*kvdemo.DB, error) {
+	if c.mustExist {
+		if err := requireStore(c.dir); err != nil {
+			return nil, err
+		}
+	}
 	return kvdemo.Open(c.dir, &kvdemo.Options{
 		Filter:          kvdemo.FilterKind(c.filter),
 		MemtableBytes:   c.memtable,
 		MaxTables:       c.maxTables,
 		NoSyncEachWrite: batched,
 		WALRecovery:     kvdemo.WALRecoveryMode(c.walRecovery),
-		Logger:          log.New(c.stderr, "kvdemo: ", 0),
+		Logger:          log.New(logWriter{c.stderr, c.fs.Name()}, programPrefix, 0),
 	})
 }
 
@@ -329,23 +359,35 @@ func printStats(out io.Writer, st kvdemo.Stats) {
 func runServe(ctx context.Context, c *command, out io.Writer) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	pass, err := c.password()
+	if err != nil {
+		return err
+	}
+	// The port first: a port in use must not leave a new store behind.
+	// Clients that connect while the store opens wait in the backlog.
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
 	// Each SET is fsynced before its reply (concurrent clients share
 	// fsyncs): an acknowledged write survives a crash.
 	db, err := c.open(false)
 	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", c.addr)
-	if err != nil {
-		db.Close()
+		ln.Close()
 		return err
 	}
 	srv := server.New(db, server.Config{
 		MaxConns: c.maxConns,
 		// A SET's value may be as large as the store accepts.
-		Limits: resp.Limits{MaxBulk: 1<<20 + 64<<10},
-		Logger: log.New(c.stderr, "kvdemo serve: ", log.LstdFlags),
+		Limits:               resp.Limits{MaxBulk: 1<<20 + 64<<10},
+		Logger:               log.New(logWriter{c.stderr, "serve"}, "kvdemo serve: ", log.LstdFlags),
+		RequirePass:          pass,
+		DisableProtectedMode: !c.protected,
+		IdleTimeout:          c.timeouts.idle,
+		AuthTimeout:          orNever(c.timeouts.auth),
+		WriteTimeout:         orNever(c.timeouts.write),
 	})
+	c.warnExposure(ln.Addr(), pass != "")
 	// Tests and scripts read the address (port 0 picks one) from here.
 	fmt.Fprintf(out, "kvdemo: serving %s on %s\n", c.dir, ln.Addr())
 	errc := make(chan error, 1)

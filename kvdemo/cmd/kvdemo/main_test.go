@@ -40,8 +40,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// prebuiltBinEnv names a kvdemo binary that the parent of a test re-run
+// in a private network namespace has built already.
+const prebuiltBinEnv = "LSMCUCKOO_KVDEMO_BIN"
+
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv(prebuiltBinEnv); p != "" {
+		return p
+	}
 	binOnce.Do(func() {
 		binDir, binError = os.MkdirTemp("", "kvdemo-bin-")
 		if binError != nil {

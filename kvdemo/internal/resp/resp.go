@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 )
 
@@ -54,14 +55,24 @@ func protoErr(format string, args ...any) error {
 
 // Reader reads commands from a connection.
 type Reader struct {
-	br  *bufio.Reader
-	lim Limits
+	br    *bufio.Reader
+	lim   Limits
+	chunk int // bulkChunk; smaller in tests, to exercise growth
 }
 
 // NewReader reads from r within lim (zero fields take defaults).
 func NewReader(r io.Reader, lim Limits) *Reader {
 	lim = lim.withDefaults()
-	return &Reader{br: bufio.NewReaderSize(r, lim.MaxInline), lim: lim}
+	return &Reader{br: bufio.NewReaderSize(r, lim.MaxInline), lim: lim, chunk: bulkChunk}
+}
+
+// SetLimits replaces the argument and bulk limits from the next command
+// on (a server tightens them for a client that has not authenticated yet).
+// MaxInline stays as the reader was made: it is the size of its buffer.
+func (r *Reader) SetLimits(lim Limits) {
+	inline := r.lim.MaxInline
+	r.lim = lim.withDefaults()
+	r.lim.MaxInline = inline
 }
 
 // Buffered reports bytes already read from the connection but not yet
@@ -157,8 +168,8 @@ func (r *Reader) readArray() ([][]byte, error) {
 		if total += int(l); total > r.lim.MaxCommand {
 			return nil, protoErr("command longer than %d bytes", r.lim.MaxCommand)
 		}
-		arg := make([]byte, l+2)
-		if _, err := io.ReadFull(r.br, arg); err != nil {
+		arg, err := r.readBulk(int(l) + 2)
+		if err != nil {
 			return nil, unexpected(err)
 		}
 		if arg[l] != '\r' || arg[l+1] != '\n' {
@@ -167,6 +178,32 @@ func (r *Reader) readArray() ([][]byte, error) {
 		args = append(args, arg[:l:l])
 	}
 	return args, nil
+}
+
+// bulkChunk is how much of a bulk string is allocated before its bytes
+// arrive. A client that declares a large value and then sends nothing (or
+// sends it slowly) holds only what it has sent, not what it declared.
+const bulkChunk = 64 << 10
+
+// readBulk reads n bytes, growing the buffer as they arrive.
+func (r *Reader) readBulk(n int) ([]byte, error) {
+	if n <= r.chunk {
+		b := make([]byte, n)
+		_, err := io.ReadFull(r.br, b)
+		return b, err
+	}
+	b := make([]byte, 0, r.chunk)
+	for len(b) < n {
+		// Doubling: at most twice the bytes received are held, and a large
+		// value is copied O(log n) times.
+		b = slices.Grow(b, min(n-len(b), max(cap(b)-len(b), len(b))))
+		m, err := io.ReadFull(r.br, b[len(b):min(n, cap(b))])
+		b = b[:len(b)+m]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 func unexpected(err error) error {

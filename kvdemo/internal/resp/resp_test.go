@@ -3,8 +3,10 @@ package resp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -171,4 +173,108 @@ func FuzzReadCommand(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzChunkedBulk: reading bulk strings in small growing chunks gives
+// exactly what reading each in one allocation gives, commands and errors
+// alike, however the input is split.
+func FuzzChunkedBulk(f *testing.F) {
+	for _, s := range []string{"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$20\r\n0123456789abcdefghij\r\n", "*1\r\n$9\r\nPINGPONGX\r\n*1\r\n$4\r\nPING\r\n", "*1\r\n$30\r\nshort\r\n"} {
+		f.Add([]byte(s), uint8(3))
+	}
+	lim := Limits{MaxArgs: 16, MaxBulk: 4096, MaxCommand: 8192, MaxInline: 128}
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
+		whole := NewReader(bytes.NewReader(in), lim)
+		whole.chunk = 1 << 20
+		chunked := NewReader(iotest.HalfReader(bytes.NewReader(in)), lim)
+		chunked.chunk = 1 + int(chunk%16)
+		for i := 0; i < 50; i++ {
+			a, errA := whole.ReadCommand()
+			b, errB := chunked.ReadCommand()
+			if fmt.Sprint(errA) != fmt.Sprint(errB) || fmt.Sprintf("%q", a) != fmt.Sprintf("%q", b) {
+				t.Fatalf("command %d: whole %q, %v; chunked by %d %q, %v", i, a, errA, chunked.chunk, b, errB)
+			}
+			if errA != nil {
+				return
+			}
+		}
+	})
+}
+
+// TestDeclaredBulkAllocatesAsItArrives: a client that declares a large
+// value within the limits and then sends only part of it has made the
+// reader allocate about what it sent, not what it declared.
+func TestDeclaredBulkAllocatesAsItArrives(t *testing.T) {
+	const declared = 1 << 20
+	in := "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1048576\r\n" + strings.Repeat("v", 1000)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := NewReader(strings.NewReader(in), Limits{MaxBulk: declared})
+	_, err := r.ReadCommand()
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("truncated value: %v, want io.ErrUnexpectedEOF", err)
+	}
+	// The reader's 64 KiB buffer and one 64 KiB chunk, not the megabyte.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 256<<10 {
+		t.Errorf("%d bytes allocated for 1000 bytes received of a %d-byte value", got, declared)
+	}
+}
+
+// TestLargeBulkValues: values around and well past the allocation chunk
+// arrive intact however the stream is split.
+func TestLargeBulkValues(t *testing.T) {
+	for _, n := range []int{0, 1, bulkChunk - 2, bulkChunk - 1, bulkChunk, bulkChunk + 1, 3*bulkChunk + 7, 1<<20 + 3} {
+		value := make([]byte, n)
+		for i := range value {
+			value[i] = byte(i*7 + i>>8)
+		}
+		var in bytes.Buffer
+		in.WriteString("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$")
+		in.WriteString(strconv.Itoa(n))
+		in.WriteString("\r\n")
+		in.Write(value)
+		in.WriteString("\r\n*1\r\n$4\r\nPING\r\n")
+		for name, src := range map[string]io.Reader{
+			"whole": bytes.NewReader(in.Bytes()),
+			"half":  iotest.HalfReader(bytes.NewReader(in.Bytes())),
+		} {
+			r := NewReader(src, Limits{MaxBulk: 2 << 20})
+			args, err := r.ReadCommand()
+			if err != nil || len(args) != 3 || !bytes.Equal(args[2], value) {
+				t.Errorf("%d bytes, %s: %d args, %v; value intact: %v", n, name, len(args), err, len(args) == 3 && bytes.Equal(args[2], value))
+				continue
+			}
+			if args, err := r.ReadCommand(); err != nil || string(args[0]) != "PING" {
+				t.Errorf("%d bytes, %s: next command %q, %v", n, name, args, err)
+			}
+		}
+	}
+	// A bulk string not followed by CRLF is still refused at any size.
+	in := "*1\r\n$" + strconv.Itoa(3*bulkChunk) + "\r\n" + strings.Repeat("x", 3*bulkChunk) + "XY"
+	if _, err := NewReader(strings.NewReader(in), Limits{}).ReadCommand(); err == nil {
+		t.Error("unterminated large bulk accepted")
+	}
+}
+
+// TestSetLimits: a reader's limits can be tightened and loosened between
+// commands.
+func TestSetLimits(t *testing.T) {
+	in := "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\n" + strings.Repeat("v", 100) + "\r\n"
+	r := NewReader(strings.NewReader(in+in), Limits{})
+	r.SetLimits(Limits{MaxBulk: 10})
+	if _, err := r.ReadCommand(); err != nil {
+		t.Fatal(err)
+	}
+	var pe *ProtocolError
+	if _, err := r.ReadCommand(); !errors.As(err, &pe) {
+		t.Fatalf("100-byte bulk under a 10-byte limit: %v", err)
+	}
+	r = NewReader(strings.NewReader(in), Limits{})
+	r.SetLimits(Limits{MaxBulk: 10})
+	r.ReadCommand()
+	r.SetLimits(Limits{})
+	if args, err := r.ReadCommand(); err != nil || len(args[2]) != 100 {
+		t.Fatalf("after loosening: %v", err)
+	}
 }

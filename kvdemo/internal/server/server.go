@@ -1,13 +1,18 @@
 // Package server serves a kvdemo store over RESP2, so that redis-cli and
 // redis-benchmark can drive it.
 //
-// Commands: PING, ECHO, GET, SET, DEL, EXISTS, INFO, QUIT, SELECT 0, and
-// enough of COMMAND and CONFIG GET (empty replies) for redis-cli and
-// redis-benchmark's start-up queries. SET answers only once the store has
-// made the write durable (the store fsyncs each write, concurrent writers
-// sharing fsyncs). Every connection has its own goroutine and state; a
-// malformed or oversized request gets an error reply and the connection
-// is closed, and nothing a client sends can crash the server.
+// Commands: PING, ECHO, GET, SET, DEL, EXISTS, INFO, QUIT, AUTH, HELLO 2,
+// SELECT 0, and enough of COMMAND and CONFIG GET (empty replies) for
+// redis-cli and redis-benchmark's start-up queries. SET answers only once
+// the store has made the write durable (the store fsyncs each write,
+// concurrent writers sharing fsyncs). Every connection has its own
+// goroutine and state; a malformed or oversized request gets an error
+// reply and the connection is closed, and nothing a client sends can crash
+// the server.
+//
+// Who may connect follows Redis (see auth.go): with a password set, a
+// connection must AUTH before any other command; without one, protected
+// mode refuses clients that are not on the loopback interface.
 package server
 
 import (
@@ -21,6 +26,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,12 +41,39 @@ type Config struct {
 	MaxConns int         // simultaneous connections; more are refused with an error [1024]
 	Limits   resp.Limits // per-command input limits; set MaxBulk to the store's value cap
 	Logger   *log.Logger // [stderr]
+
+	// RequirePass, if not empty, must be given with AUTH PASS, AUTH
+	// default PASS or HELLO 2 AUTH default PASS before any command but
+	// AUTH, HELLO and QUIT is served.
+	RequirePass string
+	// DisableProtectedMode lets clients from other hosts in while no
+	// password is set. Protected mode is on unless this is true.
+	DisableProtectedMode bool
+	// IdleTimeout closes a connection whose next command has not arrived
+	// in full this long after the previous one [0: never, as Redis's
+	// default "timeout 0"].
+	IdleTimeout time.Duration
+	// AuthTimeout closes a connection that has not given the password this
+	// long after connecting, so that connections which cannot
+	// authenticate do not hold MaxConns slots [10s; negative: never].
+	AuthTimeout time.Duration
+	// WriteTimeout closes a connection that accepts none of its replies
+	// for this long: a client that sends and never reads holds no
+	// goroutine forever [30s; negative: never].
+	WriteTimeout time.Duration
+	// FailedAuthInterval spaces out the answers to failed AUTHs across all
+	// connections, which bounds the rate of password guessing [20ms;
+	// negative: no spacing].
+	FailedAuthInterval time.Duration
 }
 
 // Server is a RESP front end to one store.
 type Server struct {
-	db  *kvdemo.DB
-	cfg Config
+	db       *kvdemo.DB
+	cfg      Config // RequirePass cleared: only its hash is kept
+	password password
+	throttle authThrottle
+	quit     chan struct{} // closed by Shutdown: ends AUTH throttling waits
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -48,9 +81,11 @@ type Server struct {
 	shutdown bool
 	wg       sync.WaitGroup
 
-	started                      time.Time
-	connsTotal, refused, cmds    atomic.Int64
-	protocolErrors, panicsCaught atomic.Int64
+	started                                   time.Time
+	connsTotal, refused, cmds                 atomic.Int64
+	protocolErrors, panicsCaught              atomic.Int64
+	authFailures, deniedByProtectedMode       atomic.Int64
+	idleTimeouts, authTimeouts, writeTimeouts atomic.Int64
 }
 
 // New returns a server for db.
@@ -61,7 +96,23 @@ func New(db *kvdemo.DB, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = log.New(os.Stderr, "kvdemo serve: ", log.LstdFlags)
 	}
-	return &Server{db: db, cfg: cfg, conns: map[net.Conn]struct{}{}, started: time.Now()}
+	if cfg.AuthTimeout == 0 {
+		cfg.AuthTimeout = 10 * time.Second
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 30 * time.Second
+	}
+	if cfg.FailedAuthInterval == 0 {
+		cfg.FailedAuthInterval = 20 * time.Millisecond
+	}
+	s := &Server{
+		db: db, password: newPassword(cfg.RequirePass),
+		throttle: authThrottle{interval: cfg.FailedAuthInterval},
+		quit:     make(chan struct{}), conns: map[net.Conn]struct{}{}, started: time.Now(),
+	}
+	cfg.RequirePass = ""
+	s.cfg = cfg
+	return s
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -104,20 +155,33 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			return ErrServerClosed
 		}
+		if protectedModeDenies(!s.cfg.DisableProtectedMode, s.password.set, c.RemoteAddr()) {
+			s.mu.Unlock()
+			s.deniedByProtectedMode.Add(1)
+			refuse(c, replyDenied)
+			continue
+		}
 		if len(s.conns) >= s.cfg.MaxConns {
 			s.mu.Unlock()
 			s.refused.Add(1)
-			c.SetWriteDeadline(time.Now().Add(time.Second))
-			io.WriteString(c, "-ERR max number of clients reached\r\n")
-			c.Close()
+			refuse(c, "ERR max number of clients reached")
 			continue
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		s.connsTotal.Add(1)
-		go s.handle(c)
+		id := s.connsTotal.Add(1)
+		go s.handle(c, id)
 	}
+}
+
+// refuse answers a connection that will not be served with an error
+// reply, and closes it. The reply fits in the new socket's send buffer, so
+// this does not hold up accepting.
+func refuse(c net.Conn, reply string) {
+	c.SetWriteDeadline(time.Now().Add(time.Second))
+	io.WriteString(c, "-"+reply+"\r\n")
+	c.Close()
 }
 
 // Shutdown stops accepting, lets every connection finish the command it
@@ -126,6 +190,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // does not close the store.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.shutdown {
+		close(s.quit)
+	}
 	s.shutdown = true
 	if s.ln != nil {
 		s.ln.Close()
@@ -158,7 +225,7 @@ func (s *Server) closing() bool {
 	return s.shutdown
 }
 
-func (s *Server) handle(c net.Conn) {
+func (s *Server) handle(c net.Conn, id int64) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -166,7 +233,7 @@ func (s *Server) handle(c net.Conn) {
 		c.Close()
 		s.wg.Done()
 	}()
-	w := resp.NewWriter(c)
+	w := resp.NewWriter(timedWriter{c, s.cfg.WriteTimeout})
 	defer func() {
 		// A bug in a command must cost one connection, not the server
 		// (and with it every other client's connection).
@@ -178,22 +245,66 @@ func (s *Server) handle(c net.Conn) {
 		w.Flush()
 	}()
 	r := resp.NewReader(c, s.cfg.Limits)
+	sess := &session{id: id, authed: !s.password.set}
+	if !sess.authed {
+		r.SetLimits(unauthenticatedLimits)
+	}
+	var authDeadline time.Time
+	if !sess.authed && s.cfg.AuthTimeout > 0 {
+		authDeadline = time.Now().Add(s.cfg.AuthTimeout)
+	}
+	deadlineSet := false
 	for {
+		// The wait for the next command ends at the idle timeout or, before
+		// AUTH, at the auth deadline, whichever comes first.
+		var deadline time.Time
+		if s.cfg.IdleTimeout > 0 {
+			deadline = time.Now().Add(s.cfg.IdleTimeout)
+		}
+		if !sess.authed && !authDeadline.IsZero() && (deadline.IsZero() || authDeadline.Before(deadline)) {
+			deadline = authDeadline
+		}
+		if !deadline.IsZero() || deadlineSet {
+			c.SetReadDeadline(deadline)
+			deadlineSet = !deadline.IsZero()
+			// Shutdown ends waits with a deadline of its own, which this
+			// one may just have replaced: look again.
+			if s.closing() {
+				return
+			}
+		}
 		args, err := r.ReadCommand()
 		if err != nil {
 			var pe *resp.ProtocolError
-			if errors.As(err, &pe) {
+			var ne net.Error
+			switch {
+			case errors.As(err, &pe):
 				s.protocolErrors.Add(1)
 				w.Error("ERR " + pe.Error())
+			case errors.As(err, &ne) && ne.Timeout() && !sess.authed && !authDeadline.IsZero() && !time.Now().Before(authDeadline) && !s.closing():
+				s.authTimeouts.Add(1)
+				w.Error(fmt.Sprintf("ERR closing the connection: no AUTH within %v of connecting", s.cfg.AuthTimeout))
+			case errors.As(err, &ne) && ne.Timeout() && !s.closing():
+				s.idleTimeouts.Add(1)
 			}
 			return
 		}
 		s.cmds.Add(1)
-		quit := s.exec(w, args)
+		wasAuthed := sess.authed
+		quit := s.exec(sess, w, args)
+		if sess.authed && !wasAuthed {
+			r.SetLimits(s.cfg.Limits)
+		}
 		// Flush when the client has nothing more in flight: one write
 		// per pipeline, not per command.
 		if quit || r.Buffered() == 0 {
 			if err := w.Flush(); err != nil {
+				// The replies' writes are timed (timedWriter): a client
+				// that accepts none of them for WriteTimeout is dropped.
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					s.writeTimeouts.Add(1)
+				}
 				return
 			}
 		}
@@ -203,7 +314,28 @@ func (s *Server) handle(c net.Conn) {
 	}
 }
 
-func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
+// timedWriter gives every write to the connection WriteTimeout to
+// complete: the replies' buffer also writes through when a large reply
+// fills it, in the middle of a command.
+type timedWriter struct {
+	c       net.Conn
+	timeout time.Duration
+}
+
+func (t timedWriter) Write(p []byte) (int, error) {
+	if t.timeout > 0 {
+		t.c.SetWriteDeadline(time.Now().Add(t.timeout))
+	}
+	return t.c.Write(p)
+}
+
+// session is one connection's state.
+type session struct {
+	id     int64 // the connection's number since the server started
+	authed bool  // gave the password, or none is required
+}
+
+func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) {
 	name := strings.ToUpper(string(args[0]))
 	arity := func(min, max int) bool {
 		if len(args) < min || (max >= 0 && len(args) > max) {
@@ -212,7 +344,22 @@ func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
 		}
 		return true
 	}
+	if !sess.authed && name != "AUTH" && name != "HELLO" && name != "QUIT" {
+		w.Error(replyNoAuth)
+		return false
+	}
 	switch name {
+	case "HELLO":
+		s.hello(sess, w, args[1:])
+	case "AUTH":
+		if !arity(2, -1) {
+			return
+		}
+		if len(args) > 3 {
+			w.Error("ERR syntax error") // as Redis answers
+			return
+		}
+		s.auth(sess, w, args[1:])
 	case "PING":
 		if !arity(1, 2) {
 			return
@@ -323,7 +470,13 @@ func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
 			// answers are true of this store: no snapshots, a log fsynced
 			// on every write. Other parameters do not exist here.
 			param := strings.ToLower(string(args[2]))
-			if v, ok := configParams[param]; ok {
+			v, ok := configParams[param]
+			if param == "protected-mode" {
+				v, ok = yesNo(!s.cfg.DisableProtectedMode), true
+			}
+			// requirepass is not among them: the password is never
+			// sent back, not even to a client that knows it.
+			if ok {
 				w.Array(2)
 				w.Bulk([]byte(param))
 				w.Bulk([]byte(v))
@@ -343,6 +496,126 @@ func (s *Server) exec(w *resp.Writer, args [][]byte) (quit bool) {
 	return false
 }
 
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// hello runs HELLO [protover [AUTH username password] [SETNAME name]],
+// with which RESP3-era clients open a connection, authenticating and
+// choosing the protocol in one command. Only RESP2 is spoken: HELLO 3 gets
+// Redis's NOPROTO, after which clients carry on in RESP2.
+func (s *Server) hello(sess *session, w *resp.Writer, args [][]byte) {
+	if len(args) > 0 {
+		ver, err := strconv.ParseInt(string(args[0]), 10, 64)
+		switch {
+		case err != nil:
+			w.Error("ERR Protocol version is not an integer or out of range")
+			return
+		case ver != 2:
+			w.Error("NOPROTO unsupported protocol version")
+			return
+		}
+	}
+	var cred [][]byte
+	for i := 1; i < len(args); i++ {
+		more := len(args) - 1 - i
+		switch opt := strings.ToUpper(string(args[i])); {
+		case opt == "AUTH" && more >= 2:
+			cred = args[i+1 : i+3]
+			i += 2
+		case opt == "SETNAME" && more >= 1:
+			// Client names only label connections in CLIENT LIST, which
+			// this server does not have: accepted and not kept.
+			i++
+		default:
+			w.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", truncate(args[i], 64)))
+			return
+		}
+	}
+	if cred != nil {
+		if !s.password.set {
+			if string(cred[0]) != defaultUser {
+				s.refuseAuth(w)
+				return
+			}
+		} else if !s.password.matches(string(cred[0]), cred[1]) {
+			s.refuseAuth(w)
+			return
+		}
+		sess.authed = true
+	}
+	if !sess.authed {
+		w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	w.Array(14)
+	for _, kv := range [][2]string{{"server", "redis"}, {"version", redisVersion}} {
+		w.Bulk([]byte(kv[0]))
+		w.Bulk([]byte(kv[1]))
+	}
+	w.Bulk([]byte("proto"))
+	w.Int(2)
+	w.Bulk([]byte("id"))
+	w.Int(sess.id)
+	for _, kv := range [][2]string{{"mode", "standalone"}, {"role", "master"}} {
+		w.Bulk([]byte(kv[0]))
+		w.Bulk([]byte(kv[1]))
+	}
+	w.Bulk([]byte("modules"))
+	w.Array(0)
+}
+
+// auth runs AUTH password or AUTH username password.
+func (s *Server) auth(sess *session, w *resp.Writer, args [][]byte) {
+	user, guess := defaultUser, args[0]
+	if len(args) == 2 {
+		user, guess = string(args[0]), args[1]
+	}
+	if !s.password.set {
+		// As Redis: the default user then has no password, which the
+		// two-argument form accepts and the old one-argument form calls a
+		// configuration mistake.
+		if len(args) == 2 && user == defaultUser {
+			w.Simple("OK")
+			return
+		}
+		if len(args) == 1 {
+			w.Error(replyNoPassSet)
+			return
+		}
+		s.refuseAuth(w)
+		return
+	}
+	if !s.password.matches(user, guess) {
+		// A failed AUTH leaves the session as it was, as in Redis.
+		s.refuseAuth(w)
+		return
+	}
+	sess.authed = true
+	w.Simple("OK")
+}
+
+func (s *Server) refuseAuth(w *resp.Writer) {
+	s.authFailures.Add(1)
+	if d := s.throttle.delay(time.Now()); d > 0 {
+		w.Flush() // earlier pipelined replies need not wait too
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-s.quit:
+			t.Stop()
+		}
+	}
+	w.Error(replyWrongPass)
+}
+
+// redisVersion is the Redis version the server reports: the one whose
+// replies it follows.
+const redisVersion = "7.0.0"
+
 var configParams = map[string]string{"save": "", "appendonly": "yes", "appendfsync": "always"}
 
 func truncate(b []byte, n int) string {
@@ -357,10 +630,15 @@ func truncate(b []byte, n int) string {
 	}, b))
 }
 
+// errReply turns a store error into an error reply. The store starts its
+// errors with "kvdemo: " and wraps such errors in others; the reply names
+// the program nowhere ("ERR memtable full ...: writing table ...").
 func errReply(err error) string {
 	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "kvdemo: ")
-	return "ERR " + msg
+	for strings.HasPrefix(msg, "kvdemo: ") {
+		msg = strings.TrimPrefix(msg, "kvdemo: ")
+	}
+	return "ERR " + strings.ReplaceAll(msg, ": kvdemo: ", ": ")
 }
 
 func (s *Server) info() []byte {
@@ -371,7 +649,7 @@ func (s *Server) info() []byte {
 	var b bytes.Buffer
 	line := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
 	b.WriteString("# Server\r\n")
-	line("redis_version", "7.0.0")
+	line("redis_version", redisVersion)
 	line("kvdemo", "lsmcuckoo demo store")
 	line("go_version", runtime.Version())
 	line("process_id", os.Getpid())
@@ -379,11 +657,18 @@ func (s *Server) info() []byte {
 	b.WriteString("\r\n# Clients\r\n")
 	line("connected_clients", clients)
 	line("maxclients", s.cfg.MaxConns)
+	line("requirepass_set", yesNo(s.password.set))
+	line("protected_mode", yesNo(!s.cfg.DisableProtectedMode))
 	b.WriteString("\r\n# Stats\r\n")
 	line("total_connections_received", s.connsTotal.Load())
 	line("rejected_connections", s.refused.Load())
 	line("total_commands_processed", s.cmds.Load())
 	line("protocol_errors", s.protocolErrors.Load())
+	line("acl_access_denied_auth", s.authFailures.Load())
+	line("protected_mode_denied_connections", s.deniedByProtectedMode.Load())
+	line("idle_timeouts", s.idleTimeouts.Load())
+	line("auth_timeouts", s.authTimeouts.Load())
+	line("write_timeouts", s.writeTimeouts.Load())
 	b.WriteString("\r\n# Store\r\n")
 	line("filter", st.Filter)
 	line("compression", st.Compression)

@@ -28,11 +28,17 @@ type fixture struct {
 
 func start(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return startOn(t, "127.0.0.1:0", cfg)
+}
+
+// startOn serves a new store on a listener at addr.
+func startOn(t *testing.T, addr string, cfg Config) *fixture {
+	t.Helper()
 	db, err := kvdemo.Open(t.TempDir(), &kvdemo.Options{Logger: log.New(io.Discard, "", 0), MaxValueSize: 1 << 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +99,19 @@ func (c *client) cmd(args ...string) string {
 	}
 	c.send(b.String())
 	return c.reply()
+}
+
+// cmdErr is cmd for a connection the server may have closed.
+func (c *client) cmdErr(args ...string) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c.c, b.String()); err != nil {
+		return "", err
+	}
+	return c.readReply()
 }
 
 func (c *client) reply() string {
@@ -419,5 +438,22 @@ func TestRandomGarbage(t *testing.T) {
 	}
 	if n := f.srv.panicsCaught.Load(); n != 0 {
 		t.Errorf("%d handler panics", n)
+	}
+}
+
+func TestErrReply(t *testing.T) {
+	inner := errors.New("kvdemo: writing table 000007: no space left on device")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{kvdemo.ErrEmptyKey, "ERR empty key"},
+		{fmt.Errorf("kvdemo: memtable full and the previous one cannot be flushed: %w", inner), "ERR memtable full and the previous one cannot be flushed: writing table 000007: no space left on device"},
+		{errors.New("kvdemo: kvdemo: twice"), "ERR twice"},
+		{errors.New("plain"), "ERR plain"},
+	} {
+		if got := errReply(tc.err); got != tc.want {
+			t.Errorf("errReply(%q) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }

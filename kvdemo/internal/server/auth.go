@@ -1,0 +1,120 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/resp"
+)
+
+// Who may connect follows Redis: a password (requirepass) that every
+// connection gives with AUTH before anything else, and, while no password
+// is set, "protected mode", which serves only clients on the loopback
+// interface and tells everyone else why they are refused.
+
+// The replies are Redis's own words, so clients and scripts that know
+// Redis recognise them.
+const (
+	replyNoAuth    = "NOAUTH Authentication required."
+	replyWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+	replyNoPassSet = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	// defaultUser is the only user: Redis 6's "AUTH username password",
+	// which redis-cli sends for --user, names it.
+	defaultUser = "default"
+)
+
+// replyDenied is protected mode's refusal. Redis's "-DENIED Redis is
+// running in protected mode ..." is the anchor; the remedies are this
+// server's flags.
+const replyDenied = "DENIED kvdemo is running in protected mode because protected mode is enabled and no password is set. " +
+	"In this mode connections are only accepted from the loopback interface. " +
+	"To accept clients from other hosts, do one of these: " +
+	"1) restart kvdemo serve with a password, -requirepass-file FILE (or -requirepass PASS), and have clients send AUTH; " +
+	"2) if only trusted hosts can reach this port, restart kvdemo serve with -protected-mode=false."
+
+// MaxPasswordLen bounds the password: AUTH must fit in what a client may
+// send before it has authenticated.
+const MaxPasswordLen = 4096
+
+// unauthenticatedLimits bound what a client that has not given the
+// password can make the server allocate, as Redis bounds unauthenticated
+// multibulk and bulk lengths: AUTH needs three short arguments.
+var unauthenticatedLimits = resp.Limits{MaxArgs: 10, MaxBulk: 16 << 10, MaxCommand: 32 << 10}
+
+// password is the hash of the configured password. Comparing hashes in
+// constant time means neither the password's bytes nor its length show
+// in how long a wrong guess takes to refuse.
+type password struct {
+	set  bool
+	hash [sha256.Size]byte
+}
+
+func newPassword(p string) password {
+	if p == "" {
+		return password{}
+	}
+	return password{set: true, hash: sha256.Sum256([]byte(p))}
+}
+
+// matches reports whether user and guess are the configured credentials.
+// The username is not secret; it is checked after the hash so that every
+// refusal costs the same work.
+func (p password) matches(user string, guess []byte) bool {
+	h := sha256.Sum256(guess)
+	ok := subtle.ConstantTimeCompare(h[:], p.hash[:]) == 1
+	return ok && user == defaultUser
+}
+
+// isLoopback reports whether a client at addr is on this host's loopback
+// interface. Addresses it cannot read are not loopback: protected mode
+// refuses what it cannot vouch for.
+func isLoopback(addr net.Addr) bool {
+	switch a := addr.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true // a local socket: only this host can reach it
+	case nil:
+		return false
+	}
+	ap, err := netip.ParseAddrPort(addr.String())
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+// protectedModeDenies is protected mode's decision for a client at
+// remote: refused while protected mode is on, no password is set and the
+// client is not on the loopback interface.
+func protectedModeDenies(protected, passwordSet bool, remote net.Addr) bool {
+	return protected && !passwordSet && !isLoopback(remote)
+}
+
+// authThrottle spaces out the answers to failed AUTHs across the whole
+// server, so that a guesser gains nothing by opening more connections:
+// guesses are answered at most once per interval. A correct password is
+// never delayed. Each connection runs one command at a time, so the wait
+// is bounded by MaxConns intervals.
+type authThrottle struct {
+	interval time.Duration
+
+	mu   sync.Mutex
+	next time.Time // the earliest time the next failure may be answered
+}
+
+// delay reserves the next answer slot and returns how long to wait for it.
+func (a *authThrottle) delay(now time.Time) time.Duration {
+	if a.interval <= 0 {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	slot := now
+	if a.next.After(slot) {
+		slot = a.next
+	}
+	a.next = slot.Add(a.interval)
+	return slot.Sub(now)
+}
