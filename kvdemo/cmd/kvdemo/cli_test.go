@@ -188,7 +188,7 @@ func TestMessagesNameProgramOnce(t *testing.T) {
 		{[]string{"get", "-dir", dir, "absent"}, "kvdemo get: key not found\n"},
 		{[]string{"get", "-dir", dir, "-filter", "cuckoo", "k"}, "kvdemo get: store in " + dir + " was created with filter"},
 		{[]string{"put", "-dir", locked, "k", "v"}, "kvdemo put: store is in use by another process"},
-		{[]string{"get", "-dir", badManifest, "k"}, "kvdemo get: corrupt MANIFEST"},
+		{[]string{"get", "-dir", badManifest, "k"}, "kvdemo get: MANIFEST in " + badManifest + " is damaged"},
 		{[]string{"get", "-dir", filepath.Join(dir, "nope"), "k"}, "kvdemo get: no store in"},
 		{[]string{"demo", "-dir", demoDir, "-n", "10"}, "kvdemo demo: " + filepath.Join(demoDir, "cuckoo") + " is not empty"},
 	} {
