@@ -104,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		rep.Mode = "quick"
 		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, filterbench.Families(), 1_000_000, 1
 		pcfg = dbbench.QuickPebble
-		savingUniform, savingLevels = []float64{9}, []float64{6, 7}
+		savingUniform, savingLevels = []float64{9}, []float64{7}
 		memKeys, memOps = 1<<18, 1_000_000
 		kvKeys, kvGets = 200_000, 100_000
 	}

@@ -118,7 +118,8 @@ func plotPebble(dir string, rep *dbbench.Report) (string, error) {
 		p := plot.New()
 		p.Title.Text = title
 		p.Y.Label.Text = ylabel
-		w := vg.Points(11)
+		p.Add(plotter.NewGrid()) // first, so it lies under the bars
+		w := vg.Points(9)
 		top := 0.0
 		for i, pol := range policies {
 			vals := make(plotter.Values, len(workloads))
@@ -144,7 +145,6 @@ func plotPebble(dir string, rep *dbbench.Report) (string, error) {
 			names[j] = short[wl]
 		}
 		p.NominalX(names...)
-		p.Add(plotter.NewGrid())
 		return p, nil
 	}
 	ratio := func(latency time.Duration) func(string, string) float64 {
