@@ -1,7 +1,6 @@
 package dbbench
 
 import (
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,11 +10,12 @@ import (
 
 // LatencyFS models a storage device under Pebble: every ReadAt on an
 // sstable (which Pebble issues only for blocks missing from its block
-// cache, and when it opens a table) takes at least Delay, whatever the
-// operating system's page cache holds. The delay is a busy wait that yields
-// the processor between checks: Go's timers on this kind of host wake
-// about a millisecond late, far coarser than a device read, and a busy
-// wait on one goroutine is what a blocked read costs that goroutine.
+// cache, and when it opens a table) takes the set delay more, whatever the
+// operating system's page cache holds. The delay is a busy wait on the
+// reading thread's clock (threadTime), the clock the benchmark measures
+// with: Go's timers on this kind of host wake about a millisecond late, far
+// coarser than a device read, and a wait on the wall clock would come out
+// short whenever another process took the core.
 type LatencyFS struct {
 	vfs.FS
 	delay atomic.Int64 // nanoseconds; 0 turns the model off
@@ -55,11 +55,12 @@ type latencyFile struct {
 func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
 	f.fs.reads.Add(1)
 	if d := time.Duration(f.fs.delay.Load()); d > 0 {
-		start := time.Now()
-		for time.Since(start) < d {
-			runtime.Gosched()
+		start := threadTime()
+		waited := time.Duration(0)
+		for waited < d {
+			waited = threadTime() - start
 		}
-		f.fs.waits.Add(int64(time.Since(start)))
+		f.fs.waits.Add(int64(waited))
 	}
 	return f.File.ReadAt(p, off)
 }

@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -488,15 +489,19 @@ func (s *Store) warm(workload string, n int) error {
 }
 
 func (s *Store) measure(workload string, keys [][]byte, present []bool) (span, error) {
+	// Locked to one thread, the goroutine's time is its thread's: see
+	// threadTime.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	before := s.DB.Metrics()
 	reads0, wait0 := s.FS.Reads()
-	start := time.Now()
+	start := threadTime()
 	for i, k := range keys {
 		if err := s.Probe(workload, k, present[i]); err != nil {
 			return span{}, err
 		}
 	}
-	el := time.Since(start)
+	el := threadTime() - start
 	after := s.DB.Metrics()
 	reads1, wait1 := s.FS.Reads()
 	return span{probes: len(keys), elapsed: el, waited: wait1 - wait0,
