@@ -116,8 +116,8 @@ func modelFPR(bitsPerKey float64) float64 {
 // measurement). The exact search matters: the rate curve halves at each
 // step of fingerprint width and falls slowly between steps, so it is not
 // convex, and the textbook Lagrangian solution (equal marginal gain per bit
-// on every level) misses up to a third of the attainable gain at small
-// budgets. In a Pebble-shaped tree (keys per run growing with depth) the
+// on every level) only sees the curve's convex hull and misses much of the
+// attainable gain at small budgets. In a Pebble-shaped tree (keys per run growing with depth) the
 // budgets come out non-increasing from L0 to L6.
 //
 // Levels with no keys take the budget of the nearest populated level below
@@ -270,9 +270,9 @@ func fillEmptyLevels(out *[numLevels]float64, weight [numLevels]float64) {
 //	b := tablefilter.LevelBudgets(tablefilter.MeasuredLevelShape(db.Metrics()), 10)
 //	tablefilter.SetLevelBudgets(opts, b)
 //
-// Existing tables keep the filters they were written with until compaction
-// rewrites them: the change takes hold as the tree turns over, and costs
-// no rewrite.
+// Existing tables keep the filters they were written with until a
+// compaction rewrites them (a move to a lower level keeps the old filter):
+// the change takes hold as the tree turns over, and costs no rewrite.
 //
 // The OPTIONS file: Pebble issue #3164 ("filter_policy seems doesn't
 // work", 2023) reported per-level filter policies that the OPTIONS file
