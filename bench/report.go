@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -209,7 +210,7 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 	fpr := func(r dbbench.PebbleResult) float64 { return r.FilterMisses }
 	var policies []string
 	for _, r := range pr.Results {
-		if !strings.Contains(strings.Join(policies, "\x00")+"\x00", r.Policy+"\x00") {
+		if !slices.Contains(policies, r.Policy) {
 			policies = append(policies, r.Policy)
 		}
 	}

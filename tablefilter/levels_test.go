@@ -3,11 +3,13 @@ package tablefilter
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -233,7 +235,7 @@ func TestSetLevelPoliciesKeepsOtherOptions(t *testing.T) {
 func levelsTestOptions() *pebble.Options {
 	o := &pebble.Options{
 		MemTableSize:          256 << 10,
-		LBaseMaxBytes:         128 << 10,
+		LBaseMaxBytes:         32 << 10,
 		L0CompactionThreshold: 2,
 		Logger:                testLogger{},
 	}
@@ -268,8 +270,12 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 	const n = 60_000
 	keys := testkeys.Random(2*n, 16, 11)
 	present, absent := keys[:n], keys[n:]
+	// Incompressible values, so a few megabytes of data fill several levels.
 	val := make([]byte, 48)
-	for i, k := range present {
+	valueSource := rand.NewChaCha8([32]byte{1})
+	const l0Keys = 6000 // written last, into L0, with compactions off
+	for i, k := range present[:n-l0Keys] {
+		valueSource.Read(val)
 		if err := db.Set(k, val, pebble.NoSync); err != nil {
 			t.Fatal(err)
 		}
@@ -281,6 +287,37 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 	}
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
+	}
+	// Let compactions finish, then measure a frozen tree: compactions
+	// running under the lookups would change which tables they meet.
+	quiet, last := 0, db.Metrics().Compact.Count
+	for deadline := time.Now().Add(time.Minute); quiet < 10 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		if m := db.Metrics(); m.Compact.NumInProgress == 0 && m.Compact.Count == last {
+			quiet++
+		} else {
+			quiet, last = 0, m.Compact.Count
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o = levelsTestOptions()
+	o.DisableAutomaticCompactions = true
+	SetLevelPolicies(o, 10)
+	if db, err = pebble.Open(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range present[n-l0Keys:] {
+		valueSource.Read(val)
+		if err := db.Set(k, val, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%(l0Keys/2) == l0Keys/2-1 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	tables, err := db.SSTables(pebble.WithProperties())
 	if err != nil {
@@ -308,14 +345,19 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 				exact++
 			}
 		}
-		// A level of a few tables may have received them all by moves;
-		// a larger one was written by compactions into it.
-		if len(ts) >= 3 && exact == 0 {
+		// Flushes write L0 afresh, and the bottom level is written mostly by
+		// compactions into it; a level between may hold only tables that
+		// moves brought down from above.
+		if (level == 0 || level == numLevels-1) && len(ts) > 0 && exact == 0 {
 			t.Errorf("L%d: none of %d tables carries the level's own policy %s", level, len(ts), o.Levels[level].FilterPolicy.Name())
 		}
+		if level == 0 && exact != len(ts) {
+			t.Errorf("L0: %d of %d flushed tables carry L0's policy", exact, len(ts))
+		}
+		t.Logf("L%d: %d tables, %d with the level's own policy", level, len(ts), exact)
 	}
 	if populated < 3 {
-		t.Fatalf("only %d populated levels; the test needs a taller tree", populated)
+		t.Fatalf("only %d populated levels; the test needs a taller tree:\n%s", populated, db.Metrics())
 	}
 	checkLookups := func(db *pebble.DB, what string) {
 		t.Helper()
@@ -386,6 +428,7 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 	// Reopen under another average: the old tables' budgets are not the
 	// new levels' budgets, and their filters must still be used.
 	o2 := levelsTestOptions()
+	o2.DisableAutomaticCompactions = true
 	SetLevelPolicies(o2, 7)
 	db, err = pebble.Open(dir, o2)
 	if err != nil {
