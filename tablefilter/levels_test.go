@@ -437,3 +437,38 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 	defer db.Close()
 	checkLookups(db, "reopened at 7 bits/key")
 }
+
+// TestLevelBudgetsRandomShapes throws random trees (weights over nine
+// orders of magnitude, empty levels, any L0 run count) and averages at the
+// allocator: budgets stay valid, the average is never exceeded, and the
+// model cost never exceeds uniform's.
+func TestLevelBudgetsRandomShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := range 200 {
+		var s LevelShape
+		for l := range s.Keys {
+			if r.IntN(4) > 0 {
+				s.Keys[l] = math.Pow(10, 9*r.Float64())
+			}
+		}
+		s.L0Runs = float64(r.IntN(12))
+		avg := MinBitsPerKey + r.Float64()*40
+		b := LevelBudgets(s, avg)
+		var uniform [numLevels]float64
+		for l := range b {
+			if !pebbleValidBitsPerKey(b[l]) {
+				t.Fatalf("case %d: L%d budget %v (shape %v, avg %v)", i, l, b[l], s, avg)
+			}
+			uniform[l] = avg
+		}
+		if s.Keys == ([numLevels]float64{}) {
+			continue
+		}
+		if got := weightedAvg(s, b); got > avg*(1+1e-9) {
+			t.Errorf("case %d: spends %v > %v (shape %v): %v", i, got, avg, s, b)
+		}
+		if c, u := modelCost(s, b), modelCost(s, uniform); c > u*(1+1e-9) {
+			t.Errorf("case %d: cost %v > uniform %v (shape %v, avg %v): %v", i, c, u, s, avg, b)
+		}
+	}
+}
