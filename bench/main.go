@@ -22,14 +22,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/bloom"
-
 	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/membench"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/workload"
-	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
 func main() {
@@ -51,8 +48,7 @@ type report struct {
 	Sizes   []int                   `json:"sizes"`
 	Probes  int                     `json:"probes"`
 	ColdMiB int                     `json:"cold_mib"`
-	Pebble  []dbbench.PebbleResult  `json:"pebble,omitempty"`
-	PebbleC *dbbench.PebbleConfig   `json:"pebble_config,omitempty"`
+	Pebble  *dbbench.Report         `json:"pebble,omitempty"`
 	KV      []workload.LookupResult `json:"kvdemo,omitempty"`
 	KVKeys  int                     `json:"kvdemo_keys,omitempty"`
 	Mem     []membench.Result       `json:"memtable,omitempty"`
@@ -90,19 +86,26 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Reps:     3,
 	}
 	pcfg := dbbench.FullPebble
+	// Budgets of the memory-saving view: each family needs two that
+	// bracket bloom/10's false-positive reads (10 is in the main set).
+	savingUniform, savingLevels := []float64{8, 9, 9.5}, []float64{5, 6, 7, 8}
 	memKeys, memOps := 1<<20, 4_000_000
 	kvKeys, kvGets := 1_000_000, 100_000
 	switch {
 	case *tiny:
 		rep.Mode = "tiny"
 		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, filterbench.Families(), 10_000, 10_000, 1, 1
-		pcfg = dbbench.PebbleConfig{BaseKeys: 20_000, L0Keys: 10_000, L0Tables: 2, ValueSize: 16, CacheBytes: 1 << 20, Gets: 2_000}
+		pcfg = dbbench.PebbleConfig{Keys: 40_000, L0Flushes: 2, ValueSize: 32,
+			MemTableBytes: 256 << 10, LBaseMaxBytes: 16 << 10, TargetFileBytes: 64 << 10,
+			CacheBytes: 1 << 20, Probes: 2_000, LatencyProbes: 200, Latency: 50 * time.Microsecond}
+		savingUniform, savingLevels = []float64{9}, []float64{7}
 		memKeys, memOps = 1<<12, 20_000
 		kvKeys, kvGets = 5_000, 2_000
 	case *quick:
 		rep.Mode = "quick"
 		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, filterbench.Families(), 1_000_000, 1
 		pcfg = dbbench.QuickPebble
+		savingUniform, savingLevels = []float64{9}, []float64{7}
 		memKeys, memOps = 1<<18, 1_000_000
 		kvKeys, kvGets = 200_000, 100_000
 	}
@@ -139,16 +142,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer cleanup()
-		policies := []dbbench.Policy{
-			{Name: "lsmcuckoo/10", Filter: tablefilter.NewPolicy(10)},
-			{Name: "pebble-bloom/10", Filter: bloom.FilterPolicy(10)},
-			{Name: "none"},
-		}
-		rep.Pebble, err = dbbench.RunAllPebble(root, policies, pcfg, progress)
+		pr, err := dbbench.RunAllPebble(root, dbbench.Policies(), dbbench.SavingPolicies(savingUniform, savingLevels), pcfg, progress)
 		if err != nil {
 			return err
 		}
-		rep.PebbleC = &pcfg
+		rep.Pebble = &pr
 	}
 	if *withDB {
 		root, cleanup, err := dbbench.TempRoot()
@@ -197,7 +195,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		plots[fmt.Sprintf("fpr-%d", n)] = name
 	}
-	if len(rep.Pebble) > 0 {
+	if rep.Pebble != nil {
 		name, err := plotPebble(*out, rep.Pebble)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 )
 
 // TestReportTiny runs the whole report, Pebble level included, on tiny
@@ -40,20 +42,27 @@ func TestReportTiny(t *testing.T) {
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Filters) == 0 || len(rep.Pebble) != 6 || len(rep.Mem) == 0 || len(rep.KV) != 6 {
-		t.Fatalf("results.json: %d filter results, %d pebble results, %d memtable results, %d kvdemo results", len(rep.Filters), len(rep.Pebble), len(rep.Mem), len(rep.KV))
+	if len(rep.Filters) == 0 || rep.Pebble == nil || len(rep.Pebble.Results) != 2*len(dbbench.Workloads)*len(dbbench.Policies()) || len(rep.Mem) == 0 || len(rep.KV) != 6 {
+		t.Fatalf("results.json: %d filter results, pebble %v, %d memtable results, %d kvdemo results", len(rep.Filters), rep.Pebble != nil, len(rep.Mem), len(rep.KV))
 	}
 	for _, r := range rep.Filters {
 		if r.BitsPerKey <= 0 || r.FPR < 0 || r.FPR > 0.5 {
 			t.Errorf("%s: implausible bits/key %v or FPR %v", r.Family, r.BitsPerKey, r.FPR)
 		}
 	}
-	for _, r := range rep.Pebble {
-		if r.GetsPerSec <= 0 {
-			t.Errorf("pebble %s %s: %v Gets/s", r.Policy, r.Workload, r.GetsPerSec)
+	for _, r := range rep.Pebble.Results {
+		if r.ProbesPerS <= 0 {
+			t.Errorf("pebble %s %s: %v probes/s", r.Policy, r.Workload, r.ProbesPerS)
 		}
-		if r.Policy != "none" && r.FilterBytes == 0 {
-			t.Errorf("pebble %s: no filter bytes", r.Policy)
+	}
+	for _, tr := range rep.Pebble.Trees {
+		if tr.Policy != "none" && tr.TotalFilterBytes() == 0 {
+			t.Errorf("pebble %s: no filter bytes", tr.Policy)
+		}
+	}
+	for _, want := range []string{"### Trees", "### With 50µs per block read", "### Memory saving", "### Targets"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
 		}
 	}
 }

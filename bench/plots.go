@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -89,71 +90,116 @@ func plotFPR(dir string, results []filterbench.Result, n int) (string, error) {
 
 var shapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
 
-// plotPebble draws Gets/s and block reads per Get for each policy and
-// workload of the Pebble database benchmark.
-func plotPebble(dir string, results []dbbench.PebbleResult) (string, error) {
-	var policies, workloads []string
-	for _, r := range results {
+// plotPebble draws the Pebble database level: probes per second relative
+// to the baseline policy in memory and under the modelled latency, and the
+// tables read in vain per absent probe. The legend gets a column of its
+// own beside the panels: inside a panel it covered the bars.
+func plotPebble(dir string, rep *dbbench.Report) (string, error) {
+	var policies []string
+	for _, r := range rep.Results {
 		if !slices.Contains(policies, r.Policy) {
 			policies = append(policies, r.Policy)
 		}
-		if !slices.Contains(workloads, r.Workload) {
-			workloads = append(workloads, r.Workload)
-		}
 	}
-	value := func(policy, workload string, get func(dbbench.PebbleResult) float64) float64 {
-		for _, r := range results {
-			if r.Policy == policy && r.Workload == workload {
-				return get(r)
+	find := func(policy, workload string, latency time.Duration) (dbbench.PebbleResult, bool) {
+		for _, r := range rep.Results {
+			if r.Policy == policy && r.Workload == workload && r.Latency == latency {
+				return r, true
 			}
 		}
-		return 0
+		return dbbench.PebbleResult{}, false
 	}
-	panel := func(title, ylabel string, get func(dbbench.PebbleResult) float64) (*plot.Plot, error) {
+	short := map[string]string{
+		dbbench.AbsentGet: "absent Get", dbbench.PresentGet: "present Get",
+		dbbench.MixedGet: "50/50 Get", dbbench.AbsentPrefix: "absent prefix",
+	}
+	legend := plot.NewLegend()
+	panel := func(title, ylabel string, addLegend bool, workloads []string, value func(policy, workload string) float64) (*plot.Plot, error) {
 		p := plot.New()
 		p.Title.Text = title
 		p.Y.Label.Text = ylabel
-		w := vg.Points(18)
+		p.Add(plotter.NewGrid()) // first, so it lies under the bars
+		w := vg.Points(9)
 		top := 0.0
 		for i, pol := range policies {
 			vals := make(plotter.Values, len(workloads))
 			for j, wl := range workloads {
-				vals[j] = value(pol, wl, get)
+				vals[j] = value(pol, wl)
 				top = max(top, vals[j])
 			}
 			bars, err := plotter.NewBarChart(vals, w)
 			if err != nil {
 				return nil, err
 			}
-			bars.Offset = w * vg.Length(i-len(policies)/2)
+			bars.Offset = w * vg.Length(float64(i)-float64(len(policies)-1)/2)
 			bars.Color = policyColor(pol)
 			bars.LineStyle.Width = 0
 			p.Add(bars)
-			p.Legend.Add(pol, bars)
+			if addLegend {
+				legend.Add(pol, bars)
+			}
 		}
-		p.Legend.Top = true
-		p.Y.Min, p.Y.Max = 0, top*1.35 // headroom for the legend
-		p.NominalX(workloads...)
+		p.Y.Min, p.Y.Max = 0, top*1.05
+		names := make([]string, len(workloads))
+		for j, wl := range workloads {
+			names[j] = short[wl]
+		}
+		p.NominalX(names...)
 		return p, nil
 	}
-	gets, err := panel("Pebble Get throughput", "Gets/s", func(r dbbench.PebbleResult) float64 { return r.GetsPerSec })
+	ratio := func(latency time.Duration) func(string, string) float64 {
+		return func(pol, wl string) float64 {
+			r, ok1 := find(pol, wl, latency)
+			b, ok2 := find(dbbench.SavingBaseline, wl, latency)
+			if !ok1 || !ok2 || b.ProbesPerS == 0 {
+				return 0
+			}
+			return r.ProbesPerS / b.ProbesPerS
+		}
+	}
+	mem, err := panel("In memory", "probes/s ÷ "+dbbench.SavingBaseline+"'s", true, dbbench.Workloads, ratio(0))
 	if err != nil {
 		return "", err
 	}
-	reads, err := panel("Blocks read per Get", "block-cache misses / Get", func(r dbbench.PebbleResult) float64 { return r.BlockReadsPer })
+	lat, err := panel(fmt.Sprintf("With %v per block read", rep.Config.Latency), "probes/s ÷ "+dbbench.SavingBaseline+"'s", false, dbbench.Workloads, ratio(rep.Config.Latency))
 	if err != nil {
 		return "", err
 	}
-	img := vgSVG(10*vg.Inch, 4*vg.Inch)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Points(20)}
-	canvases := plot.Align([][]*plot.Plot{{gets, reads}}, tiles, draw.New(img))
-	gets.Draw(canvases[0][0])
-	reads.Draw(canvases[0][1])
+	fp, err := panel("Tables read in vain", "false-positive reads / absent probe", false, []string{dbbench.AbsentGet, dbbench.AbsentPrefix}, func(pol, wl string) float64 {
+		r, _ := find(pol, wl, 0)
+		return r.FilterMisses
+	})
+	if err != nil {
+		return "", err
+	}
+	img := vgSVG(15*vg.Inch, 4.5*vg.Inch)
+	c := draw.New(img)
+	legendWidth := 2.6 * vg.Inch
+	plots := draw.Crop(c, 0, -legendWidth, 0, 0)
+	tiles := draw.Tiles{Rows: 1, Cols: 3, PadX: vg.Points(24), PadTop: vg.Points(6), PadBottom: vg.Points(6)}
+	canvases := plot.Align([][]*plot.Plot{{mem, lat, fp}}, tiles, plots)
+	mem.Draw(canvases[0][0])
+	lat.Draw(canvases[0][1])
+	fp.Draw(canvases[0][2])
+	legend.Left = true
+	legend.Top = true
+	legend.Draw(draw.Crop(c, c.Max.X-legendWidth+vg.Points(12), 0, 0, -vg.Points(30)))
 	name := "pebble-gets.svg"
 	return name, saveSVG(img, filepath.Join(dir, name))
 }
 
+// pebbleColors tell the database level's policies apart: blues for bloom,
+// reds for lsmcuckoo, darker for per-level budgets.
+var pebbleColors = map[string]color.RGBA{
+	"pebble-bloom/progressive": {R: 0x0b, G: 0x3c, B: 0x6e, A: 0xff},
+	"lsmcuckoo/levels-10":      {R: 0xf2, G: 0x8e, B: 0x2b, A: 0xff},
+	"lsmcuckoo/levels-10-fit":  {R: 0x8c, G: 0x10, B: 0x10, A: 0xff},
+}
+
 func policyColor(name string) color.Color {
+	if c, ok := pebbleColors[name]; ok {
+		return c
+	}
 	for kind, c := range familyColors {
 		if len(name) >= len(kind) && name[:len(kind)] == kind {
 			return c

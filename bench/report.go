@@ -3,7 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 )
 
@@ -49,29 +53,8 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 		fmt.Fprintln(w)
 	}
 
-	if len(rep.Pebble) > 0 {
-		c := rep.PebbleC
-		fmt.Fprintf(w, "## Pebble database level\n\n")
-		fmt.Fprintf(w, "A real Pebble DB on disk per policy, same keys: %d keys written with compactions on (a tall tree, not all in L6), then %d keys flushed as %d overlapping L0 tables; values of %d bytes; block cache %d MiB, smaller than the data. Compactions are off while measuring. %d Gets per workload after a warm-up; *absent* probes keys that interleave with the present ones inside every table's range. *block reads/Get* is Pebble's block-cache misses per Get; *filter rejects* is Pebble's own filter-hit counter (tables skipped).\n\n",
-			c.BaseKeys, c.L0Keys, c.L0Tables, c.ValueSize, c.CacheBytes>>20, c.Gets)
-		if name, ok := plots["pebble"]; ok {
-			fmt.Fprintf(w, "![Pebble Gets](%s)\n\n", name)
-		}
-		fmt.Fprintf(w, "| policy | workload | Gets/s | block reads/Get | filter rejects/Get | filter passes/Get | filter bytes | tables L0..L6 | Gets/s ×bloom |\n")
-		fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|\n")
-		for _, r := range rep.Pebble {
-			ratio := "–"
-			for _, b := range rep.Pebble {
-				if b.Policy == baseline && b.Workload == r.Workload && b.GetsPerSec > 0 {
-					ratio = fmt.Sprintf("%.2f", r.GetsPerSec/b.GetsPerSec)
-				}
-			}
-			fmt.Fprintf(w, "| %s | %s | %.0f | %.3f | %.2f | %.3f | %d | %v | %s |\n",
-				r.Policy, r.Workload, r.GetsPerSec, r.BlockReadsPer,
-				float64(r.FilterHits)/float64(r.Gets), float64(r.FilterMisses)/float64(r.Gets),
-				r.FilterBytes, r.TablesPerLevel, ratio)
-		}
-		fmt.Fprintln(w)
+	if rep.Pebble != nil {
+		writePebble(w, rep.Pebble, plots)
 	}
 	if len(rep.KV) > 0 {
 		fmt.Fprintf(w, "## kvdemo level\n\n")
@@ -156,4 +139,156 @@ func writeMem(w io.Writer, rep *report) {
 	u1, _, _ := get("unsync", "lookup", 1)
 	fmt.Fprintf(w, "Targets: 2-goroutine lookups vs RWMutex %s (goal ≥ 4×); 1 writer + 1 reader reads vs Mutex %s (goal ≥ 2×); single-goroutine lookups vs unsynchronised %s (goal ≥ 0.77×, i.e. within 1.3×).\n\n",
 		ratio(l2, rw2), ratio(m1, mu1), ratio(s1, u1))
+}
+
+// The policies the issue's targets name.
+const (
+	perLevelFit     = "lsmcuckoo/levels-10-fit"
+	perLevelModel   = "lsmcuckoo/levels-10"
+	uniformCuckoo   = "lsmcuckoo/10"
+	progressiveName = "pebble-bloom/progressive"
+)
+
+func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
+	c := pr.Config
+	fmt.Fprintf(w, "## Pebble database level\n\n")
+	var total uint64
+	for _, t := range pr.Trees {
+		total = max(total, t.TotalBytes())
+	}
+	fmt.Fprintf(w, "One real Pebble store on disk per policy, grown the same way: %d keys written in random order, a memtable (%d KiB) at a time, with automatic compactions (one at a time, the store left to go quiet after each flush); LBaseMaxBytes %d KiB and %d KiB target files scale the tree down so L0 and Lbase..L6 all hold tables; then %d more memtables of fresh keys flushed with compactions off, as the L0 sublevels a store holds between L0 compactions. Keys are MVCC-shaped: a 16-byte user key and an 8-byte version, under a comparer whose Split returns the user key, so filters hold user keys (as in CockroachDB). Values are %d incompressible bytes. Block cache %d MiB, against %.1f MiB of data, index and filter blocks. Compactions are off while measuring.\n\n",
+		c.Keys, c.MemTableBytes>>10, c.LBaseMaxBytes>>10, c.TargetFileBytes>>10, c.L0Flushes, c.ValueSize, c.CacheBytes>>20, float64(total)/(1<<20))
+	fmt.Fprintf(w, "Workloads, over user keys spread across the whole key space (absent ones interleave with present ones inside every table's range, so only a filter can skip a table): *absent Get*, *present Get*, *50/50 Get* (`DB.Get`, which never consults L6 filters), and *absent prefix*: `SeekPrefixGE` on a user key with `IterOptions{UseL6Filters: true}` on one reused iterator (an MVCC point read; every level filtered). %d probes per workload in memory, %d with the modelled latency: a `vfs.FS` wrapper (`dbbench.LatencyFS`) makes every sstable `ReadAt` (Pebble reads only blocks that miss its cache) wait %v more, a busy wait on the reading thread's clock. *probes/s* counts the probing thread's own time (Linux: its CPU time, which includes the modelled waits), because the machine's cores are shared with other jobs whose time a wall clock would also count; policies take turns in %d slices of each workload, and the figure is the median slice's. *block reads*: Pebble's block-cache misses per probe; *FP reads*: Pebble's `Filter.Misses` per absent probe, the tables whose filter said \"maybe\" for a key they do not hold. Ratios (×) are against `%s` in the same run.\n\n",
+		c.Probes, c.LatencyProbes, c.Latency, dbbench.Rounds, dbbench.SavingBaseline)
+
+	fmt.Fprintf(w, "### Trees\n\n")
+	fmt.Fprintf(w, "| policy | tables per level (L0: sublevels) | filter bits/key by level, L0..L6 | filter bytes | bits/key overall |\n|---|---|---|---|---|\n")
+	for _, t := range pr.Trees {
+		var shape, bpk []string
+		for l, li := range t.Levels {
+			if li.Tables == 0 {
+				bpk = append(bpk, "–")
+				continue
+			}
+			if l == 0 {
+				shape = append(shape, fmt.Sprintf("L0 %d (%d)", li.Tables, t.Sublevels))
+			} else {
+				shape = append(shape, fmt.Sprintf("L%d %d", l, li.Tables))
+			}
+			if li.Keys > 0 && li.FilterBytes > 0 {
+				bpk = append(bpk, fmt.Sprintf("%.1f", float64(8*li.FilterBytes)/float64(li.Keys)))
+			} else {
+				bpk = append(bpk, "0")
+			}
+		}
+		overall := float64(8*t.TotalFilterBytes()) / float64(max(t.TotalKeys(), 1))
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.2f |\n", t.Policy, strings.Join(shape, " · "), strings.Join(bpk, " · "), t.TotalFilterBytes(), overall)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "`%s` is `tablefilter.SetLevelPolicies(opts, 10)`: budgets from its model of a full seven-level tree. This tree is scaled down, so its L0 holds a far larger share of the keys than a production L0 and the model overspends here. `%s` is what the documentation tells a user whose tree differs from the model: `tablefilter.LevelBudgets(tablefilter.MeasuredLevelShape(...), 10)`, fitted to the shape of the `none` tree; it is the per-level policy at equal filter bytes. `%s` is master's 16/16/16/16/14/10/8.\n\n", perLevelModel, perLevelFit, progressiveName)
+
+	if name, ok := plots["pebble"]; ok {
+		fmt.Fprintf(w, "![Pebble probes](%s)\n\n", name)
+	}
+	find := func(policy, workload string, latency time.Duration) (dbbench.PebbleResult, bool) {
+		for _, r := range pr.Results {
+			if r.Policy == policy && r.Workload == workload && r.Latency == latency {
+				return r, true
+			}
+		}
+		return dbbench.PebbleResult{}, false
+	}
+	ratio := func(policy, base, workload string, latency time.Duration, get func(dbbench.PebbleResult) float64) float64 {
+		r, ok1 := find(policy, workload, latency)
+		b, ok2 := find(base, workload, latency)
+		if !ok1 || !ok2 || get(b) == 0 {
+			return 0
+		}
+		return get(r) / get(b)
+	}
+	tput := func(r dbbench.PebbleResult) float64 { return r.ProbesPerS }
+	fpr := func(r dbbench.PebbleResult) float64 { return r.FilterMisses }
+	var policies []string
+	for _, r := range pr.Results {
+		if !slices.Contains(policies, r.Policy) {
+			policies = append(policies, r.Policy)
+		}
+	}
+	for _, lat := range []time.Duration{0, c.Latency} {
+		if lat == 0 {
+			fmt.Fprintf(w, "### In memory (no modelled latency)\n\n")
+		} else {
+			fmt.Fprintf(w, "### With %v per block read\n\n", lat)
+		}
+		fmt.Fprintf(w, "| policy |")
+		for _, wl := range dbbench.Workloads {
+			fmt.Fprintf(w, " %s probes/s (×) |", wl)
+		}
+		fmt.Fprintf(w, " block reads/probe: absent Get · present · 50/50 · prefix | FP reads/absent Get (×) | FP reads/absent prefix (×) |\n|---|")
+		for range dbbench.Workloads {
+			fmt.Fprintf(w, "---|")
+		}
+		fmt.Fprintf(w, "---|---|---|\n")
+		for _, pol := range policies {
+			fmt.Fprintf(w, "| %s |", pol)
+			var reads []string
+			for _, wl := range dbbench.Workloads {
+				r, _ := find(pol, wl, lat)
+				fmt.Fprintf(w, " %.0f (%.2f) |", r.ProbesPerS, ratio(pol, dbbench.SavingBaseline, wl, lat, tput))
+				reads = append(reads, fmt.Sprintf("%.3f", r.BlockReads))
+			}
+			g, _ := find(pol, dbbench.AbsentGet, lat)
+			s, _ := find(pol, dbbench.AbsentPrefix, lat)
+			fmt.Fprintf(w, " %s | %.4f (%.2f) | %.4f (%.2f) |\n", strings.Join(reads, " · "),
+				g.FilterMisses, ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, lat, fpr),
+				s.FilterMisses, ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, lat, fpr))
+		}
+		fmt.Fprintln(w)
+	}
+
+	if len(pr.Savings) > 0 {
+		fmt.Fprintf(w, "### Memory saving at equal false-positive reads\n\n")
+		fmt.Fprintf(w, "The budget at which each lsmcuckoo family reads as many tables in vain per absent prefix seek as `%s`, interpolated between measured budgets (log of the reads linear in bits/key; each budget a tree of its own), and the filter bytes it then needs.\n\n", dbbench.SavingBaseline)
+		fmt.Fprintf(w, "| family | measured bits/key: FP reads per probe | bits/key at %s's FP reads | filter bytes | %s's filter bytes | saving |\n|---|---|---|---|---|---|\n", dbbench.SavingBaseline, dbbench.SavingBaseline)
+		for _, sv := range pr.Savings {
+			var budgets []string
+			for _, p := range sv.Points {
+				budgets = append(budgets, fmt.Sprintf("%g: %.4f", p.BitsPerKey, p.FPPerProbe))
+			}
+			note := ""
+			if !sv.Bracketed {
+				note = " (not bracketed: nearest measured budget)"
+			}
+			fmt.Fprintf(w, "| %s | %s | %.2f%s | %.0f | %d | %.0f%% |\n", sv.Family, strings.Join(budgets, "; "), sv.BitsPerKey, note,
+				sv.FilterBytes, sv.BaselineBytes, 100*(1-sv.FilterBytes/float64(sv.BaselineBytes)))
+		}
+		fmt.Fprintln(w)
+	}
+
+	fmt.Fprintf(w, "### Targets (issue #11)\n\n")
+	x := func(v float64) string {
+		if v == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f×", v)
+	}
+	L := c.Latency
+	fmt.Fprintf(w, "- FP reads per absent prefix seek vs `%s`: per-level `%s` %s (goal ≤ 0.3×; `%s` %s); uniform `%s` %s (goal ≤ 0.65×).\n",
+		dbbench.SavingBaseline, perLevelFit, x(ratio(perLevelFit, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpr)),
+		perLevelModel, x(ratio(perLevelModel, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpr)),
+		uniformCuckoo, x(ratio(uniformCuckoo, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpr)))
+	fmt.Fprintf(w, "- Absent prefix seeks/s with %v per read: `%s` %s `%s` (goal ≥ 1.3×), %s `%s` (goal ≥ 1.1×).\n",
+		L, perLevelFit, x(ratio(perLevelFit, dbbench.SavingBaseline, dbbench.AbsentPrefix, L, tput)), dbbench.SavingBaseline,
+		x(ratio(perLevelFit, progressiveName, dbbench.AbsentPrefix, L, tput)), progressiveName)
+	for _, pol := range []string{uniformCuckoo, perLevelFit} {
+		fmt.Fprintf(w, "- `%s` vs `%s`: absent Get %s in memory, %s with latency (goal ≥ 1.0×); present Get %s, %s (goal ≥ 0.98×); absent prefix seeks in memory %s (goal ≥ 1.0×).\n",
+			pol, dbbench.SavingBaseline,
+			x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, 0, tput)), x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, L, tput)),
+			x(ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, 0, tput)), x(ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, L, tput)),
+			x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, tput)))
+	}
+	for _, sv := range pr.Savings {
+		fmt.Fprintf(w, "- At `%s`'s FP reads, %s uses %.0f%% fewer filter bytes (goal ≥ 25%%).\n", dbbench.SavingBaseline, sv.Family, 100*(1-sv.FilterBytes/float64(sv.BaselineBytes)))
+	}
+	fmt.Fprintln(w)
 }

@@ -18,6 +18,11 @@
 // is correct but slower. PolicyFromName turns a name back into its policy,
 // for pebble.ParseHooks.NewFilterPolicy.
 //
+// SetLevelPolicies spends a bits-per-key average unevenly over the levels,
+// more on the small upper ones, to minimise the tables read in vain per
+// lookup; LevelBudgets and MeasuredLevelShape fit the budgets to a live
+// tree.
+//
 // Remember which lookups consult table filters: DB.Get on L0 to L5, never
 // L6; an iterator's SeekPrefixGE on L6 too only with
 // IterOptions.UseL6Filters. The filter sees the comparer's Split prefix of

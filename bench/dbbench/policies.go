@@ -1,0 +1,65 @@
+package dbbench
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+)
+
+// Progressive is the per-level bloom setting of Pebble's unreleased master
+// ("progressive" policy): 16/16/16/16/14/10/8 bits per key on L0..L6, the
+// strongest bloom configuration a user can set on Pebble v2.1.7 by hand.
+var Progressive = [7]int{16, 16, 16, 16, 14, 10, 8}
+
+// Policies are the report's compared configurations: no filter (first: its
+// tree gives the shape FittedLevels fits to), uniform bloom and lsmcuckoo
+// at 10 bits per key, lsmcuckoo per level averaging 10 as
+// tablefilter.SetLevelPolicies models the tree and as fitted to the
+// measured tree, and bloom per level at Progressive.
+func Policies() []Policy {
+	var prog [7]pebble.FilterPolicy
+	for l, b := range Progressive {
+		prog[l] = bloom.FilterPolicy(b)
+	}
+	return []Policy{
+		{Name: "none"},
+		Uniform("pebble-bloom/10", bloom.FilterPolicy(10)),
+		UniformCuckoo(10),
+		{Name: "lsmcuckoo/levels-10", Apply: func(o *pebble.Options) { tablefilter.SetLevelPolicies(o, 10) }},
+		FittedLevels(10),
+		PerLevel("pebble-bloom/progressive", prog),
+	}
+}
+
+// SavingPolicies are the extra configurations of the memory-saving view:
+// uniform lsmcuckoo and per-level lsmcuckoo at smaller budgets, to find the
+// budget at which each matches bloom/10's false-positive reads.
+func SavingPolicies(uniform, levels []float64) []Policy {
+	var ps []Policy
+	for _, b := range uniform {
+		ps = append(ps, UniformCuckoo(b))
+	}
+	for _, b := range levels {
+		ps = append(ps, FittedLevels(b))
+	}
+	return ps
+}
+
+// FittedLevels is lsmcuckoo per level averaging avg bits per key over the
+// measured tree: tablefilter.LevelBudgets of the tree's own shape, what a
+// user does when the store's shape differs from SetLevelPolicies' model.
+func FittedLevels(avg float64) Policy {
+	return Policy{Name: fmt.Sprintf("lsmcuckoo/levels-%g-fit", avg), Fit: func(o *pebble.Options, s tablefilter.LevelShape) {
+		tablefilter.SetLevelBudgets(o, tablefilter.LevelBudgets(s, avg))
+	}, Family: "lsmcuckoo per level (fitted)", Budget: avg}
+}
+
+// UniformCuckoo is lsmcuckoo at b bits per key on every level.
+func UniformCuckoo(b float64) Policy {
+	p := Uniform(fmt.Sprintf("lsmcuckoo/%g", b), tablefilter.NewPolicy(b))
+	p.Family, p.Budget = "lsmcuckoo uniform", b
+	return p
+}

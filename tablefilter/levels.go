@@ -1,0 +1,314 @@
+package tablefilter
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// numLevels is Pebble's level count, L0..L6.
+const numLevels = 7
+
+// The grid of budgets SetLevelPolicies chooses from. Every step is a policy
+// name that SetLevelPolicies registers, so a table written under any
+// allocation it ever made stays readable with its filter. The ceiling is
+// where the filter has reached its widest (16-bit) fingerprint and a
+// further bit per key only lowers the load: from there a bit buys under
+// 1e-5 fewer table reads per lookup, less than it costs in block cache
+// anywhere in the tree.
+const (
+	levelBudgetStep = 0.5
+	levelBudgetMax  = 32
+)
+
+// LevelShape describes where a tree's keys sit, for LevelBudgets.
+type LevelShape struct {
+	// Keys is the number of keys on each level, L0..L6, in any unit shared
+	// by all levels (bytes serve when entries are alike in size).
+	Keys [numLevels]float64
+	// L0Runs is how many L0 tables a lookup may consult: L0 sublevels each
+	// hold a sorted run, and a point lookup checks one table per sublevel
+	// that covers its key. Values below 1 count as 1.
+	L0Runs float64
+}
+
+// ModelLevelShape is the shape a Pebble store settles into under opts: L6
+// holds the bulk, each level above it 1/LevelMultiplier of the one below
+// (L1..L5), and L0 holds L0CompactionThreshold memtables of MemTableSize
+// bytes as that many sublevels, relative to L1's LBaseMaxBytes. Unset
+// fields take Pebble's defaults; opts is not modified.
+//
+// It describes a tree that fills all seven levels. A smaller store has the
+// same ratios between its populated levels (Pebble sizes levels from the
+// bottom up, and starts its Lbase lower), so only L0 weighs more in it than
+// modelled.
+func ModelLevelShape(opts *pebble.Options) LevelShape {
+	o := opts.Clone()
+	o.EnsureDefaults()
+	mult := float64(max(o.Experimental.LevelMultiplier, 2))
+	var s LevelShape
+	s.Keys[numLevels-1] = 1
+	for l := numLevels - 2; l >= 1; l-- {
+		s.Keys[l] = s.Keys[l+1] / mult
+	}
+	runs := float64(max(o.L0CompactionThreshold, 1))
+	s.Keys[0] = s.Keys[1] * runs * float64(o.MemTableSize) / float64(max(o.LBaseMaxBytes, 1))
+	s.L0Runs = runs
+	return s
+}
+
+// MeasuredLevelShape is the shape of a live store, from DB.Metrics: the
+// bytes of each level's tables and L0's sublevel count.
+func MeasuredLevelShape(m *pebble.Metrics) LevelShape {
+	var s LevelShape
+	for l := range s.Keys {
+		s.Keys[l] = float64(m.Levels[l].TablesSize) + float64(m.Levels[l].VirtualTablesSize)
+	}
+	s.L0Runs = float64(m.Levels[0].Sublevels)
+	return s
+}
+
+// modelFPR is the false-positive rate of an lsmcuckoo filter at bitsPerKey,
+// from the codec's documented sizing rule (codec/FORMAT.md): the widest
+// fingerprint f in [5, 16] whose (f-1)-bit semi-sorted slots fit the budget
+// at a load of at most 0.97, the rest of the budget spent on a lower load
+// (not below 0.2); a lookup compares a uniform fingerprint in [1, 2^f-1]
+// with the 2·4·load occupied slots of its two buckets. Header, offset table
+// and checksum are left out: on a table of thousands of keys they cost a
+// small fraction of a bit per key.
+func modelFPR(bitsPerKey float64) float64 {
+	const (
+		minF, maxF      = 5, 16
+		maxLoad, minLd  = 0.97, 0.2
+		slotsPerBucket  = 4
+		bucketsPerProbe = 2
+	)
+	f := minF
+	for w := maxF; w >= minF; w-- {
+		if float64(w-1)/bitsPerKey <= maxLoad {
+			f = w
+			break
+		}
+	}
+	load := math.Max(math.Min(float64(f-1)/bitsPerKey, maxLoad), minLd)
+	return -math.Expm1(bucketsPerProbe * slotsPerBucket * load * math.Log1p(-1/float64(int(1)<<f-1)))
+}
+
+// LevelBudgets returns the bits per key for L0..L6 that minimise the
+// expected number of tables a lookup for an absent key reads in vain,
+// the sum over levels of (tables consulted) × (false-positive rate), while
+// the key-weighted average stays at or just under avgBitsPerKey. This is
+// the allocation of Monkey (Dayan, Athanassoulis & Idreos, "Monkey:
+// Optimal Navigable Key-Value Store", SIGMOD 2017), worked out for a
+// cuckoo filter's rate curve instead of a bloom filter's.
+//
+// Why it pays: a bit per key on a level that holds a thousandth of the
+// keys costs a thousandth of what it costs on the bottom level, and lowers
+// that level's false-positive rate just as much. So the optimum gives the
+// small upper levels (and L0, which a lookup meets once per sublevel) wide
+// fingerprints and the bottom level slightly fewer bits than the average.
+//
+// How: each level's budget is a point of a grid of 0.5 bits in
+// [MinBitsPerKey, 32], and the grid is searched exactly by dynamic
+// programming over the key-weighted bits spent so far, with FPR(b) the
+// codec's own sizing model (the table in NewPolicy's documentation is its
+// measurement). The exact search matters: the rate curve halves at each
+// step of fingerprint width and falls slowly between steps, so it is not
+// convex, and the textbook Lagrangian solution (equal marginal gain per bit
+// on every level) only sees the curve's convex hull and misses much of the
+// attainable gain at small budgets. In a Pebble-shaped tree (keys per run growing with depth) the
+// budgets come out non-increasing from L0 to L6.
+//
+// Levels with no keys take the budget of the nearest populated level below
+// them (above, for levels under the lowest populated one), so an Lbase that
+// later opens higher starts at the current Lbase's budget. If no level has
+// keys, or avgBitsPerKey is at least 32, every level gets avgBitsPerKey.
+// It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
+func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
+	if !pebbleValidBitsPerKey(avgBitsPerKey) {
+		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", avgBitsPerKey, MinBitsPerKey, MaxBitsPerKey))
+	}
+	var out [numLevels]float64
+	for l := range out {
+		out[l] = avgBitsPerKey
+	}
+	var total float64
+	var weight, runs [numLevels]float64
+	for l, k := range shape.Keys {
+		if k > 0 && !math.IsInf(k, 0) {
+			weight[l] = k
+			total += k
+			runs[l] = 1
+		}
+	}
+	if total == 0 || avgBitsPerKey >= levelBudgetMax {
+		return out
+	}
+	runs[0] *= math.Max(shape.L0Runs, 1)
+	for l := range weight {
+		weight[l] /= total // key shares: the constraint is then Σ w·b <= avg
+	}
+
+	grid := levelBudgetGrid()
+	fpr := make([]float64, len(grid))
+	for i, b := range grid {
+		fpr[i] = modelFPR(b)
+	}
+	// Exact search over the grid by dynamic programming on the spent
+	// budget, in units of avg/budgetUnits bits per key. Each level's spend
+	// is rounded up to whole units, so the allocation never exceeds the
+	// average (by at most seven units, it undershoots the optimum's spend).
+	// The rate curve is not convex (it halves at each fingerprint width
+	// step and falls slowly between), so a Lagrangian relaxation, which
+	// only sees the curve's convex hull, leaves most of the gain on the
+	// table at small budgets; the exact search does not.
+	const budgetUnits = 8192
+	unit := avgBitsPerKey / budgetUnits
+	inf := math.Inf(1)
+	cost := make([]float64, budgetUnits+1) // best cost of the levels so far, by units spent
+	next := make([]float64, budgetUnits+1)
+	choice := make([][]int8, numLevels) // choice[l][u]: grid index of level l in the best way to spend u units on levels 0..l
+	for l := range numLevels {
+		choice[l] = make([]int8, budgetUnits+1)
+		if weight[l] == 0 {
+			for u := range choice[l] {
+				choice[l][u] = -1
+			}
+			continue
+		}
+		for u := range next {
+			next[u] = inf
+		}
+		for i, b := range grid {
+			units := int(math.Ceil(weight[l] * b / unit))
+			c := runs[l] * fpr[i]
+			for u := units; u <= budgetUnits; u++ {
+				if v := cost[u-units] + c; v < next[u] {
+					next[u], choice[l][u] = v, int8(i)
+				}
+			}
+		}
+		cost, next = next, cost
+	}
+	// cost[u] is the best cost spending at most u units; walk the choices
+	// back from the cheapest.
+	bestU := 0
+	for u := range cost {
+		if cost[u] < cost[bestU] {
+			bestU = u
+		}
+	}
+	// Rounding spends up can make even the floor of the grid look
+	// unaffordable at tiny averages; and an average off the grid may beat
+	// every grid allocation near it. Uniform is always feasible: keep it
+	// unless the search found better.
+	var uniformCost float64
+	for l := range weight {
+		uniformCost += runs[l] * modelFPR(avgBitsPerKey)
+	}
+	if !(cost[bestU] < uniformCost) {
+		return out
+	}
+	var idx [numLevels]int
+	for u, l := bestU, numLevels-1; l >= 0; l-- {
+		i := choice[l][u]
+		if i < 0 {
+			continue
+		}
+		idx[l] = int(i)
+		u -= int(math.Ceil(weight[l] * grid[i] / unit))
+	}
+	for l := range out {
+		if weight[l] > 0 {
+			out[l] = grid[idx[l]]
+		}
+	}
+	fillEmptyLevels(&out, weight)
+	return out
+}
+
+// fillEmptyLevels gives each level without keys the budget of the nearest
+// populated level below it, or of the lowest populated level when none is
+// below.
+func fillEmptyLevels(out *[numLevels]float64, weight [numLevels]float64) {
+	lowest := -1
+	for l := numLevels - 1; l >= 0 && lowest < 0; l-- {
+		if weight[l] > 0 {
+			lowest = l
+		}
+	}
+	below := lowest
+	for l := numLevels - 1; l >= 0; l-- {
+		if weight[l] > 0 {
+			below = l
+		} else if below >= 0 {
+			out[l] = out[below]
+		}
+	}
+}
+
+// SetLevelPolicies gives each level of opts its own lsmcuckoo policy so that
+// the tree as a whole spends about avgBitsPerKey bits per key on filters,
+// more on the small upper levels and fewer on the large bottom level, to
+// minimise the tables read in vain per lookup. The budgets are
+// LevelBudgets(ModelLevelShape(opts), avgBitsPerKey): set LevelMultiplier,
+// LBaseMaxBytes, MemTableSize and L0CompactionThreshold before calling it.
+// Only Levels[i].FilterPolicy and Filters are written; the levels' other
+// options stay as they are.
+//
+// It registers in opts.Filters the policy of every budget it can ever
+// choose (a grid of half bits from MinBitsPerKey to 32) besides
+// avgBitsPerKey itself, so a store reopened under another average, or
+// after the tree changed shape, still reads every table with its filter.
+// Budgets set by other means must be registered with RegisterPolicies.
+//
+// When the tree changes shape (a store far smaller than seven full levels,
+// a different multiplier, a bulk load into L6), derive the budgets from the
+// live shape instead and reopen with them:
+//
+//	b := tablefilter.LevelBudgets(tablefilter.MeasuredLevelShape(db.Metrics()), 10)
+//	tablefilter.SetLevelBudgets(opts, b)
+//
+// Existing tables keep the filters they were written with until a
+// compaction rewrites them (a move to a lower level keeps the old filter):
+// the change takes hold as the tree turns over, and costs no rewrite.
+//
+// The OPTIONS file: Pebble issue #3164 ("filter_policy seems doesn't
+// work", 2023) reported per-level filter policies that the OPTIONS file
+// showed as "none". Pebble v2.1.7 writes each level's policy name there
+// (a test here checks it), but the file remains a record for people and
+// tools, not a configuration Pebble loads: reopening a store never
+// restores filter policies from it. A user must run SetLevelPolicies (or
+// SetLevelBudgets) on every Open; a tool that parses OPTIONS should map
+// names back with PolicyFromName in pebble.ParseHooks.NewFilterPolicy; and
+// the truth about which filter a table carries is in its properties
+// (DB.SSTables with pebble.WithProperties: FilterPolicyName), not in
+// OPTIONS.
+//
+// Remember where Pebble consults filters at all: DB.Get skips L6's, so the
+// bottom level's budget only pays for iterators' SeekPrefixGE with
+// IterOptions.UseL6Filters.
+func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
+	SetLevelBudgets(opts, LevelBudgets(ModelLevelShape(opts), avgBitsPerKey))
+	RegisterPolicies(opts, avgBitsPerKey)
+}
+
+// SetLevelBudgets sets Levels[i].FilterPolicy to NewPolicy(budgets[i]) and
+// registers those policies and the whole grid SetLevelPolicies chooses
+// from. It panics on an invalid budget, as NewPolicy does.
+func SetLevelBudgets(opts *pebble.Options, budgets [numLevels]float64) {
+	for l, b := range budgets {
+		opts.Levels[l].FilterPolicy = NewPolicy(b)
+	}
+	RegisterPolicies(opts, budgets[:]...)
+	RegisterPolicies(opts, levelBudgetGrid()...)
+}
+
+func levelBudgetGrid() []float64 {
+	var g []float64
+	for b := float64(MinBitsPerKey); b <= levelBudgetMax; b += levelBudgetStep {
+		g = append(g, b)
+	}
+	return g
+}

@@ -1,0 +1,474 @@
+package tablefilter
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+// modelCost is the expected number of tables an absent-key lookup reads in
+// vain under budgets b, on the FPR model.
+func modelCost(s LevelShape, b [numLevels]float64) float64 {
+	var c float64
+	for l, k := range s.Keys {
+		if k <= 0 {
+			continue
+		}
+		runs := 1.0
+		if l == 0 {
+			runs = math.Max(s.L0Runs, 1)
+		}
+		c += runs * modelFPR(b[l])
+	}
+	return c
+}
+
+func weightedAvg(s LevelShape, b [numLevels]float64) float64 {
+	var sum, tot float64
+	for l, k := range s.Keys {
+		if k > 0 {
+			sum += k * b[l]
+			tot += k
+		}
+	}
+	return sum / tot
+}
+
+// TestModelFPRMatchesCodec checks the allocator's rate model against the
+// rate the codec itself reports for blocks it built at each budget.
+func TestModelFPRMatchesCodec(t *testing.T) {
+	keys := testkeys.Random(40_000, 16, 3)
+	for _, b := range []float64{5, 6, 8, 9.5, 10, 12, 13.5, 16, 20, 24, 32} {
+		w := NewPolicy(b).NewWriter(pebble.TableFilter)
+		for _, k := range keys {
+			w.AddKey(k)
+		}
+		f, err := codec.Decode(w.Finish(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := modelFPR(b), f.Info().ExpectedFPR
+		if math.Abs(got-want) > 0.08*want {
+			t.Errorf("%v bits/key: model FPR %.3g, codec block's expected FPR %.3g (f=%d load %.3f)", b, got, want, f.Info().FingerprintBits, f.Info().Load)
+		}
+	}
+}
+
+func testShapes() map[string]LevelShape {
+	shapes := map[string]LevelShape{
+		"default":     ModelLevelShape(&pebble.Options{}),
+		"L0-only":     {Keys: [7]float64{5}, L0Runs: 5},
+		"bottom-only": {Keys: [7]float64{6: 1}},
+		"4-levels":    {Keys: [7]float64{3, 0, 0, 1, 3, 10, 34}, L0Runs: 4},
+		"flat":        {Keys: [7]float64{1, 1, 1, 1, 1, 1, 1}, L0Runs: 1},
+	}
+	for _, m := range []int{4, 8, 20} {
+		o := &pebble.Options{}
+		o.Experimental.LevelMultiplier = m
+		shapes[fmt.Sprintf("multiplier-%d", m)] = ModelLevelShape(o)
+	}
+	return shapes
+}
+
+func TestLevelBudgetsProperties(t *testing.T) {
+	for name, s := range testShapes() {
+		for _, avg := range []float64{4, 5, 6, 8, 9.5, 10, 12, 16, 20, 31} {
+			b := LevelBudgets(s, avg)
+			for l, x := range b {
+				if !pebbleValidBitsPerKey(x) {
+					t.Fatalf("%s avg %v: L%d budget %v invalid", name, avg, l, x)
+				}
+			}
+			// The average is spent, to within one grid step on the
+			// smallest level (the remainder no step fits in).
+			if got := weightedAvg(s, b); got > avg+1e-9 || got < avg-levelBudgetStep {
+				t.Errorf("%s avg %v: spends %.4f bits/key: %v", name, avg, got, b)
+			}
+			var uniform [numLevels]float64
+			for l := range uniform {
+				uniform[l] = avg
+			}
+			if c, u := modelCost(s, b), modelCost(s, uniform); c > u*(1+1e-9) {
+				t.Errorf("%s avg %v: cost %.3g worse than uniform %.3g: %v", name, avg, c, u, b)
+			}
+			// In a Pebble-shaped tree (keys per run grow with depth) the
+			// budgets never grow toward L6.
+			if name == "default" || strings.HasPrefix(name, "multiplier") {
+				for l := 1; l < numLevels; l++ {
+					if b[l] > b[l-1] {
+						t.Errorf("%s avg %v: L%d gets %v > L%d's %v", name, avg, l, b[l], l-1, b[l-1])
+					}
+				}
+			}
+		}
+	}
+	// On a full tree the saving is large, not marginal: the bottom level
+	// gives up a little and every upper level gains a lot.
+	s := ModelLevelShape(&pebble.Options{})
+	b := LevelBudgets(s, 10)
+	var u [numLevels]float64
+	for l := range u {
+		u[l] = 10
+	}
+	if c, uc := modelCost(s, b), modelCost(s, u); c > 0.5*uc {
+		t.Errorf("default shape at 10 bits/key: per-level cost %.3g, uniform %.3g: want at most half", c, uc)
+	}
+}
+
+// TestLevelBudgetsNearOptimal compares the allocator with an exhaustive
+// search of the grid on trees of three populated levels.
+func TestLevelBudgetsNearOptimal(t *testing.T) {
+	grid := levelBudgetGrid()
+	for _, s := range []LevelShape{
+		{Keys: [7]float64{0.5, 0, 0, 0, 1, 10, 100}, L0Runs: 3},
+		{Keys: [7]float64{2, 0, 0, 0, 0, 3, 40}, L0Runs: 6},
+		{Keys: [7]float64{0, 0, 0, 0, 1, 4, 12}},
+		{Keys: [7]float64{1, 0, 0, 0, 0, 1, 1}, L0Runs: 1},
+	} {
+		var pop []int
+		for l, k := range s.Keys {
+			if k > 0 {
+				pop = append(pop, l)
+			}
+		}
+		for _, avg := range []float64{6, 8, 10, 13} {
+			best := math.Inf(1)
+			var bestB [numLevels]float64
+			for _, x := range grid {
+				for _, y := range grid {
+					for _, z := range grid {
+						var b [numLevels]float64
+						b[pop[0]], b[pop[1]], b[pop[2]] = x, y, z
+						if weightedAvg(s, b) > avg+1e-9 {
+							continue
+						}
+						if c := modelCost(s, b); c < best {
+							best, bestB = c, b
+						}
+					}
+				}
+			}
+			got := LevelBudgets(s, avg)
+			if c := modelCost(s, got); c > best*1.05+1e-12 {
+				t.Errorf("shape %v avg %v: cost %.4g with %v; exhaustive optimum %.4g with %v", s.Keys, avg, c, got, best, bestB)
+			}
+		}
+	}
+}
+
+func TestLevelBudgetsEdges(t *testing.T) {
+	if b := LevelBudgets(LevelShape{}, 9); b != [7]float64{9, 9, 9, 9, 9, 9, 9} {
+		t.Errorf("empty tree: %v, want uniform 9", b)
+	}
+	if b := LevelBudgets(LevelShape{Keys: [7]float64{0, 0, 0, 0, 1, 1, 1}}, 40); b != [7]float64{40, 40, 40, 40, 40, 40, 40} {
+		t.Errorf("avg above the grid: %v, want uniform 40", b)
+	}
+	// Garbage weights are ignored, not propagated as NaN budgets.
+	b := LevelBudgets(LevelShape{Keys: [7]float64{math.NaN(), math.Inf(1), -3, 0, 1, 10, 100}, L0Runs: math.NaN()}, 10)
+	for l, x := range b {
+		if !pebbleValidBitsPerKey(x) {
+			t.Fatalf("garbage shape: L%d budget %v", l, x)
+		}
+	}
+	// Empty levels take the budget of the populated level below them, and
+	// levels under the lowest populated one take its budget.
+	b = LevelBudgets(LevelShape{Keys: [7]float64{0, 0, 0, 1, 0, 20, 0}}, 10)
+	if b[0] != b[3] || b[1] != b[3] || b[2] != b[3] || b[4] != b[5] || b[6] != b[5] {
+		t.Errorf("empty levels not filled from their neighbours: %v", b)
+	}
+	for _, bad := range []float64{3.9, 65, math.NaN(), math.Inf(1)} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("LevelBudgets(avg %v) did not panic", bad)
+				}
+			}()
+			LevelBudgets(LevelShape{}, bad)
+		}()
+	}
+}
+
+func TestSetLevelPoliciesKeepsOtherOptions(t *testing.T) {
+	o := &pebble.Options{}
+	for l := range o.Levels {
+		o.Levels[l].BlockSize = 8192 + l
+	}
+	o.Filters = map[string]pebble.FilterPolicy{"other": NewPolicy(7.3)}
+	SetLevelPolicies(o, 10)
+	want := LevelBudgets(ModelLevelShape(o), 10)
+	for l := range o.Levels {
+		if o.Levels[l].BlockSize != 8192+l {
+			t.Errorf("L%d block size changed to %d", l, o.Levels[l].BlockSize)
+		}
+		p, ok := o.Levels[l].FilterPolicy.(Policy)
+		if !ok || p.BitsPerKey() != want[l] {
+			t.Errorf("L%d policy %v, want %v bits/key", l, o.Levels[l].FilterPolicy, want[l])
+		}
+	}
+	if _, ok := o.Filters["other"]; !ok {
+		t.Error("an existing Filters entry was dropped")
+	}
+	for _, b := range append(levelBudgetGrid(), 10) {
+		if _, ok := o.Filters[NewPolicy(b).Name()]; !ok {
+			t.Errorf("%s not registered", NewPolicy(b).Name())
+		}
+	}
+	// The caller's other options are not defaulted behind their back.
+	if o.Comparer != nil || o.Cache != nil || o.MemTableSize != 0 {
+		t.Error("SetLevelPolicies filled in unrelated defaults")
+	}
+}
+
+// levelsTestOptions is a store scaled down so a few megabytes of keys
+// spread over L0 and several levels below it.
+func levelsTestOptions() *pebble.Options {
+	o := &pebble.Options{
+		MemTableSize:          256 << 10,
+		LBaseMaxBytes:         32 << 10,
+		L0CompactionThreshold: 2,
+		Logger:                testLogger{},
+	}
+	for l := range o.TargetFileSizes {
+		o.TargetFileSizes[l] = 64 << 10
+	}
+	return o
+}
+
+type testLogger struct{}
+
+func (testLogger) Infof(string, ...any)  {}
+func (testLogger) Errorf(string, ...any) {}
+func (testLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
+}
+
+// TestSetLevelPoliciesPebble grows a real store under per-level policies
+// and checks that each level's tables carry a policy the configuration
+// wrote there, that Get and SeekPrefixGE with L6 filters skip tables and
+// never miss a present key, that the OPTIONS file names each level's
+// policy, and that a reopen under another average still reads every
+// table's filter.
+func TestSetLevelPoliciesPebble(t *testing.T) {
+	dir := t.TempDir()
+	o := levelsTestOptions()
+	SetLevelPolicies(o, 10)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 60_000
+	keys := testkeys.Random(2*n, 16, 11)
+	present, absent := keys[:n], keys[n:]
+	// Incompressible values, so a few megabytes of data fill several levels.
+	val := make([]byte, 48)
+	valueSource := rand.NewChaCha8([32]byte{1})
+	const l0Keys = 6000 // written last, into L0, with compactions off
+	for i, k := range present[:n-l0Keys] {
+		valueSource.Read(val)
+		if err := db.Set(k, val, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%5000 == 4999 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Let compactions finish, then measure a frozen tree: compactions
+	// running under the lookups would change which tables they meet.
+	quiet, last := 0, db.Metrics().Compact.Count
+	for deadline := time.Now().Add(time.Minute); quiet < 10 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		if m := db.Metrics(); m.Compact.NumInProgress == 0 && m.Compact.Count == last {
+			quiet++
+		} else {
+			quiet, last = 0, m.Compact.Count
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o = levelsTestOptions()
+	o.DisableAutomaticCompactions = true
+	SetLevelPolicies(o, 10)
+	if db, err = pebble.Open(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range present[n-l0Keys:] {
+		valueSource.Read(val)
+		if err := db.Set(k, val, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%(l0Keys/2) == l0Keys/2-1 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tables, err := db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	populated := 0
+	for level, ts := range tables {
+		if len(ts) > 0 {
+			populated++
+		}
+		// A table carries the policy of the level it was written to; a
+		// move compaction carries it down unchanged, so a table may hold
+		// the policy of a level above its own, never one below.
+		var allowed []string
+		for l := 0; l <= level; l++ {
+			allowed = append(allowed, o.Levels[l].FilterPolicy.Name())
+		}
+		exact := 0
+		for _, tab := range ts {
+			name := tab.Properties.FilterPolicyName
+			if !slices.Contains(allowed, name) {
+				t.Errorf("L%d table %s carries filter %q, want one of %v", level, tab.FileNum, name, allowed)
+			}
+			if name == o.Levels[level].FilterPolicy.Name() {
+				exact++
+			}
+		}
+		// Flushes write L0 afresh, and the bottom level is written mostly by
+		// compactions into it; a level between may hold only tables that
+		// moves brought down from above.
+		if (level == 0 || level == numLevels-1) && len(ts) > 0 && exact == 0 {
+			t.Errorf("L%d: none of %d tables carries the level's own policy %s", level, len(ts), o.Levels[level].FilterPolicy.Name())
+		}
+		if level == 0 && exact != len(ts) {
+			t.Errorf("L0: %d of %d flushed tables carry L0's policy", exact, len(ts))
+		}
+		t.Logf("L%d: %d tables, %d with the level's own policy", level, len(ts), exact)
+	}
+	if populated < 3 {
+		t.Fatalf("only %d populated levels; the test needs a taller tree:\n%s", populated, db.Metrics())
+	}
+	checkLookups := func(db *pebble.DB, what string) {
+		t.Helper()
+		before := db.Metrics().Filter
+		for _, k := range present[:5000] {
+			v, closer, err := db.Get(k)
+			if err != nil {
+				t.Fatalf("%s: Get of a present key: %v", what, err)
+			}
+			if len(v) != len(val) {
+				t.Fatalf("%s: wrong value length %d", what, len(v))
+			}
+			closer.Close()
+		}
+		for _, k := range absent[:5000] {
+			if _, _, err := db.Get(k); err != pebble.ErrNotFound {
+				t.Fatalf("%s: Get of an absent key: %v", what, err)
+			}
+		}
+		afterGet := db.Metrics().Filter
+		it, err := db.NewIter(&pebble.IterOptions{UseL6Filters: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range absent[:5000] {
+			if it.SeekPrefixGE(k) {
+				t.Fatalf("%s: SeekPrefixGE found an absent key", what)
+			}
+		}
+		for _, k := range present[:5000] {
+			if !it.SeekPrefixGE(k) {
+				t.Fatalf("%s: SeekPrefixGE missed a present key", what)
+			}
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		afterSeek := db.Metrics().Filter
+		if afterGet.Hits-before.Hits < 5000 {
+			t.Errorf("%s: Gets skipped only %d tables by filter", what, afterGet.Hits-before.Hits)
+		}
+		// L6 holds tables, so the seeks must skip more than the Gets did.
+		if afterSeek.Hits-afterGet.Hits <= afterGet.Hits-before.Hits {
+			t.Errorf("%s: SeekPrefixGE with L6 filters skipped %d tables, Gets %d", what, afterSeek.Hits-afterGet.Hits, afterGet.Hits-before.Hits)
+		}
+	}
+	checkLookups(db, "first open")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Pebble v2.1.7 records each level's policy name in OPTIONS (issue
+	// #3164 was a report that it did not).
+	opt, err := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+	if err != nil || len(opt) == 0 {
+		t.Fatalf("no OPTIONS file: %v", err)
+	}
+	text, err := os.ReadFile(opt[len(opt)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range o.Levels {
+		if !strings.Contains(string(text), "filter_policy="+o.Levels[l].FilterPolicy.Name()) {
+			t.Errorf("OPTIONS lacks L%d's policy %s", l, o.Levels[l].FilterPolicy.Name())
+		}
+	}
+
+	// Reopen under another average: the old tables' budgets are not the
+	// new levels' budgets, and their filters must still be used.
+	o2 := levelsTestOptions()
+	o2.DisableAutomaticCompactions = true
+	SetLevelPolicies(o2, 7)
+	db, err = pebble.Open(dir, o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	checkLookups(db, "reopened at 7 bits/key")
+}
+
+// TestLevelBudgetsRandomShapes throws random trees (weights over nine
+// orders of magnitude, empty levels, any L0 run count) and averages at the
+// allocator: budgets stay valid, the average is never exceeded, and the
+// model cost never exceeds uniform's.
+func TestLevelBudgetsRandomShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	for i := range 200 {
+		var s LevelShape
+		for l := range s.Keys {
+			if r.IntN(4) > 0 {
+				s.Keys[l] = math.Pow(10, 9*r.Float64())
+			}
+		}
+		s.L0Runs = float64(r.IntN(12))
+		avg := MinBitsPerKey + r.Float64()*40
+		b := LevelBudgets(s, avg)
+		var uniform [numLevels]float64
+		for l := range b {
+			if !pebbleValidBitsPerKey(b[l]) {
+				t.Fatalf("case %d: L%d budget %v (shape %v, avg %v)", i, l, b[l], s, avg)
+			}
+			uniform[l] = avg
+		}
+		if s.Keys == ([numLevels]float64{}) {
+			continue
+		}
+		if got := weightedAvg(s, b); got > avg*(1+1e-9) {
+			t.Errorf("case %d: spends %v > %v (shape %v): %v", i, got, avg, s, b)
+		}
+		if c, u := modelCost(s, b), modelCost(s, uniform); c > u*(1+1e-9) {
+			t.Errorf("case %d: cost %v > uniform %v (shape %v, avg %v): %v", i, c, u, s, avg, b)
+		}
+	}
+}
