@@ -3,7 +3,6 @@ package codec
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"slices"
 	"sync"
 
@@ -18,11 +17,11 @@ const DefaultBitsPerKey = 10
 // Options size a filter. Set BitsPerKey or FalsePositiveRate; with neither,
 // DefaultBitsPerKey applies. The zero value is ready to use.
 type Options struct {
-	// BitsPerKey is the space budget: the whole block (header, offset table,
-	// buckets, checksum) divided by the number of distinct keys. The builder
-	// picks the fingerprint width and load with the lowest false-positive
-	// rate that fits. Very small filters may exceed it by their fixed
-	// 32-byte overhead.
+	// BitsPerKey is the space budget: the whole block divided by the
+	// number of distinct keys. The builder picks the fingerprint width and
+	// load with the lowest false-positive rate that fits. Very small
+	// filters may exceed it by their fixed overhead (one 64-byte line and
+	// a 40-byte trailer in version 2).
 	BitsPerKey float64
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
 	// smallest filter whose expected rate is at most this.
@@ -30,11 +29,19 @@ type Options struct {
 	// FingerprintBits forces the fingerprint width (5..16); 0 lets the
 	// builder choose.
 	FingerprintBits int
-	// Seed perturbs every hash-derived position. Blocks record it.
+	// Seed perturbs every hash-derived position; blocks record it. For
+	// version 2, 0 (the default) draws a fresh seed from crypto/rand for
+	// every block, so that nobody can choose keys that collide in a filter
+	// before it is built; set it only to make blocks reproducible (tests,
+	// golden files). Version 1 uses the value as given, 0 included.
 	Seed uint32
 	// Hash says what AddHash receives; HashKey64 (the default) for
-	// keyhash.Hash values, HashHost32 for a host's 32-bit key hashes.
+	// Hash(key) values, HashHost32 for a host's 32-bit key hashes.
 	Hash HashKind
+	// Version selects the block format: 0 or 2 for version 2 (one cache
+	// line per lookup, the default), 1 for the denser version-1 layout
+	// whose lookups read an offset table and then the buckets.
+	Version int
 }
 
 // sortBins is the number of bins sortBlock spreads a block over: as many as
@@ -82,6 +89,7 @@ type scratch struct {
 	bins    [sortBins + 1]uint32
 	bucketW []uint64
 	place   placer
+	v2      v2Placer
 }
 
 var (
@@ -91,21 +99,35 @@ var (
 
 // BuildStats describes the last block a Builder produced.
 type BuildStats struct {
-	Keys            int     // distinct keys stored
-	Blocks          int     // blocks
-	Buckets         int     // buckets
+	Keys            int     // fingerprints stored (distinct keys)
 	FingerprintBits int     // f
-	PlannedLoad     float64 // load the sizing aimed for
-	Load            float64 // achieved: keys / (4·buckets)
-	BumpedBlocks    int     // blocks that needed more buckets than planned
-	Reseeds         int     // times placement restarted with a new seed
+	Buckets         int     // buckets
+	Load            float64 // keys / (4·buckets)
+	Reseeds         int     // placements abandoned and restarted under a new seed
+	Seed            uint32  // seed the block was built with
 	Bytes           int     // block size
+
+	// Version 2.
+	Lines           int  // 64-byte lines
+	PrimaryOverflow int  // keys that did not fit their primary line
+	Overflowed      int  // keys stored in their secondary line (evictions included)
+	OverflowLines   int  // lines with at least one overflow bit set
+	OverflowBits    int  // overflow bits set, over all lines
+	Fallback        bool // placement failed under every cap: the block answers "maybe" for every key
+
+	// Version 1.
+	Blocks       int     // blocks
+	PlannedLoad  float64 // load the sizing aimed for
+	BumpedBlocks int     // blocks that needed more buckets than planned
 }
 
 // NewBuilder returns a Builder for the given options.
 func NewBuilder(o Options) *Builder {
 	if o.FingerprintBits != 0 {
 		o.FingerprintBits = min(max(o.FingerprintBits, minFPBits), maxFPBits)
+	}
+	if o.Version != 1 {
+		o.Version = FormatVersion
 	}
 	return &Builder{opts: o, blockKeys: defaultBlockKeys, maxLoad: defaultMaxLoad}
 }
@@ -130,9 +152,6 @@ func (b *Builder) AddHash(h uint64) {
 		return
 	}
 	b.last, b.haveLast = h, true
-	// Stored mixed under the configured seed: Finish needs the mixed value
-	// and one pass fewer over the hashes is measurably faster.
-	h = position(h, b.opts.Hash, b.opts.Seed)
 	if len(b.pages) == 0 || len(b.pages[len(b.pages)-1]) == hashPage {
 		b.pages = append(b.pages, (*pagePool.Get().(*[]uint64))[:0])
 	}
@@ -159,10 +178,14 @@ func (b *Builder) Reset() {
 }
 
 // Finish appends the encoded filter block to dst and returns it, then
-// resets the builder. It never fails and never drops a key: a block whose
-// keys cannot all be placed gets another bucket, and in the (astronomically
-// unlikely) case that a block's keys agree on all position bits, placement
-// restarts under the next seed.
+// resets the builder. It never fails and never drops a key. A version-2
+// placement that fails (only adversarial or astronomically unlucky key
+// sets do) is retried under a fresh seed, then in geometrically more lines
+// up to a cap; past the cap the block answers "maybe" for every key and
+// Stats().Fallback says so. A version-1 block whose keys cannot all be
+// placed gets another bucket, and placement restarts under the next seed
+// in the (astronomically unlikely) case that a block's keys agree on all
+// position bits.
 func (b *Builder) Finish(dst []byte) []byte {
 	b.s = scratchPool.Get().(*scratch)
 	defer func() {
@@ -170,11 +193,20 @@ func (b *Builder) Finish(dst []byte) []byte {
 		b.s = nil
 		b.Reset()
 	}()
-	// Pages hold hashes mixed under the configured seed; a reseed re-mixes
+	if b.opts.Version == FormatVersion {
+		return b.finishV2(dst)
+	}
+	// Version 1 works on hashes mixed under its seed; a reseed re-mixes
 	// them through Unmix, so nothing but the hashes is ever stored.
+	for _, pg := range b.pages {
+		for i, h := range pg {
+			pg[i] = position(h, b.opts.Hash, b.opts.Seed)
+		}
+	}
 	for seed := b.opts.Seed; ; seed++ {
 		if out, ok := b.encode(dst, seed); ok && b.rejectSeeds <= 0 {
 			b.stats.Reseeds = int(seed - b.opts.Seed)
+			b.stats.Seed = seed
 			return out
 		}
 		b.rejectSeeds--
@@ -259,7 +291,7 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 	n := starts[blocks]
 
 	h := header{
-		version: FormatVersion,
+		version: formatV1,
 		fpBits:  uint8(f),
 		kind:    b.opts.Hash,
 		keys:    uint32(distinct),
@@ -313,7 +345,7 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 
 // sortBlock sorts one block's hashes. Within a block the position bits
 // left over from choosing the block (keyhash.Reduce's rest) are uniform and
-// ordered like the hashes, so one counting pass on their top 8 bits leaves
+// ordered like the hashes, so one counting pass on their top sortBinBits bits leaves
 // about one hash per bin and an insertion sort finishes in linear time:
 // several times faster than a comparison sort for a few hundred keys.
 func (b *Builder) sortBlock(seg []uint64, c uint32) []uint64 {
@@ -378,6 +410,3 @@ func BuildFromHashes(hashes []uint64, o Options) []byte {
 	}
 	return b.Finish(nil)
 }
-
-// bitsFor returns how many bits hold v.
-func bitsFor(v uint64) uint { return uint(bits.Len64(v)) }

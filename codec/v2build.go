@@ -1,0 +1,451 @@
+package codec
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// Version-2 build limits. Each caps the cost an adversarial key set can
+// impose; past them the builder writes an "always maybe" block.
+const (
+	// v2MaxLoad is the highest planned fraction of occupied slots. Lines
+	// receive a Poisson number of keys, so the fullest lines overflow; the
+	// overflow goes to secondary lines, which must still have room.
+	v2MaxLoad = 0.93
+	// v2Attempts bounds the placements one Finish may try: two at the
+	// planned size under fresh seeds, then two at geometrically larger
+	// sizes. Each attempt is linear in the keys, so a Finish is too.
+	v2Attempts = 4
+	// v2GrowStep is the growth of the line count per attempt after the
+	// second; the last attempt is the size cap, (1+v2GrowStep)^2 of the plan.
+	v2GrowStep = 0.08
+	// v2EvictionsPerKey caps how many primary residents secondary
+	// placements may push out, per key, before an attempt is abandoned.
+	v2EvictionsPerKey = 0.5
+)
+
+// v2Bucket is one bucket under placement. Each slot carries what a move
+// or an eviction needs (the key's other bucket, its overflow bit), so the
+// search inside a line touches only the line's buckets.
+type v2Bucket struct {
+	n    uint8
+	meta [slots]uint8 // overflow bit in the primary line, or v2Secondary
+	alt  [slots]uint8 // the key's other candidate bucket in this line
+	fp   uint64       // four 16-bit lanes, 0 for an empty slot
+	k    [slots]int32 // index of the key's position hash
+}
+
+func (b *v2Bucket) fpAt(j uint8) uint16 { return uint16(b.fp >> (16 * j)) }
+
+// fpMatches has bit 16j+15 set for each slot j holding fp (fp != 0, so
+// empty slots never match): a SWAR zero-lane test, no loop, no branch.
+func (b *v2Bucket) fpMatches(fp uint16) uint64 {
+	const lo, hi = 0x0001_0001_0001_0001, 0x8000_8000_8000_8000
+	v := b.fp ^ uint64(fp)*lo
+	return (v - lo) &^ v & hi
+}
+
+// v2Secondary in a slot's meta marks a key placed in its secondary line:
+// it cannot overflow again.
+const v2SecondaryMeta = 0x80
+
+// v2Placer holds the placement state of every line at once: primary
+// placement leaves some keys over, and those are then placed in their
+// secondary lines, which were placed before.
+type v2Placer struct {
+	shape  lineShape
+	x      []uint64   // position hashes, grouped by primary line
+	bkt    []v2Bucket // line·B + i
+	ovMask []uint64   // per line: overflow bits set
+	queue  []int32    // keys waiting for their secondary line
+
+	// BFS scratch for one line (B <= 31 buckets).
+	seen  [32]uint32
+	from  [32]int8
+	via   [32]uint8 // slot, in bucket from[v], of the key that moves to v
+	bfsQ  [32]uint8
+	gen   uint32
+	evict int // primary residents pushed out by secondary placement
+	dups  int // repeats found in place of a slot
+}
+
+// insert places key k, with fingerprint fp and candidate buckets i1 != i2
+// of line ln. meta is its overflow bit for a primary placement, or
+// v2SecondaryMeta. It returns false only when k is a secondary key and
+// every key it can reach in the line is secondary too.
+func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+	B := uint32(p.shape.buckets)
+	bk := p.bkt[ln*B : ln*B+B]
+	// A repeat of a key already in one of its buckets takes no slot. Repeats
+	// have equal hashes, hence equal buckets and fingerprints.
+	if m := bk[i1].fpMatches(fp) | bk[i2].fpMatches(fp)<<1; m != 0 && p.isRepeat(bk, k, i1, i2, fp) {
+		p.dups++
+		return true
+	}
+	if bk[i1].n < slots || bk[i2].n < slots {
+		if bk[i2].n < bk[i1].n {
+			i1, i2 = i2, i1
+		}
+		bk[i1].put(k, fp, uint8(i2), meta)
+		return true
+	}
+	// Breadth-first search for a chain of moves inside the line.
+	p.gen++
+	q := append(p.bfsQ[:0], uint8(i1), uint8(i2))
+	p.seen[i1], p.from[i1] = p.gen, -1
+	p.seen[i2], p.from[i2] = p.gen, -1
+	for i := 0; i < len(q); i++ {
+		u := q[i]
+		b := &bk[u]
+		for j := uint8(0); j < b.n; j++ {
+			v := b.alt[j]
+			if p.seen[v] == p.gen {
+				continue
+			}
+			p.seen[v], p.from[v], p.via[v] = p.gen, int8(u), j
+			if bk[v].n < slots {
+				p.shift(bk, k, fp, meta, i1, i2, v)
+				return true
+			}
+			q = append(q, v)
+		}
+	}
+	// The line is full as far as k can reach. Somebody leaves for their
+	// secondary line: preferably a key whose overflow bit is already set,
+	// so that few bits are set and few lookups need a second line.
+	mask := p.ovMask[ln]
+	if meta != v2SecondaryMeta && mask>>meta&1 != 0 {
+		p.overflow(k, ln, meta)
+		return true
+	}
+	vu, vj, best := uint8(0), uint8(0), 0
+	for _, u := range q {
+		b := &bk[u]
+		for j := uint8(0); j < b.n; j++ {
+			m := b.meta[j]
+			if m == v2SecondaryMeta {
+				continue
+			}
+			score := 1
+			if mask>>m&1 != 0 {
+				score = 2
+			}
+			if score > best {
+				vu, vj, best = u, j, score
+			}
+		}
+		if best == 2 {
+			break
+		}
+	}
+	if best < 2 && meta != v2SecondaryMeta {
+		p.overflow(k, ln, meta)
+		return true
+	}
+	if best == 0 {
+		return false
+	}
+	b := &bk[vu]
+	p.overflow(b.k[vj], ln, b.meta[vj])
+	b.remove(vj)
+	if meta == v2SecondaryMeta {
+		p.evict++
+	}
+	p.shift(bk, k, fp, meta, i1, i2, vu)
+	return true
+}
+
+// isRepeat reports whether a key with k's position hash is already in
+// bucket i1 or i2: the rare path behind a fingerprint match.
+func (p *v2Placer) isRepeat(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bool {
+	x := p.x[k]
+	for _, u := range [2]uint32{i1, i2} {
+		b := &bk[u]
+		for j := uint8(0); j < b.n; j++ {
+			if b.fpAt(j) == fp && p.x[b.k[j]] == x {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *v2Bucket) put(k int32, fp uint16, alt, meta uint8) {
+	j := b.n
+	b.k[j], b.alt[j], b.meta[j] = k, alt, meta
+	b.fp |= uint64(fp) << (16 * j)
+	b.n++
+}
+
+func (b *v2Bucket) remove(j uint8) {
+	n := b.n - 1
+	b.k[j], b.alt[j], b.meta[j] = b.k[n], b.alt[n], b.meta[n]
+	last := b.fp >> (16 * n) & 0xffff
+	b.fp &^= 0xffff<<(16*n) | 0xffff<<(16*j)
+	if j != n {
+		b.fp |= last << (16 * j)
+	}
+	b.n = n
+}
+
+// shift frees a slot in a root bucket (i1 or i2) by moving each key on the
+// BFS path one step towards v, which has room, then puts k in the root.
+func (p *v2Placer) shift(bk []v2Bucket, k int32, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
+	for p.from[v] >= 0 {
+		u := uint8(p.from[v])
+		src := &bk[u]
+		j := p.via[v]
+		bk[v].put(src.k[j], src.fpAt(j), u, src.meta[j])
+		src.remove(j)
+		v = u
+	}
+	alt := uint8(i2)
+	if uint32(v) == i2 {
+		alt = uint8(i1)
+	}
+	bk[v].put(k, fp, alt, meta)
+}
+
+func (p *v2Placer) overflow(k int32, ln uint32, ob uint8) {
+	p.ovMask[ln] |= 1 << ob
+	p.queue = append(p.queue, k)
+}
+
+// v2Plan is the fingerprint width and line count for d keys.
+type v2Plan struct {
+	f     uint
+	lines uint32
+}
+
+// v2Slots is the number of slots in a line for fingerprints of f bits.
+func v2Slots(f uint) float64 { return float64(slots) * float64(lineShapes[f].buckets) }
+
+// v2ExpectedFPR is the rate of a lookup that compares a random fingerprint
+// with the 2·4·load occupied slots of its two buckets; the few lookups that
+// also read a secondary line add a little on top.
+func v2ExpectedFPR(f uint, load float64) float64 { return expectedFPR(f, load) }
+
+// planV2 sizes a version-2 filter. With a budget it spends all of it: the
+// line count the budget buys, and the widest fingerprint whose lines still
+// hold the keys at v2MaxLoad. With a target rate it takes the cheapest
+// width and load that meet it.
+func planV2(o *Options, d int) v2Plan {
+	n := float64(max(d, 1))
+	linesFor := func(f uint, load float64) uint32 {
+		return uint32(max(1, math.Ceil(n/(v2Slots(f)*load))))
+	}
+	if o.FingerprintBits != 0 {
+		f := uint(o.FingerprintBits)
+		load := v2MaxLoad
+		if o.FalsePositiveRate > 0 {
+			load = min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
+		} else if o.BitsPerKey > 0 {
+			l := budgetLines(o.BitsPerKey, n)
+			load = min(v2MaxLoad, n/(float64(l)*v2Slots(f)))
+		}
+		return v2Plan{f, linesFor(f, max(load, minLoad))}
+	}
+	if o.FalsePositiveRate > 0 {
+		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, v2MaxLoad)}, math.Inf(1)
+		for f := uint(minFPBits); f <= maxFPBits; f++ {
+			load := min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
+			if load < minLoad {
+				continue
+			}
+			if bits := lineBits / (v2Slots(f) * load); bits < bestBits {
+				best, bestBits = v2Plan{f, linesFor(f, load)}, bits
+			}
+		}
+		return best
+	}
+	budget := o.BitsPerKey
+	if budget <= 0 {
+		budget = DefaultBitsPerKey
+	}
+	l := budgetLines(budget, n)
+	for f := uint(maxFPBits); f >= minFPBits; f-- {
+		if n/(float64(l)*v2Slots(f)) <= v2MaxLoad {
+			return v2Plan{f, l}
+		}
+	}
+	return v2Plan{minFPBits, linesFor(minFPBits, v2MaxLoad)}
+}
+
+// budgetLines is how many whole lines a budget of bpk bits for n keys buys
+// after the trailer, at least one.
+func budgetLines(bpk, n float64) uint32 {
+	return uint32(max(1, math.Floor((bpk*n-v2TrailerSize*8)/lineBits)))
+}
+
+// randomSeed draws a non-zero seed from crypto/rand, so that nobody can
+// choose keys that collide in a filter before it is built.
+func randomSeed() uint32 {
+	var b [4]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic("codec: crypto/rand failed: " + err.Error()) // documented never to fail
+		}
+		if s := binary.LittleEndian.Uint32(b[:]); s != 0 {
+			return s
+		}
+	}
+}
+
+// finishV2 encodes the builder's hashes (raw, not yet mixed) as a
+// version-2 block appended to dst.
+func (b *Builder) finishV2(dst []byte) []byte {
+	pinned := b.opts.Seed != 0
+	seed := b.opts.Seed
+	if !pinned {
+		seed = randomSeed()
+	}
+	plan := planV2(&b.opts, b.n)
+	b.stats = BuildStats{}
+	prevSeed := uint32(0)
+	for attempt := 0; attempt < v2Attempts; attempt++ {
+		lines := plan.lines
+		if g := attempt - 1; g > 0 {
+			lines = uint32(math.Ceil(float64(plan.lines)*math.Pow(1+v2GrowStep, float64(g)))) + 1
+		}
+		if b.rejectSeeds <= 0 {
+			out, ok := b.encodeV2(dst, prevSeed, seed, plan.f, lines)
+			if ok {
+				b.stats.Reseeds = attempt
+				return out
+			}
+			prevSeed = seed
+		}
+		b.rejectSeeds--
+		if pinned {
+			seed = uint32(keyhash.Mix(uint64(seed), uint32(attempt+1))) | 1
+		} else {
+			seed = randomSeed()
+		}
+	}
+	// Past every cap: a block that honestly answers "maybe" for every key.
+	out, blk := growBytes(dst, v2TrailerSize)
+	h := v2Header{fpBits: uint8(plan.f), kind: b.opts.Hash, flags: v2FlagAlwaysIn, seed: seed}
+	h.put(blk, 0)
+	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
+	b.stats = BuildStats{Reseeds: v2Attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(plan.f)}
+	return out
+}
+
+// encodeV2 places every key under one seed and line count and appends the
+// block; ok is false when placement failed (the caller reseeds or grows).
+// The builder's pages hold hashes mixed under prevSeed (raw hashes when
+// prevSeed is 0); they are left mixed under seed.
+func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint32) ([]byte, bool) {
+	p := &b.s.v2
+	p.shape = lineShapes[f]
+	B := uint32(p.shape.buckets)
+	nb := int(lines) * int(B)
+
+	// Group the position hashes by primary line with a counting sort, so
+	// each line is then placed while its keys and buckets are in cache.
+	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
+	clear(counts)
+	for _, pg := range b.pages {
+		for i, h := range pg {
+			if prevSeed != 0 {
+				h = keyhash.Unmix(h, prevSeed)
+			}
+			x := keyhash.Mix(h, seed)
+			pg[i] = x
+			counts[(uint64(uint32(x>>32))*uint64(lines))>>32+1]++
+		}
+	}
+	for i := 1; i <= int(lines); i++ {
+		counts[i] += counts[i-1]
+	}
+	b.s.fill = append(b.s.fill[:0], counts[:lines]...)
+	fill := b.s.fill
+	p.x = resize(p.x, b.n)
+	for _, pg := range b.pages {
+		for _, x := range pg {
+			ln := (uint64(uint32(x>>32)) * uint64(lines)) >> 32
+			p.x[fill[ln]] = x
+			fill[ln]++
+		}
+	}
+	b.s.counts = counts
+	p.bkt = resize(p.bkt, nb)
+	for i := range p.bkt {
+		p.bkt[i].n, p.bkt[i].fp = 0, 0
+	}
+	p.ovMask = resize(p.ovMask, int(lines))
+	clear(p.ovMask)
+	p.queue = p.queue[:0]
+	p.evict, p.dups = 0, 0
+
+	for ln := uint32(0); ln < lines; ln++ {
+		for k := counts[ln]; k < counts[ln+1]; k++ {
+			x := p.x[k]
+			pos := v2Primary(x, lines, &p.shape)
+			p.insert(int32(k), ln, pos.i1, pos.i2, uint16(v2Fingerprint(x, f)), uint8(pos.ob))
+		}
+	}
+	primaryOverflow := len(p.queue)
+	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
+	for i := 0; i < len(p.queue); i++ {
+		k := p.queue[i]
+		x := p.x[k]
+		sp := v2Secondary(x, lines, &p.shape)
+		if !p.insert(k, sp.line, sp.i1, sp.i2, uint16(v2Fingerprint(x, f)), v2SecondaryMeta) || p.evict > limit {
+			return nil, false
+		}
+	}
+
+	size := int(lines)*lineBytes + v2TrailerSize
+	out, blk := growBytes(dst, size)
+	bb := uint(p.shape.bktBits)
+	stored, ovLines, ovBits := 0, 0, 0
+	for ln := 0; ln < int(lines); ln++ {
+		var w [lineBytes / 8]uint64
+		bk := p.bkt[ln*int(B) : (ln+1)*int(B)]
+		for i := range bk {
+			w4 := bk[i].fp
+			fps := [slots]uint32{uint32(w4 & 0xffff), uint32(w4 >> 16 & 0xffff), uint32(w4 >> 32 & 0xffff), uint32(w4 >> 48)}
+			stored += int(bk[i].n)
+			v := encodeBucket(&fps, f)
+			off := uint(i) * bb
+			w[off>>6] |= v << (off & 63)
+			if (off&63)+bb > 64 {
+				w[off>>6+1] |= v >> (64 - off&63)
+			}
+		}
+		m := p.ovMask[ln]
+		w[len(w)-1] |= m << p.shape.ovShift
+		if m != 0 {
+			ovLines++
+			ovBits += bits.OnesCount64(m)
+		}
+		line := blk[ln*lineBytes:]
+		for j, v := range w {
+			binary.LittleEndian.PutUint64(line[j*8:], v)
+		}
+	}
+	h := v2Header{fpBits: uint8(f), kind: b.opts.Hash, lines: lines, seed: seed}
+	h.put(blk[size-v2TrailerSize:], uint32(stored))
+	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
+
+	b.stats = BuildStats{
+		Keys:            stored,
+		Lines:           int(lines),
+		Buckets:         nb,
+		FingerprintBits: int(f),
+		Load:            float64(stored) / (float64(nb) * slots),
+		Overflowed:      len(p.queue),
+		PrimaryOverflow: primaryOverflow,
+		OverflowLines:   ovLines,
+		OverflowBits:    ovBits,
+		Seed:            seed,
+		Bytes:           size,
+	}
+	return out, true
+}

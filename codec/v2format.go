@@ -1,0 +1,206 @@
+package codec
+
+import (
+	"encoding/binary"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// Format version 2 ("lined"): the filter is L lines of 64 bytes followed by
+// a 40-byte trailer. A key's two candidate buckets lie in one line, so a
+// negative lookup reads one cache line (plus the trailer, which stays hot)
+// in the common case. See FORMAT.md for the byte diagram.
+const (
+	lineBytes      = 64
+	lineBits       = lineBytes * 8
+	v2TrailerSize  = 40
+	v2FlagAlwaysIn = 1 // the block answers "maybe" for every key (build fell back)
+	// secondarySalt derives a key's secondary line and buckets from its
+	// position hash; any fixed odd constant works, it only has to differ
+	// from the seeds Mix is given elsewhere.
+	secondarySalt = 0x5ec0_11d2
+)
+
+// lineShape is how a 512-bit line is cut for fingerprints of f bits: B
+// semi-sorted buckets of 4f-4 bits, and the O bits left over track which
+// keys of the line overflowed into their secondary line.
+type lineShape struct {
+	buckets  uint8 // B
+	overflow uint8 // O = 512 - B·(4f-4), at least 8
+	bktBits  uint8 // 4f-4
+	ovShift  uint8 // B·(4f-4) - 448: where the overflow bits start in the line's last word
+}
+
+// lineShapes[f] for f in [minFPBits, maxFPBits]: the most whole buckets
+// that leave at least 8 overflow bits.
+var lineShapes [maxFPBits + 1]lineShape
+
+func init() {
+	for f := minFPBits; f <= maxFPBits; f++ {
+		bb := 4*f - 4
+		b := (lineBits - 8) / bb
+		lineShapes[f] = lineShape{
+			buckets:  uint8(b),
+			overflow: uint8(lineBits - b*bb),
+			bktBits:  uint8(bb),
+			ovShift:  uint8(b*bb - (lineBits - 64)),
+		}
+	}
+}
+
+// v2Header is the lookup-critical part of a version-2 trailer.
+type v2Header struct {
+	fpBits uint8
+	kind   HashKind
+	flags  uint8
+	lines  uint32
+	seed   uint32
+}
+
+// Trailer layout, from the end of the block (n = block length):
+//
+//	n-40  keys u32
+//	n-36  "LSMC" 2 f kind flags lines(u32) seed(u32)   (16 bytes, the "id")
+//	n-20  the same 16 bytes, every bit complemented
+//	n-4   CRC-32C of bytes [0, n-4)
+//
+// The complemented copy lets every lookup notice a damaged trailer with two
+// compares: a flipped bit in the seed or line count would otherwise move
+// every key and turn present keys absent.
+func (h *v2Header) put(t []byte, keys uint32) {
+	binary.LittleEndian.PutUint32(t[0:], keys)
+	id := t[4:20]
+	copy(id[0:4], magic[:])
+	id[4] = 2
+	id[5] = h.fpBits
+	id[6] = byte(h.kind)
+	id[7] = h.flags
+	binary.LittleEndian.PutUint32(id[8:], h.lines)
+	binary.LittleEndian.PutUint32(id[12:], h.seed)
+	for i := range 16 {
+		t[20+i] = ^id[i]
+	}
+}
+
+// readV2 decodes the trailer of a version-2 block. ok is false when the
+// block is not a well-formed version-2 block: too short, the two copies
+// disagree, wrong magic or version, a field out of range, or a length other
+// than the one the fields imply. It does not allocate and runs on every
+// lookup.
+func readV2(block []byte, h *v2Header) bool {
+	n := len(block)
+	if n < v2TrailerSize {
+		return false
+	}
+	t := block[n-36 : n-4]
+	w0 := binary.LittleEndian.Uint64(t[0:])
+	w1 := binary.LittleEndian.Uint64(t[8:])
+	if w0 != ^binary.LittleEndian.Uint64(t[16:]) || w1 != ^binary.LittleEndian.Uint64(t[24:]) {
+		return false
+	}
+	if w0&0xff_ffff_ffff != v2IDWord {
+		return false
+	}
+	h.fpBits, h.kind, h.flags = uint8(w0>>40), HashKind(w0>>48), uint8(w0>>56)
+	h.lines, h.seed = uint32(w1), uint32(w1>>32)
+	if h.fpBits-minFPBits > maxFPBits-minFPBits || h.kind > HashHost32 || h.flags > v2FlagAlwaysIn {
+		return false
+	}
+	if h.flags == v2FlagAlwaysIn {
+		return h.lines == 0 && n == v2TrailerSize
+	}
+	return h.lines > 0 && uint64(n) == uint64(h.lines)*lineBytes+v2TrailerSize
+}
+
+// v2IDWord is the low 40 bits of the trailer's first id word: magic and
+// version 2.
+var v2IDWord = uint64(binary.LittleEndian.Uint32(magic[:])) | 2<<32
+
+// v2Pos is where a key's fingerprint may sit in one line.
+type v2Pos struct {
+	line   uint32
+	i1, i2 uint32 // bucket indexes inside the line, i1 != i2
+	ob     uint32 // overflow bit (primary positions only)
+}
+
+// v2Primary cuts a position hash into the key's primary line, its two
+// buckets there and its overflow bit. The line and the first bucket come
+// from the high 32 bits by multiply-shift; the second bucket's offset and
+// the overflow bit from bits 16..31; the fingerprint (v2Fingerprint) from
+// bits 0..15, which choose nothing else. The builder, MayContain and the
+// FORMAT.md spec reader compute the same values.
+func v2Primary(x uint64, lines uint32, s *lineShape) v2Pos {
+	p := uint64(uint32(x>>32)) * uint64(lines)
+	line, rest := uint32(p>>32), uint32(p)
+	b := uint32(s.buckets)
+	i1 := uint32((uint64(rest) * uint64(b)) >> 32)
+	q := (x >> 16 & 0xffff) * uint64(b-1)
+	i2 := i1 + 1 + uint32(q>>16)
+	if i2 >= b {
+		i2 -= b
+	}
+	ob := uint32(((q & 0xffff) * uint64(s.overflow)) >> 16)
+	return v2Pos{line, i1, i2, ob}
+}
+
+// v2Secondary is where a key goes when its primary line is full: another
+// line and two buckets, from a second mix of the position hash.
+func v2Secondary(x uint64, lines uint32, s *lineShape) v2Pos {
+	p := v2Primary(keyhash.Mix(x, secondarySalt), lines, s)
+	p.ob = 0
+	return p
+}
+
+// v2Fingerprint is the f-bit fingerprint, never 0 (an empty slot).
+func v2Fingerprint(x uint64, f uint) uint32 { return keyhash.Fingerprint(x, f) }
+
+// v2MayContain answers a lookup of position hash x in a block whose
+// trailer h was read by readV2.
+func v2MayContain(block []byte, h *v2Header, x uint64) bool {
+	if h.flags != 0 {
+		return true
+	}
+	f := uint(h.fpBits)
+	s := &lineShapes[f]
+	bb := uint64(s.bktBits)
+	b := uint32(s.buckets)
+
+	p := uint64(uint32(x>>32)) * uint64(h.lines)
+	base := (p >> 32) * lineBytes
+	i1 := uint32((uint64(uint32(p)) * uint64(b)) >> 32)
+	q := (x >> 16 & 0xffff) * uint64(b-1)
+	i2 := i1 + 1 + uint32(q>>16)
+	i2 -= b & uint32(int32(b-1-i2)>>31) // i2 -= b if i2 >= b, without a branch
+	fp := keyhash.Fingerprint(x, f)
+
+	// Both bucket words and the overflow word are loaded before any is
+	// tested, so the one cache miss serves them all.
+	o1, o2 := uint64(i1)*bb, uint64(i2)*bb
+	w1 := binary.LittleEndian.Uint64(block[base+o1>>3:]) >> (o1 & 7)
+	w2 := binary.LittleEndian.Uint64(block[base+o2>>3:]) >> (o2 & 7)
+	ov := binary.LittleEndian.Uint64(block[base+lineBytes-8:]) >> s.ovShift
+	if bucketHas(w1, fp, f) || bucketHas(w2, fp, f) {
+		return true
+	}
+	ob := ((q & 0xffff) * uint64(s.overflow)) >> 16
+	if ov>>ob&1 == 0 {
+		return false
+	}
+	return v2SecondaryHas(block, h, x, fp)
+}
+
+// v2SecondaryHas probes the key's secondary line: the rare path, kept out
+// of line so v2MayContain stays small.
+//
+//go:noinline
+func v2SecondaryHas(block []byte, h *v2Header, x uint64, fp uint32) bool {
+	f := uint(h.fpBits)
+	s := &lineShapes[f]
+	sp := v2Secondary(x, h.lines, s)
+	bb := uint64(s.bktBits)
+	base := uint64(sp.line) * lineBytes
+	o1, o2 := uint64(sp.i1)*bb, uint64(sp.i2)*bb
+	w1 := binary.LittleEndian.Uint64(block[base+o1>>3:]) >> (o1 & 7)
+	w2 := binary.LittleEndian.Uint64(block[base+o2>>3:]) >> (o2 & 7)
+	return bucketHas(w1, fp, f) || bucketHas(w2, fp, f)
+}
