@@ -83,7 +83,7 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 	bk := p.bkt[ln*B : ln*B+B]
 	// A repeat of a key already in one of its buckets takes no slot. Repeats
 	// have equal hashes, hence equal buckets and fingerprints.
-	if m := bk[i1].fpMatches(fp) | bk[i2].fpMatches(fp)<<1; m != 0 && p.isRepeat(bk, k, i1, i2, fp) {
+	if p.holds(bk, k, i1, i2, fp) {
 		p.dups++
 		return true
 	}
@@ -160,8 +160,16 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 	return true
 }
 
-// isRepeat reports whether a key with k's position hash is already in
-// bucket i1 or i2: the rare path behind a fingerprint match.
+// holds reports whether a key with k's position hash is already in bucket
+// i1 or i2 of the line bk.
+func (p *v2Placer) holds(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bool {
+	if bk[i1].fpMatches(fp)|bk[i2].fpMatches(fp) == 0 {
+		return false
+	}
+	return p.isRepeat(bk, k, i1, i2, fp)
+}
+
+// isRepeat is holds' rare path, behind a fingerprint match.
 func (p *v2Placer) isRepeat(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bool {
 	x := p.x[k]
 	for _, u := range [2]uint32{i1, i2} {
@@ -395,8 +403,19 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 	for i := 0; i < len(p.queue); i++ {
 		k := p.queue[i]
 		x := p.x[k]
+		fp := uint16(v2Fingerprint(x, f))
+		// A repeat placed in the primary line after its twin was pushed
+		// out keeps the key there; the twin need not be stored again.
+		// (Primary placement is over, so no copy can reach the primary
+		// line later, and repeats meeting in the secondary line are found
+		// by insert.)
+		pp := v2Primary(x, lines, &p.shape)
+		if p.holds(p.bkt[pp.line*B:pp.line*B+B], k, pp.i1, pp.i2, fp) {
+			p.dups++
+			continue
+		}
 		sp := v2Secondary(x, lines, &p.shape)
-		if !p.insert(k, sp.line, sp.i1, sp.i2, uint16(v2Fingerprint(x, f)), v2SecondaryMeta) || p.evict > limit {
+		if !p.insert(k, sp.line, sp.i1, sp.i2, fp, v2SecondaryMeta) || p.evict > limit {
 			return nil, false
 		}
 	}
