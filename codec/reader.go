@@ -32,12 +32,8 @@ func MayContain(block, key []byte) bool {
 
 // MayContainHash is MayContain for a key whose Hash is h.
 func MayContainHash(block []byte, h uint64) bool {
-	var h2 v2Header
-	if readV2(block, &h2) {
-		if h2.kind != HashKey64 {
-			return true
-		}
-		return v2MayContain(block, &h2, keyhash.Mix(h, h2.seed))
+	if maybe, ok := v2Lookup(block, h, HashKey64); ok {
+		return maybe
 	}
 	var hd header
 	if readHeader(block, &hd) != headerOK || hd.kind != HashKey64 {
@@ -49,12 +45,8 @@ func MayContainHash(block []byte, h uint64) bool {
 // MayContainHash32 is MayContain for a HashHost32 block and the host's
 // 32-bit hash of the key.
 func MayContainHash32(block []byte, h uint32) bool {
-	var h2 v2Header
-	if readV2(block, &h2) {
-		if h2.kind != HashHost32 {
-			return true
-		}
-		return v2MayContain(block, &h2, keyhash.Mix(uint64(h), h2.seed))
+	if maybe, ok := v2Lookup(block, uint64(h), HashHost32); ok {
+		return maybe
 	}
 	var hd header
 	if readHeader(block, &hd) != headerOK || hd.kind != HashHost32 {

@@ -358,12 +358,17 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 	// each line is then placed while its keys and buckets are in cache.
 	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
 	clear(counts)
+	m := v2Multiplier(seed)
+	var prevInv uint64
+	if prevSeed != 0 {
+		prevInv = keyhash.ModInverse(v2Multiplier(prevSeed))
+	}
 	for _, pg := range b.pages {
 		for i, h := range pg {
 			if prevSeed != 0 {
-				h = keyhash.Unmix(h, prevSeed)
+				h = v2Unposition(h, prevInv)
 			}
-			x := keyhash.Mix(h, seed)
+			x := v2Position(h, m)
 			pg[i] = x
 			counts[(uint64(uint32(x>>32))*uint64(lines))>>32+1]++
 		}

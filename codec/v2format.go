@@ -116,6 +116,27 @@ func readV2(block []byte, h *v2Header) bool {
 // version 2.
 var v2IDWord = uint64(binary.LittleEndian.Uint32(magic[:])) | 2<<32
 
+// v2Multiplier turns a block's seed into the odd 64-bit multiplier of its
+// position hash. A lookup computes it from the trailer while the key is
+// still being hashed, so it costs no latency.
+func v2Multiplier(seed uint32) uint64 { return keyhash.Mix(uint64(seed), 0x6c696e65) | 1 }
+
+// v2Position is the position hash of a key hash h under multiplier m:
+// y = h·m, x = y XOR (y >> 32). Multiply-shift with a random odd
+// multiplier is universal for the high bits (two distinct hashes share
+// their top k bits with probability at most 2/2^k), which is what chooses
+// the line: keys chosen to share a line under one seed are spread under
+// another, and the seed is secret. The xorshift brings high product bits
+// down to the fingerprint. Both steps are bijections (see v2Unposition):
+// distinct hashes never become equal.
+func v2Position(h, m uint64) uint64 {
+	y := h * m
+	return y ^ y>>32
+}
+
+// v2Unposition inverts v2Position, given the inverse of the multiplier.
+func v2Unposition(x, mInv uint64) uint64 { return (x ^ x>>32) * mInv }
+
 // v2Pos is where a key's fingerprint may sit in one line.
 type v2Pos struct {
 	line   uint32
@@ -154,49 +175,77 @@ func v2Secondary(x uint64, lines uint32, s *lineShape) v2Pos {
 // v2Fingerprint is the f-bit fingerprint, never 0 (an empty slot).
 func v2Fingerprint(x uint64, f uint) uint32 { return keyhash.Fingerprint(x, f) }
 
-// v2MayContain answers a lookup of position hash x in a block whose
-// trailer h was read by readV2.
-func v2MayContain(block []byte, h *v2Header, x uint64) bool {
-	if h.flags != 0 {
-		return true
+// v2Lookup answers a lookup of key hash h (of the given kind) in block.
+// isV2 is false when block has no well-formed version-2 trailer (the
+// caller then tries version 1). It is one flat function, the trailer
+// checks (readV2's, repeated here for speed) included, because a lookup is
+// a few dozen instructions and every call costs.
+func v2Lookup(block []byte, h uint64, kind HashKind) (maybe, isV2 bool) {
+	n := len(block)
+	if n < v2TrailerSize {
+		return true, false
 	}
-	f := uint(h.fpBits)
+	t := block[n-36 : n-4]
+	w0 := binary.LittleEndian.Uint64(t[0:])
+	w1 := binary.LittleEndian.Uint64(t[8:])
+	if w0 != ^binary.LittleEndian.Uint64(t[16:]) || w1 != ^binary.LittleEndian.Uint64(t[24:]) || w0&0xff_ffff_ffff != v2IDWord {
+		return true, false
+	}
+	f := uint(w0>>40) & 0xff
+	lines := uint64(uint32(w1))
+	if f-minFPBits > maxFPBits-minFPBits || HashKind(w0>>48) != kind || w0>>56 != 0 ||
+		uint64(n) != lines*lineBytes+v2TrailerSize || lines == 0 {
+		// Another kind, the always-maybe flag, or a malformed trailer.
+		return true, true
+	}
+	x := v2Position(h, v2Multiplier(uint32(w1>>32)))
 	s := &lineShapes[f]
 	bb := uint64(s.bktBits)
-	b := uint32(s.buckets)
+	b := uint64(s.buckets)
 
-	p := uint64(uint32(x>>32)) * uint64(h.lines)
+	p := (x >> 32) * lines
 	base := (p >> 32) * lineBytes
-	i1 := uint32((uint64(uint32(p)) * uint64(b)) >> 32)
-	q := (x >> 16 & 0xffff) * uint64(b-1)
-	i2 := i1 + 1 + uint32(q>>16)
-	i2 -= b & uint32(int32(b-1-i2)>>31) // i2 -= b if i2 >= b, without a branch
+	i1 := (uint64(uint32(p)) * b) >> 32
+	q := (x >> 16 & 0xffff) * (b - 1)
+	i2 := i1 + 1 + q>>16
+	i2 -= b & uint64(int64(b-1-i2)>>63) // i2 -= b if i2 >= b, without a branch
 	fp := keyhash.Fingerprint(x, f)
 
 	// Both bucket words and the overflow word are loaded before any is
 	// tested, so the one cache miss serves them all.
-	o1, o2 := uint64(i1)*bb, uint64(i2)*bb
-	w1 := binary.LittleEndian.Uint64(block[base+o1>>3:]) >> (o1 & 7)
-	w2 := binary.LittleEndian.Uint64(block[base+o2>>3:]) >> (o2 & 7)
+	o1, o2 := i1*bb, i2*bb
+	bw1 := binary.LittleEndian.Uint64(block[base+o1>>3:]) >> (o1 & 7)
+	bw2 := binary.LittleEndian.Uint64(block[base+o2>>3:]) >> (o2 & 7)
 	ov := binary.LittleEndian.Uint64(block[base+lineBytes-8:]) >> s.ovShift
-	if bucketHas(w1, fp, f) || bucketHas(w2, fp, f) {
-		return true
+
+	// The semi-sorted test of bucketHas, for both buckets at once.
+	c1, c2 := bw1&0xfff, bw2&0xfff
+	if c1 >= nibbleCodes || c2 >= nibbleCodes {
+		return true, true // an invalid code: only in a damaged block
+	}
+	low := (f - 4) & 15
+	fpn := (fp >> low) * 0x1111
+	x1 := uint32(nibblesOfCode[c1]) ^ fpn
+	x2 := uint32(nibblesOfCode[c2]) ^ fpn
+	eq1 := ^((x1&0x7777 + 0x7777) | x1) & 0x8888
+	eq2 := ^((x2&0x7777 + 0x7777) | x2) & 0x8888
+	if eq1|eq2 != 0 && (lowsMatch(bw1, eq1, fp, low) || lowsMatch(bw2, eq2, fp, low)) {
+		return true, true
 	}
 	ob := ((q & 0xffff) * uint64(s.overflow)) >> 16
 	if ov>>ob&1 == 0 {
-		return false
+		return false, true
 	}
-	return v2SecondaryHas(block, h, x, fp)
+	return v2SecondaryHas(block, f, uint32(lines), x, fp), true
 }
 
 // v2SecondaryHas probes the key's secondary line: the rare path, kept out
 // of line so v2MayContain stays small.
 //
 //go:noinline
-func v2SecondaryHas(block []byte, h *v2Header, x uint64, fp uint32) bool {
-	f := uint(h.fpBits)
+func v2SecondaryHas(block []byte, f uint, lines uint32, x uint64, fp uint32) bool {
 	s := &lineShapes[f]
-	sp := v2Secondary(x, h.lines, s)
+	sp := v2Secondary(x, lines, s)
 	bb := uint64(s.bktBits)
 	base := uint64(sp.line) * lineBytes
 	o1, o2 := uint64(sp.i1)*bb, uint64(sp.i2)*bb

@@ -14,8 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/dgraph-io/badger/v4/y"
 
-	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
 // Filter is a built filter as a store would query it: from the key's bytes,
@@ -40,37 +40,41 @@ type Family struct {
 	Build func(keys [][]byte) Filter
 }
 
-// Cuckoo is this project's codec at a bits/key budget.
+// Cuckoo is this project's filter at a bits/key budget, built and probed
+// through the Pebble policy a user adopts (tablefilter.NewPolicy: codec
+// format version 2).
 func Cuckoo(bitsPerKey float64) Family {
 	return Family{fmt.Sprintf("lsmcuckoo/%g", bitsPerKey), "lsmcuckoo", bitsPerKey, func(keys [][]byte) Filter {
-		b := codec.NewBuilder(codec.Options{BitsPerKey: bitsPerKey})
-		for _, k := range keys {
-			b.Add(k)
-		}
-		return cuckooFilter(b.Finish(nil))
+		return policyFilter(tablefilter.NewPolicy(bitsPerKey), keys)
 	}}
 }
 
-type cuckooFilter []byte
+// CuckooV1 is Cuckoo in codec format version 1 (tablefilter.NewV1Policy):
+// the denser layout whose lookups read an offset table, then the buckets.
+func CuckooV1(bitsPerKey float64) Family {
+	return Family{fmt.Sprintf("lsmcuckoo-v1/%g", bitsPerKey), "lsmcuckoo-v1", bitsPerKey, func(keys [][]byte) Filter {
+		return policyFilter(tablefilter.NewV1Policy(bitsPerKey), keys)
+	}}
+}
 
-func (f cuckooFilter) MayContain(key []byte) bool { return codec.MayContain(f, key) }
-func (f cuckooFilter) Bytes() int                 { return len(f) }
-func (f cuckooFilter) Copy(skew int) Filter       { return cuckooFilter(skewed(f, skew)) }
+func policyFilter(p pebble.FilterPolicy, keys [][]byte) Filter {
+	w := p.NewWriter(pebble.TableFilter)
+	for _, k := range keys {
+		w.AddKey(k)
+	}
+	return pebbleFilter{p, w.Finish(nil)}
+}
 
 // PebbleBloom is Pebble's table bloom filter (github.com/cockroachdb/pebble/v2/bloom).
 func PebbleBloom(bitsPerKey int) Family {
 	return Family{fmt.Sprintf("pebble-bloom/%d", bitsPerKey), "pebble-bloom", float64(bitsPerKey), func(keys [][]byte) Filter {
-		p := bloom.FilterPolicy(bitsPerKey)
-		w := p.NewWriter(pebble.TableFilter)
-		for _, k := range keys {
-			w.AddKey(k)
-		}
-		return pebbleFilter{p, w.Finish(nil)}
+		return policyFilter(bloom.FilterPolicy(bitsPerKey), keys)
 	}}
 }
 
+// pebbleFilter is a table filter probed through its Pebble policy.
 type pebbleFilter struct {
-	p    bloom.FilterPolicy
+	p    pebble.FilterPolicy
 	data []byte
 }
 
@@ -177,8 +181,11 @@ func sizeOf[T xorfilter.Unsigned](v T) int {
 // Families is the standard line-up.
 func Families() []Family {
 	return []Family{
+		Cuckoo(10), CuckooV1(10), PebbleBloom(10),
+		Cuckoo(16), CuckooV1(16), PebbleBloom(16),
 		Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(15.9),
-		PebbleBloom(6), PebbleBloom(10), PebbleBloom(16),
+		CuckooV1(9.6), CuckooV1(10.6), CuckooV1(15.9),
+		PebbleBloom(6),
 		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
 		BinaryFuse8(), BinaryFuse16(),
 	}
@@ -188,8 +195,9 @@ func Families() []Family {
 // FPR-vs-space curves of the full report.
 func PlotFamilies() []Family {
 	return []Family{
-		Cuckoo(7), Cuckoo(8.5), Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(14), Cuckoo(15.9), Cuckoo(18),
-		PebbleBloom(6), PebbleBloom(8), PebbleBloom(10), PebbleBloom(12), PebbleBloom(16), PebbleBloom(20),
+		Cuckoo(7), Cuckoo(8), Cuckoo(9), Cuckoo(9.6), Cuckoo(10), Cuckoo(10.6), Cuckoo(11), Cuckoo(12), Cuckoo(13), Cuckoo(14), Cuckoo(15), Cuckoo(15.9), Cuckoo(16), Cuckoo(18),
+		CuckooV1(8), CuckooV1(9.6), CuckooV1(10), CuckooV1(10.6), CuckooV1(12), CuckooV1(14), CuckooV1(15.9), CuckooV1(16),
+		PebbleBloom(6), PebbleBloom(8), PebbleBloom(9), PebbleBloom(10), PebbleBloom(11), PebbleBloom(12), PebbleBloom(13), PebbleBloom(14), PebbleBloom(15), PebbleBloom(16), PebbleBloom(20),
 		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
 		BinaryFuse8(), BinaryFuse16(),
 	}

@@ -81,13 +81,13 @@ func Unmix(x uint64, seed uint32) uint64 {
 }
 
 var (
-	inv94d0 = modInverse(0x94d049bb133111eb)
-	invBf58 = modInverse(0xbf58476d1ce4e5b9)
+	inv94d0 = ModInverse(0x94d049bb133111eb)
+	invBf58 = ModInverse(0xbf58476d1ce4e5b9)
 )
 
-// modInverse returns the inverse of odd a modulo 2^64 by Newton's iteration,
+// ModInverse returns the inverse of odd a modulo 2^64 by Newton's iteration,
 // which doubles the number of correct low bits each step.
-func modInverse(a uint64) uint64 {
+func ModInverse(a uint64) uint64 {
 	x := a // correct to 3 bits for odd a
 	for i := 0; i < 5; i++ {
 		x *= 2 - a*x
