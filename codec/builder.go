@@ -35,8 +35,8 @@ type Options struct {
 	// before it is built; set it only to make blocks reproducible (tests,
 	// golden files). Version 1 uses the value as given, 0 included.
 	Seed uint32
-	// Hash says what AddHash receives; HashKey64 (the default) for
-	// Hash(key) values, HashHost32 for a host's 32-bit key hashes.
+	// Hash says what the builder receives: HashKey64 (the default) for
+	// keys (Add), HashHost32 for a host's 32-bit key hashes (AddHash32).
 	Hash HashKind
 	// Version selects the block format: 0 or 2 for version 2 (one cache
 	// line per lookup, the default), 1 for the denser version-1 layout
@@ -133,21 +133,30 @@ func NewBuilder(o Options) *Builder {
 }
 
 // Add records a key. The key is hashed at once and not retained.
-// It must not be used on a HashHost32 builder (use AddHash).
+// It must not be used on a HashHost32 builder (use AddHash32).
 func (b *Builder) Add(key []byte) {
 	if b.opts.Hash != HashKey64 {
-		panic("codec: Add on a HashHost32 builder; use AddHash with the host's hash")
+		panic("codec: Add on a HashHost32 builder; use AddHash32 with the host's hash")
 	}
-	b.AddHash(keyhash.Hash(key))
+	if b.opts.Version == formatV1 {
+		b.addHash(keyhash.Hash(key))
+	} else {
+		b.addHash(keyhash.MulHash(key))
+	}
 }
 
-// AddHash records a key by its hash: keyhash.Hash(key) for a HashKey64
-// builder, the host's 32-bit hash (only its low 32 bits are used) for a
-// HashHost32 one.
-func (b *Builder) AddHash(h uint64) {
-	if b.opts.Hash == HashHost32 {
-		h = uint64(uint32(h))
+// AddHash32 records a key of a HashHost32 builder by the host's 32-bit
+// hash of it (Badger's y.Hash). It must not be used on a HashKey64 builder
+// (use Add).
+func (b *Builder) AddHash32(h uint32) {
+	if b.opts.Hash != HashHost32 {
+		panic("codec: AddHash32 on a HashKey64 builder; use Add with the key")
 	}
+	b.addHash(uint64(h))
+}
+
+// addHash records a key hash, dropping a repeat of the previous one.
+func (b *Builder) addHash(h uint64) {
 	if b.haveLast && h == b.last {
 		return
 	}
@@ -398,15 +407,6 @@ func Build(keys [][]byte, o Options) []byte {
 	b := NewBuilder(o)
 	for _, k := range keys {
 		b.Add(k)
-	}
-	return b.Finish(nil)
-}
-
-// BuildFromHashes encodes pre-computed hashes (see Builder.AddHash).
-func BuildFromHashes(hashes []uint64, o Options) []byte {
-	b := NewBuilder(o)
-	for _, h := range hashes {
-		b.AddHash(h)
 	}
 	return b.Finish(nil)
 }

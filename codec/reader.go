@@ -10,11 +10,6 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
-// Hash is the 64-bit key hash (xxhash64) that Builder.Add and MayContain
-// apply to a key; AddHash and MayContainHash take it precomputed, so a
-// caller that already hashed a key for another purpose hashes it once.
-func Hash(key []byte) uint64 { return keyhash.Hash(key) }
-
 // MayContain reports whether key may be in the set the HashKey64 block was
 // built from. It reads the block in place: no copy, no allocation, any
 // alignment, safe for concurrent use. It answers false only when the block
@@ -27,19 +22,19 @@ func Hash(key []byte) uint64 { return keyhash.Hash(key) }
 // flipped inside a bucket is caught by Decode, and by the block checksums
 // Pebble and Badger verify when they read a block from disk.
 func MayContain(block, key []byte) bool {
-	return MayContainHash(block, keyhash.Hash(key))
-}
-
-// MayContainHash is MayContain for a key whose Hash is h.
-func MayContainHash(block []byte, h uint64) bool {
-	if maybe, ok := v2Lookup(block, h, HashKey64); ok {
+	if maybe, ok := v2Lookup(block, keyhash.MulHash(key), HashKey64); ok {
 		return maybe
 	}
+	return v1MayContain(block, keyhash.Hash(key), HashKey64)
+}
+
+// v1MayContain is the lookup in a version-1 block.
+func v1MayContain(block []byte, h uint64, kind HashKind) bool {
 	var hd header
-	if readHeader(block, &hd) != headerOK || hd.kind != HashKey64 {
+	if readHeader(block, &hd) != headerOK || hd.kind != kind {
 		return true
 	}
-	return hd.mayContain(block, position(h, HashKey64, hd.seed))
+	return hd.mayContain(block, position(h, kind, hd.seed))
 }
 
 // MayContainHash32 is MayContain for a HashHost32 block and the host's
@@ -48,11 +43,7 @@ func MayContainHash32(block []byte, h uint32) bool {
 	if maybe, ok := v2Lookup(block, uint64(h), HashHost32); ok {
 		return maybe
 	}
-	var hd header
-	if readHeader(block, &hd) != headerOK || hd.kind != HashHost32 {
-		return true
-	}
-	return hd.mayContain(block, position(uint64(h), HashHost32, hd.seed))
+	return v1MayContain(block, uint64(h), HashHost32)
 }
 
 // mayContain probes the two candidate buckets of position hash x. It is

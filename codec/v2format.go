@@ -117,9 +117,9 @@ func readV2(block []byte, h *v2Header) bool {
 var v2IDWord = uint64(binary.LittleEndian.Uint32(magic[:])) | 2<<32
 
 // v2Multiplier turns a block's seed into the odd 64-bit multiplier of its
-// position hash. A lookup computes it from the trailer while the key is
-// still being hashed, so it costs no latency.
-func v2Multiplier(seed uint32) uint64 { return keyhash.Mix(uint64(seed), 0x6c696e65) | 1 }
+// position hash: one multiply, which a lookup computes from the trailer
+// while the key is still being hashed.
+func v2Multiplier(seed uint32) uint64 { return (uint64(seed)+1)*0x9e3779b97f4a7c15 | 1 }
 
 // v2Position is the position hash of a key hash h under multiplier m:
 // y = h·m, x = y XOR (y >> 32). Multiply-shift with a random odd

@@ -65,7 +65,7 @@ func NewBadgerFilterFPR(keys []uint32, fpr float64) BadgerFilter {
 func badgerBuild(keys []uint32, o codec.Options) BadgerFilter {
 	b := codec.NewBuilder(o)
 	for _, h := range keys {
-		b.AddHash(uint64(h))
+		b.AddHash32(h)
 	}
 	return BadgerFilter(b.Finish(nil))
 }
