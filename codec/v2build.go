@@ -63,6 +63,7 @@ type v2Placer struct {
 	bkt    []v2Bucket // line·B + i
 	ovMask []uint64   // per line: overflow bits set
 	queue  []int32    // keys waiting for their secondary line
+	order  []uint64   // one round of queue, as secondary line<<32 | key
 
 	// BFS scratch for one line (B <= 31 buckets).
 	seen  [32]uint32
@@ -388,41 +389,62 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 	}
 	b.s.counts = counts
 	p.bkt = resize(p.bkt, nb)
-	for i := range p.bkt {
-		p.bkt[i].n, p.bkt[i].fp = 0, 0
-	}
 	p.ovMask = resize(p.ovMask, int(lines))
 	clear(p.ovMask)
 	p.queue = p.queue[:0]
 	p.evict, p.dups = 0, 0
 
+	// Primary placement, one line at a time while its keys and buckets are
+	// in cache.
 	for ln := uint32(0); ln < lines; ln++ {
+		bk := p.bkt[ln*B : ln*B+B]
+		for i := range bk {
+			bk[i].n, bk[i].fp = 0, 0
+		}
+		first := len(p.queue)
 		for k := counts[ln]; k < counts[ln+1]; k++ {
 			x := p.x[k]
 			pos := v2Primary(x, lines, &p.shape)
 			p.insert(int32(k), ln, pos.i1, pos.i2, uint16(v2Fingerprint(x, f)), uint8(pos.ob))
 		}
+		// A key pushed out of this line may have a repeat that arrived
+		// later and stayed: then the key is stored already. No copy can
+		// enter the line after this, so this is the one place to look.
+		kept := first
+		for _, k := range p.queue[first:] {
+			pos := v2Primary(p.x[k], lines, &p.shape)
+			if p.holds(bk, k, pos.i1, pos.i2, uint16(v2Fingerprint(p.x[k], f))) {
+				p.dups++
+				continue
+			}
+			p.queue[kept] = k
+			kept++
+		}
+		p.queue = p.queue[:kept]
 	}
+
+	// Secondary placement, in rounds: each round's keys sorted by their
+	// secondary line, so the lines are visited in memory order; the keys a
+	// round pushes out of their primary lines make the next round.
 	primaryOverflow := len(p.queue)
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
-	for i := 0; i < len(p.queue); i++ {
-		k := p.queue[i]
-		x := p.x[k]
-		fp := uint16(v2Fingerprint(x, f))
-		// A repeat placed in the primary line after its twin was pushed
-		// out keeps the key there; the twin need not be stored again.
-		// (Primary placement is over, so no copy can reach the primary
-		// line later, and repeats meeting in the secondary line are found
-		// by insert.)
-		pp := v2Primary(x, lines, &p.shape)
-		if p.holds(p.bkt[pp.line*B:pp.line*B+B], k, pp.i1, pp.i2, fp) {
-			p.dups++
-			continue
+	for start := 0; start < len(p.queue); {
+		end := len(p.queue)
+		p.order = p.order[:0]
+		for _, k := range p.queue[start:end] {
+			sp := v2Secondary(p.x[k], lines, &p.shape)
+			p.order = append(p.order, uint64(sp.line)<<32|uint64(uint32(k)))
 		}
-		sp := v2Secondary(x, lines, &p.shape)
-		if !p.insert(k, sp.line, sp.i1, sp.i2, fp, v2SecondaryMeta) || p.evict > limit {
-			return nil, false
+		slices.Sort(p.order)
+		for _, e := range p.order {
+			k := int32(uint32(e))
+			x := p.x[k]
+			sp := v2Secondary(x, lines, &p.shape)
+			if !p.insert(k, sp.line, sp.i1, sp.i2, uint16(v2Fingerprint(x, f)), v2SecondaryMeta) || p.evict > limit {
+				return nil, false
+			}
 		}
+		start = end
 	}
 
 	size := int(lines)*lineBytes + v2TrailerSize
