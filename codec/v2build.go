@@ -283,15 +283,16 @@ func planV2(o *Options, d int) v2Plan {
 	// The width is chosen for the budget's keys per line, so that small
 	// filters get the fingerprints of large ones; a small filter whose
 	// whole lines (and trailer) the budget cannot quite buy takes the few
-	// lines more it needs, a few percent over the budget at most.
-	f := uint(minFPBits)
-	for g := uint(maxFPBits); g > minFPBits; g-- {
-		if lineBits/budget <= v2MaxLoad*v2Slots(g) {
-			f = g
-			break
+	// lines more it needs, up to 5% over the budget, or else the next
+	// narrower width.
+	have := budgetLines(budget, n)
+	for f := uint(maxFPBits); f > minFPBits; f-- {
+		need := linesFor(f, v2MaxLoad)
+		if lineBits/budget <= v2MaxLoad*v2Slots(f) && float64(need)*lineBits+v2TrailerSize*8 <= 1.05*budget*n {
+			return v2Plan{f, max(have, need)}
 		}
 	}
-	return v2Plan{f, max(budgetLines(budget, n), linesFor(f, v2MaxLoad))}
+	return v2Plan{minFPBits, max(have, linesFor(minFPBits, v2MaxLoad))}
 }
 
 // v2AttemptLines is the line count of placement attempt 0, 1, ...: the
