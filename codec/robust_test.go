@@ -407,3 +407,40 @@ func TestConcurrentReaders(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// FuzzV2TrailerDamage damages a valid version-2 block's trailer at two
+// fuzzer-chosen places. Unless the damage leaves the id bytes and their
+// inverted copy consistent (which no single fault does), every present key
+// must still answer "maybe"; in every case the reader must not panic and
+// Decode must reject the block.
+func FuzzV2TrailerDamage(f *testing.F) {
+	keys := testkeys.Random(2000, 16, 5)
+	block := Build(keys, Options{BitsPerKey: 10, Seed: 8})
+	f.Add(uint8(12), uint8(1), uint8(28), uint8(1))
+	f.Add(uint8(16), uint8(0x80), uint8(0), uint8(0))
+	f.Add(uint8(4), uint8(0xff), uint8(20), uint8(0xff))
+	f.Fuzz(func(t *testing.T, at1, x1, at2, x2 uint8) {
+		bad := bytes.Clone(block)
+		n := len(bad)
+		bad[n-v2TrailerSize+int(at1)%v2TrailerSize] ^= x1
+		bad[n-v2TrailerSize+int(at2)%v2TrailerSize] ^= x2
+		if bytes.Equal(bad, block) {
+			return
+		}
+		consistent := true
+		for i := 0; i < 16; i++ {
+			if bad[n-36+i] != ^bad[n-20+i] {
+				consistent = false
+			}
+		}
+		idChanged := !bytes.Equal(bad[n-36:n-20], block[n-36:n-20])
+		for _, k := range keys {
+			if !MayContain(bad, k) && !(consistent && idChanged) {
+				t.Fatalf("trailer damaged at %d^%#x, %d^%#x: key lost", at1, x1, at2, x2)
+			}
+		}
+		if _, err := Decode(bad); err == nil {
+			t.Fatal("Decode accepted a damaged trailer")
+		}
+	})
+}

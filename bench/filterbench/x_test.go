@@ -36,3 +36,22 @@ func TestXABHot(t *testing.T) {
 		}
 	}
 }
+
+func TestXABBuild(t *testing.T) {
+	for _, n := range []int{100_000, 1_000_000} {
+		keys := keysFor(n)
+		fams := []Family{Cuckoo(10), CuckooV1(10), PebbleBloom(10)}
+		best := make([]float64, len(fams))
+		for r := 0; r < 5; r++ {
+			for i, f := range fams {
+				_, ns := BuildTimed(f, keys)
+				if r == 0 || ns < best[i] {
+					best[i] = ns
+				}
+			}
+		}
+		for i := range fams {
+			fmt.Printf("build n=%d %-18s min %.1f ns/key  ratio %.2f\n", n, fams[i].Name, best[i], best[i]/best[len(fams)-1])
+		}
+	}
+}
