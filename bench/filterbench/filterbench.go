@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/FastFilter/xorfilter"
 	"github.com/cockroachdb/pebble/v2"
@@ -25,10 +26,10 @@ type Filter interface {
 	// Bytes is the filter's serialized (or, for in-memory structures,
 	// payload) size.
 	Bytes() int
-	// Copy returns an equal filter in freshly allocated memory, starting
-	// skew bytes into its allocation, so that cold lookups can spread over
-	// many megabytes without every copy's first byte falling in the same
-	// cache set (identical large allocations are page-aligned).
+	// Copy returns an equal filter in freshly allocated memory whose first
+	// byte lies skew bytes past a 64-byte boundary: skew = 64·k spreads
+	// copies over cache sets (identical large allocations are
+	// page-aligned), skew mod 64 is the copy's misalignment.
 	Copy(skew int) Filter
 }
 
@@ -160,11 +161,14 @@ func (f fuseFilter[T]) Copy(skew int) Filter {
 	return fuseFilter[T]{&c}
 }
 
-// skewed copies b into a new allocation, skew bytes in.
+// skewed copies b into a new allocation, starting skew bytes past a
+// 64-byte boundary.
 func skewed(b []byte, skew int) []byte {
-	buf := make([]byte, len(b)+skew)
-	copy(buf[skew:], b)
-	return buf[skew:]
+	buf := make([]byte, len(b)+skew+64)
+	start := (64 - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%64)) % 64
+	out := buf[start+skew : start+skew+len(b) : start+skew+len(b)]
+	copy(out, b)
+	return out
 }
 
 func sizeOf[T xorfilter.Unsigned](v T) int {
@@ -189,6 +193,17 @@ func Families() []Family {
 		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
 		BinaryFuse8(), BinaryFuse16(),
 	}
+}
+
+// CoreFamilies is the side-by-side of the issue that introduced format
+// version 2: lsmcuckoo version 2 (the default) and version 1 beside Pebble's
+// bloom filter at every whole budget from 8 to 16 bits per key.
+func CoreFamilies() []Family {
+	var fams []Family
+	for bpk := 8; bpk <= 16; bpk++ {
+		fams = append(fams, Cuckoo(float64(bpk)), CuckooV1(float64(bpk)), PebbleBloom(bpk))
+	}
+	return fams
 }
 
 // PlotFamilies is the line-up with enough settings per family to draw the
@@ -219,6 +234,10 @@ type Result struct {
 	ColdLatNs   float64 `json:"cold_latency_ns"`
 	ColdMiB     float64 `json:"cold_mib"`
 	BuildAllocs float64 `json:"build_allocs"`
+	// The same lookups on filters that start 1..63 bytes past a 64-byte
+	// boundary (Pebble hands filters at any alignment); 0 when not measured.
+	HotUnalignedNs  float64 `json:"hot_unaligned_ns,omitempty"`
+	ColdUnalignedNs float64 `json:"cold_unaligned_ns,omitempty"`
 }
 
 // BuildTimed builds fam's filter and returns it with the time per key.
@@ -268,6 +287,19 @@ func LookupNs(f Filter, absent [][]byte, lookups int) float64 {
 
 var sinkHole int
 
+// UnalignedLookupNs is LookupNs averaged over copies of f starting 1..63
+// bytes past a 64-byte boundary.
+func UnalignedLookupNs(f Filter, absent [][]byte, lookups int) float64 {
+	total := 0.0
+	per := max(1, lookups/63)
+	for off := 1; off < 64; off++ {
+		g := f.Copy(off)
+		LookupNs(g, absent, min(per, len(absent))) // warm
+		total += LookupNs(g, absent, per)
+	}
+	return total / 63
+}
+
 // ColdSet is many copies of one filter spread over at least minBytes of
 // memory; lookups go to a random copy so nearly every probe misses the CPU
 // caches, as lookups into the block cache of a large store do.
@@ -276,13 +308,28 @@ type ColdSet struct {
 	Order  []uint32 // copy index per lookup, fixed so every family does the same
 }
 
-// NewColdSet copies f until the copies hold minBytes.
+// NewColdSet copies f until the copies hold minBytes, each copy starting
+// on a 64-byte boundary.
 func NewColdSet(f Filter, minBytes int, lookups int, seed uint64) *ColdSet {
+	return newColdSet(f, minBytes, lookups, seed, false)
+}
+
+// NewUnalignedColdSet is NewColdSet with every copy starting 1..63 bytes
+// past a 64-byte boundary.
+func NewUnalignedColdSet(f Filter, minBytes int, lookups int, seed uint64) *ColdSet {
+	return newColdSet(f, minBytes, lookups, seed, true)
+}
+
+func newColdSet(f Filter, minBytes int, lookups int, seed uint64, unaligned bool) *ColdSet {
 	n := max(1, (minBytes+f.Bytes()-1)/max(1, f.Bytes()))
 	cs := &ColdSet{Copies: make([]Filter, n), Order: make([]uint32, lookups)}
 	r := rand.New(rand.NewPCG(seed, 1))
 	for i := range cs.Copies {
-		cs.Copies[i] = f.Copy(64 * r.IntN(64))
+		skew := 64 * r.IntN(64)
+		if unaligned {
+			skew += 1 + r.IntN(63)
+		}
+		cs.Copies[i] = f.Copy(skew)
 	}
 	for i := range cs.Order {
 		cs.Order[i] = uint32(r.IntN(n))
