@@ -36,13 +36,19 @@ const (
 // v2Bucket is one bucket under placement. Each slot carries what a move
 // or an eviction needs (the key's other bucket, its overflow bit), so the
 // search inside a line touches only the line's buckets.
+//
+// It is 32 bytes, two to a cache line: the slot count is not stored but
+// read off the fingerprint lanes, which are filled from lane 0 up and are
+// never 0 when occupied.
 type v2Bucket struct {
-	n    uint8
-	meta [slots]uint8 // overflow bit in the primary line, or v2Secondary
-	alt  [slots]uint8 // the key's other candidate bucket in this line
 	fp   uint64       // four 16-bit lanes, 0 for an empty slot
 	k    [slots]int32 // index of the key's position hash
+	meta [slots]uint8 // overflow bit in the primary line, or v2SecondaryMeta
+	alt  [slots]uint8 // the key's other candidate bucket in this line
 }
+
+// count returns the occupied slots.
+func (b *v2Bucket) count() uint8 { return uint8(bits.Len64(b.fp)+15) >> 4 }
 
 func (b *v2Bucket) fpAt(j uint8) uint16 { return uint16(b.fp >> (16 * j)) }
 
@@ -92,8 +98,8 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 		p.dups++
 		return true
 	}
-	if bk[i1].n < slots || bk[i2].n < slots {
-		if bk[i2].n < bk[i1].n {
+	if n1, n2 := bk[i1].count(), bk[i2].count(); n1 < slots || n2 < slots {
+		if n2 < n1 {
 			i1, i2 = i2, i1
 		}
 		bk[i1].put(k, fp, uint8(i2), meta)
@@ -107,13 +113,13 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 	for i := 0; i < len(q); i++ {
 		u := q[i]
 		b := &bk[u]
-		for j := uint8(0); j < b.n; j++ {
+		for j, n := uint8(0), b.count(); j < n; j++ {
 			v := b.alt[j]
 			if p.seen[v] == p.gen {
 				continue
 			}
 			p.seen[v], p.from[v], p.via[v] = p.gen, int8(u), j
-			if bk[v].n < slots {
+			if bk[v].count() < slots {
 				p.shift(bk, k, fp, meta, i1, i2, v)
 				return true
 			}
@@ -131,7 +137,7 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 	vu, vj, best := uint8(0), uint8(0), 0
 	for _, u := range q {
 		b := &bk[u]
-		for j := uint8(0); j < b.n; j++ {
+		for j, n := uint8(0), b.count(); j < n; j++ {
 			m := b.meta[j]
 			if m == v2SecondaryMeta {
 				continue
@@ -179,7 +185,7 @@ func (p *v2Placer) isRepeat(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bo
 	x := p.x[k]
 	for _, u := range [2]uint32{i1, i2} {
 		b := &bk[u]
-		for j := uint8(0); j < b.n; j++ {
+		for j, n := uint8(0), b.count(); j < n; j++ {
 			if b.fpAt(j) == fp && p.x[b.k[j]] == x {
 				return true
 			}
@@ -189,21 +195,19 @@ func (p *v2Placer) isRepeat(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bo
 }
 
 func (b *v2Bucket) put(k int32, fp uint16, alt, meta uint8) {
-	j := b.n
+	j := b.count()
 	b.k[j], b.alt[j], b.meta[j] = k, alt, meta
 	b.fp |= uint64(fp) << (16 * j)
-	b.n++
 }
 
 func (b *v2Bucket) remove(j uint8) {
-	n := b.n - 1
+	n := b.count() - 1
 	b.k[j], b.alt[j], b.meta[j] = b.k[n], b.alt[n], b.meta[n]
 	last := b.fp >> (16 * n) & 0xffff
 	b.fp &^= 0xffff<<(16*n) | 0xffff<<(16*j)
 	if j != n {
 		b.fp |= last << (16 * j)
 	}
-	b.n = n
 }
 
 // shift frees a slot in a root bucket (i1 or i2) by moving each key on the
@@ -419,7 +423,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 	for ln := uint32(0); ln < lines; ln++ {
 		bk := p.bkt[ln*B : ln*B+B]
 		for i := range bk {
-			bk[i].n, bk[i].fp = 0, 0
+			bk[i].fp = 0
 		}
 		first := len(p.queue)
 		for k := counts[ln]; k < counts[ln+1]; k++ {
@@ -477,7 +481,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 		for i := range bk {
 			w4 := bk[i].fp
 			fps := [slots]uint32{uint32(w4 & 0xffff), uint32(w4 >> 16 & 0xffff), uint32(w4 >> 32 & 0xffff), uint32(w4 >> 48)}
-			stored += int(bk[i].n)
+			stored += int(bk[i].count())
 			v := encodeBucket(&fps, f)
 			off := uint(i) * bb
 			w[off>>6] |= v << (off & 63)
