@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	filtersOnly := fs.Bool("filters-only", false, "run only the filter level")
 	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
 	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
-	core := fs.Bool("core", false, "filter level: the core line-up (lsmcuckoo v2 and v1 beside Pebble's bloom at 8..16 bits/key)")
+	core := fs.String("core", "", "filter level: only lsmcuckoo v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,8 +125,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *coldMiB > 0 {
 		cfg.ColdMiB = *coldMiB
 	}
-	if *core {
-		cfg.Families = filterbench.CoreFamilies()
+	if *core != "" {
+		var budgets []int
+		if *core != "all" {
+			for _, f := range strings.Split(*core, ",") {
+				var b int
+				if _, err := fmt.Sscan(f, &b); err != nil || b < 4 || b > 64 {
+					return fmt.Errorf("bad budget %q in -core", f)
+				}
+				budgets = append(budgets, b)
+			}
+		}
+		cfg.Families = filterbench.CoreFamilies(budgets...)
 	}
 	cfg.Unaligned = *unaligned
 	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = cfg.Reps, cfg.Sizes, cfg.Probes, cfg.ColdMiB

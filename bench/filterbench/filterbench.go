@@ -197,10 +197,14 @@ func Families() []Family {
 
 // CoreFamilies is the side-by-side of the issue that introduced format
 // version 2: lsmcuckoo version 2 (the default) and version 1 beside Pebble's
-// bloom filter at every whole budget from 8 to 16 bits per key.
-func CoreFamilies() []Family {
+// bloom filter at each budget (every whole budget from 8 to 16 bits per key
+// when none is given).
+func CoreFamilies(bitsPerKey ...int) []Family {
+	if len(bitsPerKey) == 0 {
+		bitsPerKey = []int{8, 9, 10, 11, 12, 13, 14, 15, 16}
+	}
 	var fams []Family
-	for bpk := 8; bpk <= 16; bpk++ {
+	for _, bpk := range bitsPerKey {
 		fams = append(fams, Cuckoo(float64(bpk)), CuckooV1(float64(bpk)), PebbleBloom(bpk))
 	}
 	return fams
