@@ -100,7 +100,7 @@ var (
 // BuildStats describes the last block a Builder produced.
 type BuildStats struct {
 	Keys            int     // fingerprints stored (distinct keys)
-	FingerprintBits int     // f
+	FingerprintBits int     // f (version 2: of the narrow lines)
 	Buckets         int     // buckets
 	Load            float64 // keys / (4·buckets)
 	Reseeds         int     // placements abandoned and restarted under a new seed
@@ -109,10 +109,14 @@ type BuildStats struct {
 
 	// Version 2.
 	Lines           int  // 64-byte lines
+	WideLines       int  // lines holding FingerprintBits+1-bit fingerprints
 	PrimaryOverflow int  // keys that did not fit their primary line
 	Overflowed      int  // keys stored in their secondary line (evictions included)
 	OverflowLines   int  // lines with at least one overflow bit set
 	OverflowBits    int  // overflow bits set, over all lines
+	// SecondLineShare is the expected share of negative lookups that read
+	// a second line: the set overflow bits of each line over its O, averaged.
+	SecondLineShare float64
 	Fallback        bool // placement failed under every cap: the block answers "maybe" for every key
 
 	// Version 1.

@@ -148,9 +148,10 @@ type Info struct {
 	Keys            int // fingerprints stored (distinct keys)
 	Seed            uint32
 	Lines           int // version 2: 64-byte lines
+	WideLines       int // version 2: lines holding FingerprintBits+1-bit fingerprints
 	Blocks          int // version 1: blocks
 	Buckets         int
-	FingerprintBits int
+	FingerprintBits int // version 2: of the narrow lines
 	Bytes           int
 	BitsPerKey      float64 // Bytes*8/Keys
 	Load            float64 // Keys / (4·Buckets)
@@ -251,13 +252,14 @@ func decodeV2(block []byte, h *v2Header) (*Filter, error) {
 		info.ExpectedFPR = 1
 		return &Filter{block: block, info: info}, nil
 	}
-	f := uint(h.fpBits)
-	s := &lineShapes[f]
-	bb := uint64(s.bktBits)
+	g := h.geom()
 	stored := uint64(0)
-	for ln := uint64(0); ln < uint64(h.lines); ln++ {
+	for ln := uint32(0); ln < h.lines; ln++ {
+		f := g.width(ln)
+		s := &lineShapes[f]
+		bb := uint64(s.bktBits)
 		for i := uint64(0); i < uint64(s.buckets); i++ {
-			c, err := checkBucket(bitpack.Read(block, ln*lineBits+i*bb, uint(bb)), f)
+			c, err := checkBucket(bitpack.Read(block, uint64(ln)*lineBits+i*bb, uint(bb)), f)
 			if err != nil {
 				return nil, fmt.Errorf("%w: line %d bucket %d: %s", ErrCorrupt, ln, i, err)
 			}
@@ -267,10 +269,15 @@ func decodeV2(block []byte, h *v2Header) (*Filter, error) {
 	if stored != uint64(keys) {
 		return nil, fmt.Errorf("%w: %d fingerprints, trailer says %d keys", ErrCorrupt, stored, keys)
 	}
-	info.Buckets = int(h.lines) * int(s.buckets)
+	info.Buckets = int(g.firstBucket(h.lines))
+	info.WideLines = int(g.wide)
 	info.Load = float64(keys) / (slots * float64(info.Buckets))
 	info.BitsPerKey = bitsPerKey(uint64(n), keys)
-	info.ExpectedFPR = expectedFPR(f, info.Load)
+	wide := float64(g.wide) / float64(h.lines)
+	info.ExpectedFPR = (1-wide)*expectedFPR(g.f, info.Load)
+	if g.wide > 0 {
+		info.ExpectedFPR += wide * expectedFPR(g.f+1, info.Load)
+	}
 	return &Filter{block: block, info: info}, nil
 }
 

@@ -151,10 +151,9 @@ func specBucketHas(bucket uint64, f uint, fp uint64) bool {
 
 // specV2 reads a version-2 block from FORMAT.md alone.
 type specV2 struct {
-	b                    []byte
-	f, kind, flags       uint
-	lines, seed, buckets uint64
-	overflow             uint64
+	b                 []byte
+	f, kind, flags    uint
+	lines, seed, wide uint64
 }
 
 func newSpecV2(t *testing.T, b []byte) *specV2 {
@@ -182,12 +181,25 @@ func newSpecV2(t *testing.T, b []byte) *specV2 {
 	if crc != binary.LittleEndian.Uint32(b[n-4:]) {
 		t.Fatal("CRC-32C mismatch")
 	}
-	// The most whole buckets of 4f-4 bits that leave at least 8 bits.
-	bb := uint64(4*r.f - 4)
-	for r.buckets = 0; (r.buckets+1)*bb <= 504; r.buckets++ {
-	}
-	r.overflow = 512 - r.buckets*bb
+	r.wide = r.lines * uint64(r.flags>>1) >> 7
 	return r
+}
+
+// width is a line's fingerprint bits.
+func (r *specV2) width(line uint64) uint {
+	if line < r.wide {
+		return r.f + 1
+	}
+	return r.f
+}
+
+// shape is B and O for fingerprints of f bits: the most whole buckets of
+// 4f-4 bits that leave at least 8 bits.
+func specShape(f uint) (buckets, overflow uint64) {
+	bb := uint64(4*f - 4)
+	for buckets = 0; (buckets+1)*bb <= 504; buckets++ {
+	}
+	return buckets, 512 - buckets*bb
 }
 
 func (r *specV2) bit(off uint64) uint64 { return uint64(r.b[off/8] >> (off % 8) & 1) }
@@ -231,45 +243,46 @@ func specMulHash(key []byte) uint64 {
 	return specFold(specFold(le64(t[0:8])^k0, le64(t[8:16])^acc^k1)^k2, uint64(n)^k3)
 }
 
-// place returns line, i1, i2, ob of a position hash.
-func (r *specV2) place(x uint64) (line, i1, i2, ob uint64) {
-	hi, lo := bits.Mul64(x>>32, r.lines)
-	_ = hi
-	p := lo // (x>>32)·L fits in 64 bits
+// place returns line, i1, i2, ob and fp of a position hash.
+func (r *specV2) place(x uint64) (line, i1, i2, ob, fp uint64) {
+	p := (x >> 32) * r.lines // fits in 64 bits
 	line = p >> 32
-	i1 = (p & 0xffffffff) * r.buckets >> 32
-	q := (x >> 16 & 0xffff) * (r.buckets - 1)
+	f := r.width(line)
+	buckets, overflow := specShape(f)
+	i1 = (p & 0xffffffff) * buckets >> 32
+	q := (x >> 16 & 0xffff) * (buckets - 1)
 	i2 = i1 + 1 + q>>16
-	if i2 >= r.buckets {
-		i2 -= r.buckets
+	if i2 >= buckets {
+		i2 -= buckets
 	}
-	ob = (q & 0xffff) * r.overflow >> 16
+	ob = (q & 0xffff) * overflow >> 16
+	fp = 1 + ((x & 0xffff) * (1<<f - 1) >> 16)
 	return
 }
 
 func (r *specV2) has(line, i uint64, fp uint64) bool {
-	bb := uint64(4*r.f - 4)
-	return specBucketHas(r.field(line*512+i*bb, bb), r.f, fp)
+	f := r.width(line)
+	bb := uint64(4*f - 4)
+	return specBucketHas(r.field(line*512+i*bb, bb), f, fp)
 }
 
 func (r *specV2) contains(h uint64) bool {
-	if r.flags != 0 {
+	if r.flags&1 != 0 {
 		return true
 	}
 	m := (r.seed+1)*0x9e3779b97f4a7c15 | 1
 	y := h * m
 	x := y ^ y>>32
-	fp := 1 + ((x & 0xffff) * (1<<r.f - 1) >> 16)
-	line, i1, i2, ob := r.place(x)
+	line, i1, i2, ob, fp := r.place(x)
 	if r.has(line, i1, fp) || r.has(line, i2, fp) {
 		return true
 	}
-	if r.bit(line*512+r.buckets*uint64(4*r.f-4)+ob) == 0 {
+	buckets, _ := specShape(r.width(line))
+	if r.bit(line*512+buckets*uint64(4*r.width(line)-4)+ob) == 0 {
 		return false
 	}
-	x2 := specMix(x, 0x5ec011d2)
-	s, j1, j2, _ := r.place(x2)
-	return r.has(s, j1, fp) || r.has(s, j2, fp)
+	s, j1, j2, _, fp2 := r.place(specMix(x, 0x5ec011d2))
+	return r.has(s, j1, fp2) || r.has(s, j2, fp2)
 }
 
 // TestFormatSpecMatchesCodeV2 checks every version-2 golden block, and

@@ -12,15 +12,15 @@ import (
 
 // Version-2 build limits. Each caps the cost an adversarial key set can
 // impose; past them the builder writes an "always maybe" block.
+// v2MaxLoad is the highest planned fraction of occupied slots. Lines
+// receive a Poisson number of keys, so the fullest lines overflow; the
+// overflow goes to secondary lines, which must still have room. A higher
+// load buys wider fingerprints for the same bits (a larger share of wide
+// lines), for more lookups reading a second line and slower builds
+// (go test ./codec -run TestV2LoadSweep -v measures the trade).
+var v2MaxLoad = 0.95
+
 const (
-	// v2MaxLoad is the highest planned fraction of occupied slots. Lines
-	// receive a Poisson number of keys, so the fullest lines overflow; the
-	// overflow goes to secondary lines, which must still have room. The
-	// placement reaches 97% (measured with go test ./codec -run
-	// TestPlacementSweep -v); a higher load buys a wider fingerprint where
-	// the budget falls just short of one (12 bits per key: f=12 at 97%
-	// instead of f=11 at 89%), for more lookups reading a second line.
-	v2MaxLoad = 0.97
 	// v2Attempts bounds the placements one Finish may try: two at the
 	// planned size under fresh seeds, then two at geometrically larger
 	// sizes. Each attempt is linear in the keys, so a Finish is too.
@@ -68,9 +68,9 @@ const v2SecondaryMeta = 0x80
 // placement leaves some keys over, and those are then placed in their
 // secondary lines, which were placed before.
 type v2Placer struct {
-	shape  lineShape
+	g      v2Geom
 	x      []uint64   // position hashes, grouped by primary line
-	bkt    []v2Bucket // line·B + i
+	bkt    []v2Bucket // g.firstBucket(line) + i
 	ovMask []uint64   // per line: overflow bits set
 	queue  []int32    // keys waiting for their secondary line
 	order  []uint64   // one round of queue, as secondary line<<32 | key
@@ -90,8 +90,7 @@ type v2Placer struct {
 // v2SecondaryMeta. It returns false only when k is a secondary key and
 // every key it can reach in the line is secondary too.
 func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
-	B := uint32(p.shape.buckets)
-	bk := p.bkt[ln*B : ln*B+B]
+	bk := p.line(ln)
 	// A repeat of a key already in one of its buckets takes no slot. Repeats
 	// have equal hashes, hence equal buckets and fingerprints.
 	if p.holds(bk, k, i1, i2, fp) {
@@ -210,6 +209,12 @@ func (b *v2Bucket) remove(j uint8) {
 	}
 }
 
+// line returns the buckets of line ln.
+func (p *v2Placer) line(ln uint32) []v2Bucket {
+	first := p.g.firstBucket(ln)
+	return p.bkt[first : first+uint32(p.g.shape(ln).buckets)]
+}
+
 // shift frees a slot in a root bucket (i1 or i2) by moving each key on the
 // BFS path one step towards v, which has room, then puts k in the root.
 func (p *v2Placer) shift(bk []v2Bucket, k int32, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
@@ -233,10 +238,12 @@ func (p *v2Placer) overflow(k int32, ln uint32, ob uint8) {
 	p.queue = append(p.queue, k)
 }
 
-// v2Plan is the fingerprint width and line count for d keys.
+// v2Plan is the fingerprint width, line count and share of wide lines
+// (in 128ths) for d keys.
 type v2Plan struct {
 	f     uint
 	lines uint32
+	wide  uint8
 }
 
 // v2Slots is the number of slots in a line for fingerprints of f bits.
@@ -265,17 +272,17 @@ func planV2(o *Options, d int) v2Plan {
 			l := budgetLines(o.BitsPerKey, n)
 			load = min(v2MaxLoad, n/(float64(l)*v2Slots(f)))
 		}
-		return v2Plan{f, linesFor(f, max(load, minLoad))}
+		return v2Plan{f, linesFor(f, max(load, minLoad)), 0}
 	}
 	if o.FalsePositiveRate > 0 {
-		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, v2MaxLoad)}, math.Inf(1)
+		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, v2MaxLoad), 0}, math.Inf(1)
 		for f := uint(minFPBits); f <= maxFPBits; f++ {
 			load := min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
 			if load < minLoad {
 				continue
 			}
 			if bits := lineBits / (v2Slots(f) * load); bits < bestBits {
-				best, bestBits = v2Plan{f, linesFor(f, load)}, bits
+				best, bestBits = v2Plan{f, linesFor(f, load), 0}, bits
 			}
 		}
 		return best
@@ -284,19 +291,42 @@ func planV2(o *Options, d int) v2Plan {
 	if budget <= 0 {
 		budget = DefaultBitsPerKey
 	}
-	// The width is chosen for the budget's keys per line, so that small
-	// filters get the fingerprints of large ones; a small filter whose
+	// The widths are chosen for the budget's keys per line, so that small
+	// filters get the fingerprints of large ones: the narrow width f is the
+	// widest whose lines hold them at v2MaxLoad, and a share of the lines
+	// (as large as that load allows) gets f+1 bits. A small filter whose
 	// whole lines (and trailer) the budget cannot quite buy takes the few
-	// lines more it needs, up to 5% over the budget, or else the next
-	// narrower width.
+	// lines more it needs, up to 5% over the budget, or else fewer wide
+	// lines, or the next narrower width.
+	perLine := lineBits / budget / v2MaxLoad // slots a line needs on average
 	have := budgetLines(budget, n)
-	for f := uint(maxFPBits); f > minFPBits; f-- {
-		need := linesFor(f, v2MaxLoad)
-		if lineBits/budget <= v2MaxLoad*v2Slots(f) && float64(need)*lineBits+v2TrailerSize*8 <= 1.05*budget*n {
-			return v2Plan{f, max(have, need)}
+	for f := uint(maxFPBits); f >= minFPBits; f-- {
+		if perLine > v2Slots(f) && f > minFPBits {
+			continue
+		}
+		w := 0.0
+		if f < maxFPBits {
+			w = min(1, (v2Slots(f)-perLine)/(v2Slots(f)-v2Slots(f+1)))
+		}
+		need := func(w128 int) uint32 {
+			avg := v2Slots(f)
+			if w128 > 0 {
+				avg -= float64(w128) / 128 * (v2Slots(f) - v2Slots(f+1))
+			}
+			return uint32(max(1, math.Ceil(n/(avg*v2MaxLoad))))
+		}
+		// As many wide lines as the lines the budget buys can hold...
+		for w128 := int(w * 127); w128 >= 0; w128-- {
+			if need(w128) <= have {
+				return v2Plan{f, have, uint8(w128)}
+			}
+		}
+		// ...or, for a small filter, a few lines more than it buys.
+		if l := need(0); float64(l)*lineBits+v2TrailerSize*8 <= 1.05*budget*n || f == minFPBits {
+			return v2Plan{f, l, 0}
 		}
 	}
-	return v2Plan{minFPBits, max(have, linesFor(minFPBits, v2MaxLoad))}
+	return v2Plan{minFPBits, max(have, linesFor(minFPBits, v2MaxLoad)), 0}
 }
 
 // v2AttemptLines is the line count of placement attempt 0, 1, ...: the
@@ -346,7 +376,7 @@ func (b *Builder) finishV2(dst []byte) []byte {
 	for attempt := 0; attempt < v2Attempts; attempt++ {
 		lines := v2AttemptLines(plan.lines, attempt)
 		if b.rejectSeeds <= 0 {
-			out, ok := b.encodeV2(dst, prevSeed, seed, plan.f, lines)
+			out, ok := b.encodeV2(dst, prevSeed, seed, v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}, plan.wide)
 			if ok {
 				b.stats.Reseeds = attempt
 				return out
@@ -373,11 +403,11 @@ func (b *Builder) finishV2(dst []byte) []byte {
 // block; ok is false when placement failed (the caller reseeds or grows).
 // The builder's pages hold hashes mixed under prevSeed (raw hashes when
 // prevSeed is 0); they are left mixed under seed.
-func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint32) ([]byte, bool) {
+func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uint8) ([]byte, bool) {
 	p := &b.s.v2
-	p.shape = lineShapes[f]
-	B := uint32(p.shape.buckets)
-	nb := int(lines) * int(B)
+	p.g = g
+	lines := g.lines
+	nb := int(g.firstBucket(lines))
 
 	// Group the position hashes by primary line with a counting sort, so
 	// each line is then placed while its keys and buckets are in cache.
@@ -421,23 +451,22 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 	// Primary placement, one line at a time while its keys and buckets are
 	// in cache.
 	for ln := uint32(0); ln < lines; ln++ {
-		bk := p.bkt[ln*B : ln*B+B]
+		bk := p.line(ln)
 		for i := range bk {
 			bk[i].fp = 0
 		}
 		first := len(p.queue)
 		for k := counts[ln]; k < counts[ln+1]; k++ {
-			x := p.x[k]
-			pos := v2Primary(x, lines, &p.shape)
-			p.insert(int32(k), ln, pos.i1, pos.i2, uint16(v2Fingerprint(x, f)), uint8(pos.ob))
+			pos := v2Primary(p.x[k], &p.g)
+			p.insert(int32(k), ln, pos.i1, pos.i2, pos.fp, uint8(pos.ob))
 		}
 		// A key pushed out of this line may have a repeat that arrived
 		// later and stayed: then the key is stored already. No copy can
 		// enter the line after this, so this is the one place to look.
 		kept := first
 		for _, k := range p.queue[first:] {
-			pos := v2Primary(p.x[k], lines, &p.shape)
-			if p.holds(bk, k, pos.i1, pos.i2, uint16(v2Fingerprint(p.x[k], f))) {
+			pos := v2Primary(p.x[k], &p.g)
+			if p.holds(bk, k, pos.i1, pos.i2, pos.fp) {
 				p.dups++
 				continue
 			}
@@ -456,15 +485,14 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 		end := len(p.queue)
 		p.order = p.order[:0]
 		for _, k := range p.queue[start:end] {
-			sp := v2Secondary(p.x[k], lines, &p.shape)
+			sp := v2Secondary(p.x[k], &p.g)
 			p.order = append(p.order, uint64(sp.line)<<32|uint64(uint32(k)))
 		}
 		slices.Sort(p.order)
 		for _, e := range p.order {
 			k := int32(uint32(e))
-			x := p.x[k]
-			sp := v2Secondary(x, lines, &p.shape)
-			if !p.insert(k, sp.line, sp.i1, sp.i2, uint16(v2Fingerprint(x, f)), v2SecondaryMeta) || p.evict > limit {
+			sp := v2Secondary(p.x[k], &p.g)
+			if !p.insert(k, sp.line, sp.i1, sp.i2, sp.fp, v2SecondaryMeta) || p.evict > limit {
 				return nil, false
 			}
 		}
@@ -473,11 +501,13 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 
 	size := int(lines)*lineBytes + v2TrailerSize
 	out, blk := growBytes(dst, size)
-	bb := uint(p.shape.bktBits)
-	stored, ovLines, ovBits := 0, 0, 0
+	stored, ovLines, ovBits, p2 := 0, 0, 0, 0.0
 	for ln := 0; ln < int(lines); ln++ {
 		var w [lineBytes / 8]uint64
-		bk := p.bkt[ln*int(B) : (ln+1)*int(B)]
+		bk := p.line(uint32(ln))
+		f := g.width(uint32(ln))
+		shape := g.shape(uint32(ln))
+		bb := uint(shape.bktBits)
 		for i := range bk {
 			w4 := bk[i].fp
 			fps := [slots]uint32{uint32(w4 & 0xffff), uint32(w4 >> 16 & 0xffff), uint32(w4 >> 32 & 0xffff), uint32(w4 >> 48)}
@@ -490,17 +520,18 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 			}
 		}
 		m := p.ovMask[ln]
-		w[len(w)-1] |= m << p.shape.ovShift
+		w[len(w)-1] |= m << shape.ovShift
 		if m != 0 {
 			ovLines++
 			ovBits += bits.OnesCount64(m)
+			p2 += float64(bits.OnesCount64(m)) / float64(shape.overflow)
 		}
 		line := blk[ln*lineBytes:]
 		for j, v := range w {
 			binary.LittleEndian.PutUint64(line[j*8:], v)
 		}
 	}
-	h := v2Header{fpBits: uint8(f), kind: b.opts.Hash, lines: lines, seed: seed}
+	h := v2Header{fpBits: uint8(g.f), kind: b.opts.Hash, lines: lines, seed: seed, flags: wide << v2WideShift}
 	h.put(blk[size-v2TrailerSize:], uint32(stored))
 	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
 
@@ -508,12 +539,14 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, f uint, lines uint
 		Keys:            stored,
 		Lines:           int(lines),
 		Buckets:         nb,
-		FingerprintBits: int(f),
+		FingerprintBits: int(g.f),
+		WideLines:       int(g.wide),
 		Load:            float64(stored) / (float64(nb) * slots),
 		Overflowed:      len(p.queue),
 		PrimaryOverflow: primaryOverflow,
 		OverflowLines:   ovLines,
 		OverflowBits:    ovBits,
+		SecondLineShare: p2 / float64(lines),
 		Seed:            seed,
 		Bytes:           size,
 	}

@@ -14,7 +14,10 @@ const (
 	lineBytes      = 64
 	lineBits       = lineBytes * 8
 	v2TrailerSize  = 40
-	v2FlagAlwaysIn = 1 // the block answers "maybe" for every key (build fell back)
+	v2FlagAlwaysIn = 1 // flags bit 0: the block answers "maybe" for every key (build fell back)
+	// Flags bits 1..7 are the share of wide lines in 128ths: lines
+	// [0, L·w/128) hold fingerprints of f+1 bits, the rest f bits.
+	v2WideShift = 1
 	// secondarySalt derives a key's secondary line and buckets from its
 	// position hash; any fixed odd constant works, it only has to differ
 	// from the seeds Mix is given elsewhere.
@@ -55,6 +58,49 @@ type v2Header struct {
 	flags  uint8
 	lines  uint32
 	seed   uint32
+}
+
+// geom is the header's line geometry.
+func (h *v2Header) geom() v2Geom {
+	return v2Geom{f: uint(h.fpBits), lines: h.lines, wide: v2WideLines(h.lines, h.flags>>v2WideShift)}
+}
+
+// v2WideLines is how many lines (the first ones) hold the wider
+// fingerprints, for a share of w/128.
+func v2WideLines(lines uint32, w uint8) uint32 { return uint32(uint64(lines) * uint64(w) >> 7) }
+
+// v2Geom is the line geometry of a version-2 filter. Whole buckets cap the
+// fingerprint width a line can hold at a given load (a 512-bit line holds 14
+// buckets of f=10, but only 12 of f=11); mixing lines of two widths lets a
+// budget between two widths buy the false-positive rate between them.
+type v2Geom struct {
+	f     uint   // fingerprint bits of the narrow lines
+	lines uint32 // L
+	wide  uint32 // lines [0, wide) hold f+1-bit fingerprints
+}
+
+// width returns the fingerprint bits of a line.
+func (g *v2Geom) width(line uint32) uint {
+	if line < g.wide {
+		return g.f + 1
+	}
+	return g.f
+}
+
+func (g *v2Geom) shape(line uint32) *lineShape { return &lineShapes[g.width(line)] }
+
+// firstBucket numbers a line's first bucket, counting the buckets of the
+// lines before it (the builder's bucket array; not a byte offset).
+func (g *v2Geom) firstBucket(line uint32) uint32 {
+	nb := uint32(lineShapes[g.f].buckets)
+	if g.wide == 0 {
+		return line * nb
+	}
+	wb := uint32(lineShapes[g.f+1].buckets)
+	if line <= g.wide {
+		return line * wb
+	}
+	return g.wide*wb + (line-g.wide)*nb
 }
 
 // Trailer layout, from the end of the block (n = block length):
@@ -103,11 +149,11 @@ func readV2(block []byte, h *v2Header) bool {
 	}
 	h.fpBits, h.kind, h.flags = uint8(w0>>40), HashKind(w0>>48), uint8(w0>>56)
 	h.lines, h.seed = uint32(w1), uint32(w1>>32)
-	if h.fpBits-minFPBits > maxFPBits-minFPBits || h.kind > HashHost32 || h.flags > v2FlagAlwaysIn {
+	if h.fpBits-minFPBits > maxFPBits-minFPBits || h.kind > HashHost32 || h.fpBits == maxFPBits && h.flags>>v2WideShift != 0 {
 		return false
 	}
-	if h.flags == v2FlagAlwaysIn {
-		return h.lines == 0 && n == v2TrailerSize
+	if h.flags&v2FlagAlwaysIn != 0 {
+		return h.flags == v2FlagAlwaysIn && h.lines == 0 && n == v2TrailerSize
 	}
 	return h.lines > 0 && uint64(n) == uint64(h.lines)*lineBytes+v2TrailerSize
 }
@@ -142,17 +188,19 @@ type v2Pos struct {
 	line   uint32
 	i1, i2 uint32 // bucket indexes inside the line, i1 != i2
 	ob     uint32 // overflow bit (primary positions only)
+	fp     uint16 // fingerprint, of the line's width; never 0 (an empty slot)
 }
 
 // v2Primary cuts a position hash into the key's primary line, its two
-// buckets there and its overflow bit. The line and the first bucket come
-// from the high 32 bits by multiply-shift; the second bucket's offset and
-// the overflow bit from bits 16..31; the fingerprint (v2Fingerprint) from
-// bits 0..15, which choose nothing else. The builder, MayContain and the
-// FORMAT.md spec reader compute the same values.
-func v2Primary(x uint64, lines uint32, s *lineShape) v2Pos {
-	p := uint64(uint32(x>>32)) * uint64(lines)
+// buckets there, its overflow bit and its fingerprint. The line and the
+// first bucket come from the high 32 bits by multiply-shift; the second
+// bucket's offset and the overflow bit from bits 16..31; the fingerprint
+// from bits 0..15, which choose nothing else. The builder, MayContain and
+// the FORMAT.md spec reader compute the same values.
+func v2Primary(x uint64, g *v2Geom) v2Pos {
+	p := uint64(uint32(x>>32)) * uint64(g.lines)
 	line, rest := uint32(p>>32), uint32(p)
+	s := g.shape(line)
 	b := uint32(s.buckets)
 	i1 := uint32((uint64(rest) * uint64(b)) >> 32)
 	q := (x >> 16 & 0xffff) * uint64(b-1)
@@ -161,19 +209,17 @@ func v2Primary(x uint64, lines uint32, s *lineShape) v2Pos {
 		i2 -= b
 	}
 	ob := uint32(((q & 0xffff) * uint64(s.overflow)) >> 16)
-	return v2Pos{line, i1, i2, ob}
+	return v2Pos{line, i1, i2, ob, uint16(keyhash.Fingerprint(x, g.width(line)))}
 }
 
 // v2Secondary is where a key goes when its primary line is full: another
-// line and two buckets, from a second mix of the position hash.
-func v2Secondary(x uint64, lines uint32, s *lineShape) v2Pos {
-	p := v2Primary(keyhash.Mix(x, secondarySalt), lines, s)
+// line, two buckets and the fingerprint of that line's width, from a second
+// mix of the position hash.
+func v2Secondary(x uint64, g *v2Geom) v2Pos {
+	p := v2Primary(keyhash.Mix(x, secondarySalt), g)
 	p.ob = 0
 	return p
 }
-
-// v2Fingerprint is the f-bit fingerprint, never 0 (an empty slot).
-func v2Fingerprint(x uint64, f uint) uint32 { return keyhash.Fingerprint(x, f) }
 
 // v2Lookup answers a lookup of key hash h (of the given kind) in block.
 // isV2 is false when block has no well-formed version-2 trailer (the
@@ -192,19 +238,23 @@ func v2Lookup(block []byte, h uint64, kind HashKind) (maybe, isV2 bool) {
 		return true, false
 	}
 	f := uint(w0>>40) & 0xff
+	flags := w0 >> 56
 	lines := uint64(uint32(w1))
-	if f-minFPBits > maxFPBits-minFPBits || HashKind(w0>>48) != kind || w0>>56 != 0 ||
-		uint64(n) != lines*lineBytes+v2TrailerSize || lines == 0 {
+	if f-minFPBits > maxFPBits-minFPBits || HashKind(w0>>48) != kind || flags&v2FlagAlwaysIn != 0 ||
+		uint64(n) != lines*lineBytes+v2TrailerSize || lines == 0 || f == maxFPBits && flags != 0 {
 		// Another kind, the always-maybe flag, or a malformed trailer.
 		return true, true
 	}
+	wide := lines * (flags >> v2WideShift) >> 7
 	x := v2Position(h, v2Multiplier(uint32(w1>>32)))
+
+	p := (x >> 32) * lines
+	line := p >> 32
+	f += uint((line - wide) >> 63) // a wide line: line < wide, without a branch
 	s := &lineShapes[f]
 	bb := uint64(s.bktBits)
 	b := uint64(s.buckets)
-
-	p := (x >> 32) * lines
-	base := (p >> 32) * lineBytes
+	base := line * lineBytes
 	i1 := (uint64(uint32(p)) * b) >> 32
 	q := (x >> 16 & 0xffff) * (b - 1)
 	i2 := i1 + 1 + q>>16
@@ -236,20 +286,21 @@ func v2Lookup(block []byte, h uint64, kind HashKind) (maybe, isV2 bool) {
 	if ov>>ob&1 == 0 {
 		return false, true
 	}
-	return v2SecondaryHas(block, f, uint32(lines), x, fp), true
+	g := v2Geom{f: uint(w0>>40) & 0xff, lines: uint32(lines), wide: uint32(wide)}
+	return v2SecondaryHas(block, &g, x), true
 }
 
 // v2SecondaryHas probes the key's secondary line: the rare path, kept out
 // of line so v2MayContain stays small.
 //
 //go:noinline
-func v2SecondaryHas(block []byte, f uint, lines uint32, x uint64, fp uint32) bool {
-	s := &lineShapes[f]
-	sp := v2Secondary(x, lines, s)
-	bb := uint64(s.bktBits)
+func v2SecondaryHas(block []byte, g *v2Geom, x uint64) bool {
+	sp := v2Secondary(x, g)
+	f := g.width(sp.line)
+	bb := uint64(lineShapes[f].bktBits)
 	base := uint64(sp.line) * lineBytes
 	o1, o2 := uint64(sp.i1)*bb, uint64(sp.i2)*bb
 	w1 := binary.LittleEndian.Uint64(block[base+o1>>3:]) >> (o1 & 7)
 	w2 := binary.LittleEndian.Uint64(block[base+o2>>3:]) >> (o2 & 7)
-	return bucketHas(w1, fp, f) || bucketHas(w2, fp, f)
+	return bucketHas(w1, uint32(sp.fp), f) || bucketHas(w2, uint32(sp.fp), f)
 }
