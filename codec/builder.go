@@ -108,12 +108,12 @@ type BuildStats struct {
 	Bytes           int     // block size
 
 	// Version 2.
-	Lines           int  // 64-byte lines
-	WideLines       int  // lines holding FingerprintBits+1-bit fingerprints
-	PrimaryOverflow int  // keys that did not fit their primary line
-	Overflowed      int  // keys stored in their secondary line (evictions included)
-	OverflowLines   int  // lines with at least one overflow bit set
-	OverflowBits    int  // overflow bits set, over all lines
+	Lines           int // 64-byte lines
+	WideLines       int // lines holding FingerprintBits+1-bit fingerprints
+	PrimaryOverflow int // keys that did not fit their primary line
+	Overflowed      int // keys stored in their secondary line (evictions included)
+	OverflowLines   int // lines with at least one overflow bit set
+	OverflowBits    int // overflow bits set, over all lines
 	// SecondLineShare is the expected share of negative lookups that read
 	// a second line: the set overflow bits of each line over its O, averaged.
 	SecondLineShare float64

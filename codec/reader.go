@@ -274,7 +274,7 @@ func decodeV2(block []byte, h *v2Header) (*Filter, error) {
 	info.Load = float64(keys) / (slots * float64(info.Buckets))
 	info.BitsPerKey = bitsPerKey(uint64(n), keys)
 	wide := float64(g.wide) / float64(h.lines)
-	info.ExpectedFPR = (1-wide)*expectedFPR(g.f, info.Load)
+	info.ExpectedFPR = (1 - wide) * expectedFPR(g.f, info.Load)
 	if g.wide > 0 {
 		info.ExpectedFPR += wide * expectedFPR(g.f+1, info.Load)
 	}
