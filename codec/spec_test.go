@@ -322,7 +322,7 @@ func TestFormatSpecMatchesCodeV2(t *testing.T) {
 		check(c.name, block, c.keys, c.h32)
 	}
 	// Keys of every length 0..40 (MulHash's branches), and filters whose
-	// lines overflow (high budgets of 8 and 12 bits reach 97% load).
+	// lines overflow, and lines of two widths.
 	var keys [][]byte
 	for l := 0; l <= 40; l++ {
 		for i := 0; i < 50; i++ {
