@@ -68,9 +68,9 @@ func NewPolicy(bitsPerKey float64) Policy {
 }
 
 // NewV1Policy is NewPolicy for codec format version 1, named
-// "lsmcuckoo.v1.bpk=<bits>": the densest layout (about 5% fewer bits for
-// the same false-positive rate near 10 bits per key), at the price of a
-// lookup that reads two dependent cache lines. It is what every table
+// "lsmcuckoo.v1.bpk=<bits>": the densest layout (a lower false-positive
+// rate for the same bits per key, README.md has the figures), at the price
+// of a lookup that reads two dependent cache lines. It is what every table
 // written before version 2 carries.
 func NewV1Policy(bitsPerKey float64) Policy {
 	p := NewPolicy(bitsPerKey)
