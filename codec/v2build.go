@@ -18,7 +18,12 @@ import (
 // load buys wider fingerprints for the same bits (a larger share of wide
 // lines), for more lookups reading a second line and slower builds
 // (go test ./codec -run TestV2LoadSweep -v measures the trade).
-var v2MaxLoad = 0.95
+var v2MaxLoad = 0.93
+
+// v2HardLoad is the load a small filter may be planned at to keep the
+// fingerprint width of a large one: placement reaches it, at the price of
+// more second-line reads in that filter.
+const v2HardLoad = 0.97
 
 const (
 	// v2Attempts bounds the placements one Finish may try: two at the
@@ -308,22 +313,25 @@ func planV2(o *Options, d int) v2Plan {
 		if f < maxFPBits {
 			w = min(1, (v2Slots(f)-perLine)/(v2Slots(f)-v2Slots(f+1)))
 		}
-		need := func(w128 int) uint32 {
+		need := func(w128 int, load float64) uint32 {
 			avg := v2Slots(f)
 			if w128 > 0 {
 				avg -= float64(w128) / 128 * (v2Slots(f) - v2Slots(f+1))
 			}
-			return uint32(max(1, math.Ceil(n/(avg*v2MaxLoad))))
+			return uint32(max(1, math.Ceil(n/(avg*load))))
 		}
 		// As many wide lines as the lines the budget buys can hold...
 		for w128 := int(w * 127); w128 >= 0; w128-- {
-			if need(w128) <= have {
+			if need(w128, v2MaxLoad) <= have {
 				return v2Plan{f, have, uint8(w128)}
 			}
 		}
-		// ...or, for a small filter, a few lines more than it buys.
-		if l := need(0); float64(l)*lineBits+v2TrailerSize*8 <= 1.05*budget*n || f == minFPBits {
-			return v2Plan{f, l, 0}
+		// ...or, for a small filter, a few lines more than it buys, or
+		// a higher load (placement reaches v2HardLoad).
+		for _, load := range []float64{v2MaxLoad, v2HardLoad} {
+			if l := need(0, load); float64(l)*lineBits+v2TrailerSize*8 <= 1.05*budget*n || f == minFPBits {
+				return v2Plan{f, l, 0}
+			}
 		}
 	}
 	return v2Plan{minFPBits, max(have, linesFor(minFPBits, v2MaxLoad)), 0}
