@@ -148,7 +148,7 @@ type Info struct {
 	Keys            int // fingerprints stored (distinct keys)
 	Seed            uint32
 	Lines           int // version 2: 64-byte lines
-	WideLines       int // version 2: lines holding FingerprintBits+1-bit fingerprints
+	WideLines       int // version 2: lines holding wider fingerprints (FORMAT.md)
 	Blocks          int // version 1: blocks
 	Buckets         int
 	FingerprintBits int // version 2: of the narrow lines
@@ -276,7 +276,7 @@ func decodeV2(block []byte, h *v2Header) (*Filter, error) {
 	wide := float64(g.wide) / float64(h.lines)
 	info.ExpectedFPR = (1 - wide) * expectedFPR(g.f, info.Load)
 	if g.wide > 0 {
-		info.ExpectedFPR += wide * expectedFPR(g.f+1, info.Load)
+		info.ExpectedFPR += wide * expectedFPR(uint(wideWidth[g.f]), info.Load)
 	}
 	return &Filter{block: block, info: info}, nil
 }

@@ -62,6 +62,7 @@ func goldenCases(version int) []goldenCase {
 		{"seq5000-bpk10-seed4", testkeys.Sequential("s", 0, 5000), Options{BitsPerKey: 10, Seed: 4}, nil},
 		{"seq700-fpr1pct-seed7", testkeys.Sequential("v", 0, 700), Options{FalsePositiveRate: 0.01, Seed: 7}, nil},
 		{"host32-300-seed5", nil, Options{BitsPerKey: 10, Hash: HashHost32, Seed: 5}, h32},
+		{"seq3000-bpk15-seed6", testkeys.Sequential("w", 0, 3000), Options{BitsPerKey: 15, Seed: 6}, nil},
 	}
 }
 

@@ -188,7 +188,16 @@ func newSpecV2(t *testing.T, b []byte) *specV2 {
 // width is a line's fingerprint bits.
 func (r *specV2) width(line uint64) uint {
 	if line < r.wide {
-		return r.f + 1
+		// The widest width whose lines hold as many buckets as f+1's.
+		w := r.f + 1
+		b, _ := specShape(w)
+		for w < 16 {
+			if nb, _ := specShape(w + 1); nb != b {
+				break
+			}
+			w++
+		}
+		return w
 	}
 	return r.f
 }
@@ -333,7 +342,7 @@ func TestFormatSpecMatchesCodeV2(t *testing.T) {
 			keys = append(keys, k)
 		}
 	}
-	for _, bpk := range []float64{8, 9.6, 12, 16} {
+	for _, bpk := range []float64{8, 9.6, 12, 15, 16} {
 		block := Build(keys, Options{BitsPerKey: bpk, Seed: 21})
 		check(fmt.Sprintf("lengths-bpk%v", bpk), block, keys, nil)
 	}

@@ -311,12 +311,12 @@ func planV2(o *Options, d int) v2Plan {
 		}
 		w := 0.0
 		if f < maxFPBits {
-			w = min(1, (v2Slots(f)-perLine)/(v2Slots(f)-v2Slots(f+1)))
+			w = min(1, (v2Slots(f)-perLine)/(v2Slots(f)-v2Slots(uint(wideWidth[f]))))
 		}
 		need := func(w128 int, load float64) uint32 {
 			avg := v2Slots(f)
 			if w128 > 0 {
-				avg -= float64(w128) / 128 * (v2Slots(f) - v2Slots(f+1))
+				avg -= float64(w128) / 128 * (v2Slots(f) - v2Slots(uint(wideWidth[f])))
 			}
 			return uint32(max(1, math.Ceil(n/(avg*load))))
 		}

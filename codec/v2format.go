@@ -16,7 +16,7 @@ const (
 	v2TrailerSize  = 40
 	v2FlagAlwaysIn = 1 // flags bit 0: the block answers "maybe" for every key (build fell back)
 	// Flags bits 1..7 are the share of wide lines in 128ths: lines
-	// [0, L·w/128) hold fingerprints of f+1 bits, the rest f bits.
+	// [0, L·w/128) hold fingerprints of wideWidth[f] bits, the rest f bits.
 	v2WideShift = 1
 	// secondarySalt derives a key's secondary line and buckets from its
 	// position hash; any fixed odd constant works, it only has to differ
@@ -38,6 +38,12 @@ type lineShape struct {
 // that leave at least 8 overflow bits.
 var lineShapes [maxFPBits + 1]lineShape
 
+// wideWidth[f] is the fingerprint width of the wide lines of a filter whose
+// narrow lines hold f bits: the widest width whose lines hold as many
+// buckets as lines of f+1 bits (f+1, except that 14-bit lines hold no more
+// buckets than 15-bit ones, so f=13 pairs with 15).
+var wideWidth [maxFPBits + 1]uint8
+
 func init() {
 	for f := minFPBits; f <= maxFPBits; f++ {
 		bb := 4*f - 4
@@ -49,6 +55,14 @@ func init() {
 			ovShift:  uint8(b*bb - (lineBits - 64)),
 		}
 	}
+	for f := minFPBits; f < maxFPBits; f++ {
+		w := f + 1
+		for w < maxFPBits && lineShapes[w+1].buckets == lineShapes[f+1].buckets {
+			w++
+		}
+		wideWidth[f] = uint8(w)
+	}
+	wideWidth[maxFPBits] = maxFPBits
 }
 
 // v2Header is the lookup-critical part of a version-2 trailer.
@@ -76,13 +90,13 @@ func v2WideLines(lines uint32, w uint8) uint32 { return uint32(uint64(lines) * u
 type v2Geom struct {
 	f     uint   // fingerprint bits of the narrow lines
 	lines uint32 // L
-	wide  uint32 // lines [0, wide) hold f+1-bit fingerprints
+	wide  uint32 // lines [0, wide) hold wideWidth[f]-bit fingerprints
 }
 
 // width returns the fingerprint bits of a line.
 func (g *v2Geom) width(line uint32) uint {
 	if line < g.wide {
-		return g.f + 1
+		return uint(wideWidth[g.f])
 	}
 	return g.f
 }
@@ -96,7 +110,7 @@ func (g *v2Geom) firstBucket(line uint32) uint32 {
 	if g.wide == 0 {
 		return line * nb
 	}
-	wb := uint32(lineShapes[g.f+1].buckets)
+	wb := uint32(lineShapes[wideWidth[g.f]].buckets)
 	if line <= g.wide {
 		return line * wb
 	}
@@ -250,7 +264,8 @@ func v2Lookup(block []byte, h uint64, kind HashKind) (maybe, isV2 bool) {
 
 	p := (x >> 32) * lines
 	line := p >> 32
-	f += uint((line - wide) >> 63) // a wide line: line < wide, without a branch
+	// A wide line (line < wide) has the wide width, without a branch.
+	f += (uint(wideWidth[f]) - f) & -uint((line-wide)>>63)
 	s := &lineShapes[f]
 	bb := uint64(s.bktBits)
 	b := uint64(s.buckets)
