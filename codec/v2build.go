@@ -78,7 +78,10 @@ type v2Placer struct {
 	bkt    []v2Bucket // g.firstBucket(line) + i
 	ovMask []uint64   // per line: overflow bits set
 	queue  []int32    // keys waiting for their secondary line
-	order  []uint64   // one round of queue, as secondary line<<32 | key
+	moves  []v2Move   // one round of the queue, in queue order
+	sorted []v2Move   // the same, sorted by secondary line
+	// lineCount counts a round's moves per line for the sort.
+	lineCount []uint32
 
 	// BFS scratch for one line (B <= 31 buckets).
 	seen  [32]uint32
@@ -88,6 +91,14 @@ type v2Placer struct {
 	gen   uint32
 	evict int // primary residents pushed out by secondary placement
 	dups  int // repeats found in place of a slot
+}
+
+// v2Move is a key waiting for its secondary line, with where it goes.
+type v2Move struct {
+	k      int32
+	line   uint32
+	fp     uint16
+	i1, i2 uint8
 }
 
 // insert places key k, with fingerprint fp and candidate buckets i1 != i2
@@ -491,16 +502,27 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
 	for start := 0; start < len(p.queue); {
 		end := len(p.queue)
-		p.order = p.order[:0]
+		// Read each key's hash once, in queue order (the first round's
+		// queue is in primary-line order, so nearly sequential), then
+		// counting-sort the moves by secondary line.
+		p.moves = p.moves[:0]
+		p.lineCount = resize(p.lineCount, int(lines)+1)
+		clear(p.lineCount)
 		for _, k := range p.queue[start:end] {
 			sp := v2Secondary(p.x[k], &p.g)
-			p.order = append(p.order, uint64(sp.line)<<32|uint64(uint32(k)))
+			p.moves = append(p.moves, v2Move{k: k, line: sp.line, i1: uint8(sp.i1), i2: uint8(sp.i2), fp: sp.fp})
+			p.lineCount[sp.line+1]++
 		}
-		slices.Sort(p.order)
-		for _, e := range p.order {
-			k := int32(uint32(e))
-			sp := v2Secondary(p.x[k], &p.g)
-			if !p.insert(k, sp.line, sp.i1, sp.i2, sp.fp, v2SecondaryMeta) || p.evict > limit {
+		for i := 1; i <= int(lines); i++ {
+			p.lineCount[i] += p.lineCount[i-1]
+		}
+		p.sorted = resize(p.sorted, len(p.moves))
+		for _, m := range p.moves {
+			p.sorted[p.lineCount[m.line]] = m
+			p.lineCount[m.line]++
+		}
+		for _, m := range p.sorted {
+			if !p.insert(m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
 				return nil, false
 			}
 		}
