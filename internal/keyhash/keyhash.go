@@ -4,9 +4,13 @@
 //
 // Every filter in the module derives its values the same way:
 //
-//	h  = xxhash64(key)                  (or a host's 32-bit hash, widened)
-//	x  = Mix(h, seed)                   64 well-mixed bits
-//	hi = x >> 32                        selects the block / primary bucket
+//	h  = Hash(key)                      xxhash64 (codec format version 1, the
+//	                                    memtable filter), or MulHash(key)
+//	                                    (codec format version 2), or a host's
+//	                                    32-bit hash, widened
+//	x  = a seeded bijection of h        Mix(h, seed), or codec version 2's
+//	                                    multiply-xorshift: 64 well-mixed bits
+//	hi = x >> 32                        selects the block or line / primary bucket
 //	lo = x & 0xffffffff                 bits 16..31 place the second bucket,
 //	                                    bits 0..15 make the fingerprint
 //
