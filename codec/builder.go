@@ -18,10 +18,12 @@ const DefaultBitsPerKey = 10
 // DefaultBitsPerKey applies. The zero value is ready to use.
 type Options struct {
 	// BitsPerKey is the space budget: the whole block divided by the
-	// number of distinct keys. The builder picks the fingerprint width and
-	// load with the lowest false-positive rate that fits. Very small
-	// filters may exceed it by their fixed overhead (one 64-byte line and
-	// a 40-byte trailer in version 2).
+	// number of distinct keys. The builder picks the fingerprint widths and
+	// load with the lowest false-positive rate that fits. Version 2 spends
+	// whole 64-byte lines: a filter of a few thousand keys may take up to
+	// 5% more than the budget to keep the fingerprints of a large one, and
+	// a tiny one (whose 40-byte trailer is over 5% of its budget) may
+	// exceed it by the trailer as well.
 	BitsPerKey float64
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
 	// smallest filter whose expected rate is at most this.

@@ -310,12 +310,19 @@ func planV2(o *Options, d int) v2Plan {
 	// The widths are chosen for the budget's keys per line, so that small
 	// filters get the fingerprints of large ones: the narrow width f is the
 	// widest whose lines hold them at v2MaxLoad, and a share of the lines
-	// (as large as that load allows) gets f+1 bits. A small filter whose
-	// whole lines (and trailer) the budget cannot quite buy takes the few
-	// lines more it needs, up to 5% over the budget, or else fewer wide
-	// lines, or the next narrower width.
+	// (as large as that load allows) gets the wide width. A small filter
+	// whose whole lines (and trailer) the budget cannot quite buy takes
+	// fewer wide lines, or the few lines more it needs (up to 5% over the
+	// budget), or else the next narrower width. A tiny filter, whose
+	// 40-byte trailer alone is more than 5% of its budget, may exceed the
+	// budget by the trailer, rather than fall to uselessly narrow
+	// fingerprints.
+	trailer := float64(v2TrailerSize * 8)
+	if trailer > 0.05*budget*n {
+		trailer = 0
+	}
 	perLine := lineBits / budget / v2MaxLoad // slots a line needs on average
-	have := budgetLines(budget, n)
+	have := uint32(max(1, math.Floor((budget*n-trailer)/lineBits)))
 	for f := uint(maxFPBits); f >= minFPBits; f-- {
 		if perLine > v2Slots(f) && f > minFPBits {
 			continue
@@ -340,7 +347,7 @@ func planV2(o *Options, d int) v2Plan {
 		// ...or, for a small filter, a few lines more than it buys, or
 		// a higher load (placement reaches v2HardLoad).
 		for _, load := range []float64{v2MaxLoad, v2HardLoad} {
-			if l := need(0, load); float64(l)*lineBits+v2TrailerSize*8 <= 1.05*budget*n || f == minFPBits {
+			if l := need(0, load); float64(l)*lineBits+trailer <= 1.05*budget*n || f == minFPBits {
 				return v2Plan{f, l, 0}
 			}
 		}
