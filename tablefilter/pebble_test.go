@@ -1130,7 +1130,7 @@ func TestPebbleCorruptFilter(t *testing.T) {
 // BenchmarkPebblePolicyFPR builds a table filter of 1M random 16-byte keys
 // through each policy's writer (the timed part, reported per key) and
 // measures the false-positive rate over 2M absent keys through MayContain.
-// The table in Policy's doc comment comes from this benchmark.
+// README.md's tables come from the bench command, which measures the same way.
 func BenchmarkPebblePolicyFPR(b *testing.B) {
 	const n, probes = 1000000, 2000000
 	keys := testkeys.Random(n, 16, 1)
