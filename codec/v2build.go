@@ -265,10 +265,6 @@ type v2Plan struct {
 // v2Slots is the number of slots in a line for fingerprints of f bits.
 func v2Slots(f uint) float64 { return float64(slots) * float64(lineShapes[f].buckets) }
 
-// v2ExpectedFPR is the rate of a lookup that compares a random fingerprint
-// with the 2·4·load occupied slots of its two buckets; the few lookups that
-// also read a secondary line add a little on top.
-func v2ExpectedFPR(f uint, load float64) float64 { return expectedFPR(f, load) }
 
 // planV2 sizes a version-2 filter. With a budget it spends all of it: the
 // line count the budget buys, and the widest fingerprint whose lines still
