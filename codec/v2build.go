@@ -265,7 +265,6 @@ type v2Plan struct {
 // v2Slots is the number of slots in a line for fingerprints of f bits.
 func v2Slots(f uint) float64 { return float64(slots) * float64(lineShapes[f].buckets) }
 
-
 // planV2 sizes a version-2 filter. With a budget it spends all of it: the
 // line count the budget buys, and the widest fingerprint whose lines still
 // hold the keys at v2MaxLoad. With a target rate it takes the cheapest
