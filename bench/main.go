@@ -69,6 +69,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	sizes := fs.String("sizes", "", "comma-separated key counts for the filter level")
 	reps := fs.Int("reps", 0, "repetitions per measurement; medians are reported")
 	withDB := fs.Bool("db", true, "run the Pebble database level")
+	filtersOnly := fs.Bool("filters-only", false, "run only the filter level")
+	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
+	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
+	core := fs.String("core", "", "filter level: only lsmcuckoo v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -122,20 +126,42 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *reps > 0 {
 		cfg.Reps = *reps
 	}
+	if *coldMiB > 0 {
+		cfg.ColdMiB = *coldMiB
+	}
+	if *core != "" {
+		var budgets []int
+		if *core != "all" {
+			for _, f := range strings.Split(*core, ",") {
+				var b int
+				if _, err := fmt.Sscan(f, &b); err != nil || b < 4 || b > 64 {
+					return fmt.Errorf("bad budget %q in -core", f)
+				}
+				budgets = append(budgets, b)
+			}
+		}
+		cfg.Families = filterbench.CoreFamilies(budgets...)
+	}
+	cfg.Unaligned = *unaligned
 	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = cfg.Reps, cfg.Sizes, cfg.Probes, cfg.ColdMiB
 	progress := func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }
 
 	// The memtable level runs first, on a small heap: it measures goroutines
 	// competing for two cores, and a garbage collection of the big key sets
 	// the other levels leave behind would take one of them.
-	progress("memtable filters")
-	mem, err := membench.Run(testkeys.Random(memKeys, 16, 51), memOps, cfg.Reps)
-	if err != nil {
-		return err
+	if !*filtersOnly {
+		progress("memtable filters")
+		mem, err := membench.Run(testkeys.Random(memKeys, 16, 51), memOps, cfg.Reps)
+		if err != nil {
+			return err
+		}
+		rep.Mem, rep.MemKeys, rep.MemOps = mem, memKeys, memOps
 	}
-	rep.Mem, rep.MemKeys, rep.MemOps = mem, memKeys, memOps
 
 	rep.Filters = filterbench.Run(cfg, func(name string) { progress("filters: " + name) })
+	if *filtersOnly {
+		*withDB = false
+	}
 	if *withDB {
 		root, cleanup, err := dbbench.TempRoot()
 		if err != nil {

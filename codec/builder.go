@@ -3,7 +3,6 @@ package codec
 import (
 	"encoding/binary"
 	"math"
-	"math/bits"
 	"slices"
 	"sync"
 
@@ -18,11 +17,13 @@ const DefaultBitsPerKey = 10
 // Options size a filter. Set BitsPerKey or FalsePositiveRate; with neither,
 // DefaultBitsPerKey applies. The zero value is ready to use.
 type Options struct {
-	// BitsPerKey is the space budget: the whole block (header, offset table,
-	// buckets, checksum) divided by the number of distinct keys. The builder
-	// picks the fingerprint width and load with the lowest false-positive
-	// rate that fits. Very small filters may exceed it by their fixed
-	// 32-byte overhead.
+	// BitsPerKey is the space budget: the whole block divided by the
+	// number of distinct keys. The builder picks the fingerprint widths and
+	// load with the lowest false-positive rate that fits. Version 2 spends
+	// whole 64-byte lines: a filter of a few thousand keys may take up to
+	// 5% more than the budget to keep the fingerprints of a large one, and
+	// a tiny one (whose 40-byte trailer is over 5% of its budget) may
+	// exceed it by the trailer as well.
 	BitsPerKey float64
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
 	// smallest filter whose expected rate is at most this.
@@ -30,11 +31,19 @@ type Options struct {
 	// FingerprintBits forces the fingerprint width (5..16); 0 lets the
 	// builder choose.
 	FingerprintBits int
-	// Seed perturbs every hash-derived position. Blocks record it.
+	// Seed perturbs every hash-derived position; blocks record it. For
+	// version 2, 0 (the default) draws a fresh seed from crypto/rand for
+	// every block, so that nobody can choose keys that collide in a filter
+	// before it is built; set it only to make blocks reproducible (tests,
+	// golden files). Version 1 uses the value as given, 0 included.
 	Seed uint32
-	// Hash says what AddHash receives; HashKey64 (the default) for
-	// keyhash.Hash values, HashHost32 for a host's 32-bit key hashes.
+	// Hash says what the builder receives: HashKey64 (the default) for
+	// keys (Add), HashHost32 for a host's 32-bit key hashes (AddHash32).
 	Hash HashKind
+	// Version selects the block format: 0 or 2 for version 2 (one cache
+	// line per lookup, the default), 1 for the denser version-1 layout
+	// whose lookups read an offset table and then the buckets.
+	Version int
 }
 
 // sortBins is the number of bins sortBlock spreads a block over: as many as
@@ -82,6 +91,7 @@ type scratch struct {
 	bins    [sortBins + 1]uint32
 	bucketW []uint64
 	place   placer
+	v2      v2Placer
 }
 
 var (
@@ -91,15 +101,30 @@ var (
 
 // BuildStats describes the last block a Builder produced.
 type BuildStats struct {
-	Keys            int     // distinct keys stored
-	Blocks          int     // blocks
+	Keys            int     // fingerprints stored (distinct keys)
+	FingerprintBits int     // f (version 2: of the narrow lines)
 	Buckets         int     // buckets
-	FingerprintBits int     // f
-	PlannedLoad     float64 // load the sizing aimed for
-	Load            float64 // achieved: keys / (4·buckets)
-	BumpedBlocks    int     // blocks that needed more buckets than planned
-	Reseeds         int     // times placement restarted with a new seed
+	Load            float64 // keys / (4·buckets)
+	Reseeds         int     // placements abandoned and restarted under a new seed
+	Seed            uint32  // seed the block was built with
 	Bytes           int     // block size
+
+	// Version 2.
+	Lines           int // 64-byte lines
+	WideLines       int // lines holding FingerprintBits+1-bit fingerprints
+	PrimaryOverflow int // keys that did not fit their primary line
+	Overflowed      int // keys stored in their secondary line (evictions included)
+	OverflowLines   int // lines with at least one overflow bit set
+	OverflowBits    int // overflow bits set, over all lines
+	// SecondLineShare is the expected share of negative lookups that read
+	// a second line: the set overflow bits of each line over its O, averaged.
+	SecondLineShare float64
+	Fallback        bool // placement failed under every cap: the block answers "maybe" for every key
+
+	// Version 1.
+	Blocks       int     // blocks
+	PlannedLoad  float64 // load the sizing aimed for
+	BumpedBlocks int     // blocks that needed more buckets than planned
 }
 
 // NewBuilder returns a Builder for the given options.
@@ -107,32 +132,41 @@ func NewBuilder(o Options) *Builder {
 	if o.FingerprintBits != 0 {
 		o.FingerprintBits = min(max(o.FingerprintBits, minFPBits), maxFPBits)
 	}
+	if o.Version != 1 {
+		o.Version = FormatVersion
+	}
 	return &Builder{opts: o, blockKeys: defaultBlockKeys, maxLoad: defaultMaxLoad}
 }
 
 // Add records a key. The key is hashed at once and not retained.
-// It must not be used on a HashHost32 builder (use AddHash).
+// It must not be used on a HashHost32 builder (use AddHash32).
 func (b *Builder) Add(key []byte) {
 	if b.opts.Hash != HashKey64 {
-		panic("codec: Add on a HashHost32 builder; use AddHash with the host's hash")
+		panic("codec: Add on a HashHost32 builder; use AddHash32 with the host's hash")
 	}
-	b.AddHash(keyhash.Hash(key))
+	if b.opts.Version == formatV1 {
+		b.addHash(keyhash.Hash(key))
+	} else {
+		b.addHash(keyhash.MulHash(key))
+	}
 }
 
-// AddHash records a key by its hash: keyhash.Hash(key) for a HashKey64
-// builder, the host's 32-bit hash (only its low 32 bits are used) for a
-// HashHost32 one.
-func (b *Builder) AddHash(h uint64) {
-	if b.opts.Hash == HashHost32 {
-		h = uint64(uint32(h))
+// AddHash32 records a key of a HashHost32 builder by the host's 32-bit
+// hash of it (Badger's y.Hash). It must not be used on a HashKey64 builder
+// (use Add).
+func (b *Builder) AddHash32(h uint32) {
+	if b.opts.Hash != HashHost32 {
+		panic("codec: AddHash32 on a HashKey64 builder; use Add with the key")
 	}
+	b.addHash(uint64(h))
+}
+
+// addHash records a key hash, dropping a repeat of the previous one.
+func (b *Builder) addHash(h uint64) {
 	if b.haveLast && h == b.last {
 		return
 	}
 	b.last, b.haveLast = h, true
-	// Stored mixed under the configured seed: Finish needs the mixed value
-	// and one pass fewer over the hashes is measurably faster.
-	h = position(h, b.opts.Hash, b.opts.Seed)
 	if len(b.pages) == 0 || len(b.pages[len(b.pages)-1]) == hashPage {
 		b.pages = append(b.pages, (*pagePool.Get().(*[]uint64))[:0])
 	}
@@ -159,10 +193,14 @@ func (b *Builder) Reset() {
 }
 
 // Finish appends the encoded filter block to dst and returns it, then
-// resets the builder. It never fails and never drops a key: a block whose
-// keys cannot all be placed gets another bucket, and in the (astronomically
-// unlikely) case that a block's keys agree on all position bits, placement
-// restarts under the next seed.
+// resets the builder. It never fails and never drops a key. A version-2
+// placement that fails (only adversarial or astronomically unlucky key
+// sets do) is retried under a fresh seed, then in geometrically more lines
+// up to a cap; past the cap the block answers "maybe" for every key and
+// Stats().Fallback says so. A version-1 block whose keys cannot all be
+// placed gets another bucket, and placement restarts under the next seed
+// in the (astronomically unlikely) case that a block's keys agree on all
+// position bits.
 func (b *Builder) Finish(dst []byte) []byte {
 	b.s = scratchPool.Get().(*scratch)
 	defer func() {
@@ -170,11 +208,20 @@ func (b *Builder) Finish(dst []byte) []byte {
 		b.s = nil
 		b.Reset()
 	}()
-	// Pages hold hashes mixed under the configured seed; a reseed re-mixes
+	if b.opts.Version == FormatVersion {
+		return b.finishV2(dst)
+	}
+	// Version 1 works on hashes mixed under its seed; a reseed re-mixes
 	// them through Unmix, so nothing but the hashes is ever stored.
+	for _, pg := range b.pages {
+		for i, h := range pg {
+			pg[i] = position(h, b.opts.Hash, b.opts.Seed)
+		}
+	}
 	for seed := b.opts.Seed; ; seed++ {
 		if out, ok := b.encode(dst, seed); ok && b.rejectSeeds <= 0 {
 			b.stats.Reseeds = int(seed - b.opts.Seed)
+			b.stats.Seed = seed
 			return out
 		}
 		b.rejectSeeds--
@@ -259,7 +306,7 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 	n := starts[blocks]
 
 	h := header{
-		version: FormatVersion,
+		version: formatV1,
 		fpBits:  uint8(f),
 		kind:    b.opts.Hash,
 		keys:    uint32(distinct),
@@ -313,7 +360,7 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 
 // sortBlock sorts one block's hashes. Within a block the position bits
 // left over from choosing the block (keyhash.Reduce's rest) are uniform and
-// ordered like the hashes, so one counting pass on their top 8 bits leaves
+// ordered like the hashes, so one counting pass on their top sortBinBits bits leaves
 // about one hash per bin and an insertion sort finishes in linear time:
 // several times faster than a comparison sort for a few hundred keys.
 func (b *Builder) sortBlock(seg []uint64, c uint32) []uint64 {
@@ -369,15 +416,3 @@ func Build(keys [][]byte, o Options) []byte {
 	}
 	return b.Finish(nil)
 }
-
-// BuildFromHashes encodes pre-computed hashes (see Builder.AddHash).
-func BuildFromHashes(hashes []uint64, o Options) []byte {
-	b := NewBuilder(o)
-	for _, h := range hashes {
-		b.AddHash(h)
-	}
-	return b.Finish(nil)
-}
-
-// bitsFor returns how many bits hold v.
-func bitsFor(v uint64) uint { return uint(bits.Len64(v)) }

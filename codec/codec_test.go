@@ -64,7 +64,8 @@ func TestNoFalseNegativesKeyShapes(t *testing.T) {
 	sizes := []int{1, 2, 3, 7, 100, 1000, 10_000, 100_000}
 	for _, n := range sizes {
 		for _, set := range testkeys.Shapes(n) {
-			for _, o := range []Options{{BitsPerKey: 9.6}, {BitsPerKey: 16}, {FingerprintBits: 5, BitsPerKey: 4}, {FalsePositiveRate: 0.01}} {
+			for _, o := range []Options{{BitsPerKey: 9.6}, {BitsPerKey: 16}, {FingerprintBits: 5, BitsPerKey: 4}, {FalsePositiveRate: 0.01},
+				{BitsPerKey: 9.6, Version: 1}, {BitsPerKey: 16, Version: 1}, {FingerprintBits: 5, BitsPerKey: 4, Version: 1}, {FalsePositiveRate: 0.01, Version: 1}} {
 				name := fmt.Sprintf("n=%d/%s/%+v", n, set.Name, o)
 				block := Build(set.Keys, o)
 				mustNotMiss(t, name, block, set.Keys)
@@ -82,9 +83,9 @@ func TestNoFalseNegativesMillion(t *testing.T) {
 		t.Skip("1M keys: skipped with -short")
 	}
 	keys := testkeys.Random(1_000_000, 16, 7)
-	for _, bpk := range []float64{9.6, 10.6, 15.9} {
-		block := Build(keys, Options{BitsPerKey: bpk})
-		mustNotMiss(t, fmt.Sprintf("1M@%v", bpk), block, keys)
+	for _, o := range []Options{{BitsPerKey: 8}, {BitsPerKey: 9.6}, {BitsPerKey: 10}, {BitsPerKey: 12}, {BitsPerKey: 15.9}, {BitsPerKey: 9.6, Version: 1}} {
+		block := Build(keys, o)
+		mustNotMiss(t, fmt.Sprintf("1M@%+v", o), block, keys)
 	}
 }
 
@@ -129,8 +130,8 @@ func TestBuilderReuse(t *testing.T) {
 func TestFinishAppends(t *testing.T) {
 	keys := testkeys.Sequential("a", 0, 500)
 	prefix := []byte("existing-bytes")
-	out := Build(keys, Options{})
-	b := NewBuilder(Options{})
+	out := Build(keys, Options{Seed: 5})
+	b := NewBuilder(Options{Seed: 5})
 	for _, k := range keys {
 		b.Add(k)
 	}
@@ -142,13 +143,15 @@ func TestFinishAppends(t *testing.T) {
 
 func TestHost32(t *testing.T) {
 	keys := testkeys.Random(50_000, 16, 3)
-	hashes := make([]uint64, len(keys))
+	b := NewBuilder(Options{BitsPerKey: 10, Hash: HashHost32})
+	hashes := make([]uint32, len(keys))
 	for i, k := range keys {
-		hashes[i] = uint64(uint32(keyhash.Hash(k) >> 17)) // any 32-bit host hash
+		hashes[i] = uint32(keyhash.Hash(k) >> 17) // any 32-bit host hash
+		b.AddHash32(hashes[i])
 	}
-	block := BuildFromHashes(hashes, Options{BitsPerKey: 10, Hash: HashHost32})
+	block := b.Finish(nil)
 	for _, h := range hashes {
-		if !MayContainHash32(block, uint32(h)) {
+		if !MayContainHash32(block, h) {
 			t.Fatalf("false negative for host hash %#x", h)
 		}
 	}

@@ -10,12 +10,17 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
-// FormatVersion is the version byte this package writes. Readers answer
-// "maybe" for any other version; see FORMAT.md for the compatibility promise.
-const FormatVersion = 1
+// FormatVersion is the version this package writes by default. Readers
+// read versions 1 and 2 and answer "maybe" for any other; see FORMAT.md for
+// the compatibility promise.
+const FormatVersion = 2
 
-// Magic opens every filter block.
-var Magic = [4]byte{'L', 'S', 'M', 'C'}
+// formatV1 is the version byte of the dense, offset-table layout.
+const formatV1 = 1
+
+// magic identifies a filter block: the first four bytes of a version-1
+// block, bytes n-36..n-33 of a version-2 block of n bytes.
+var magic = [4]byte{'L', 'S', 'M', 'C'}
 
 // HashKind records which hash a block's keys were reduced to. A block must be
 // queried with the same kind it was built from: a lookup with the other kind
@@ -42,7 +47,7 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// header is the fixed 28-byte header, little-endian:
+// header is the fixed 32-byte version-1 header, little-endian:
 //
 //	0  magic "LSMC"      4  version     5  fingerprint bits f
 //	6  offset width w    7  hash kind   8  distinct keys (u32)
@@ -96,7 +101,7 @@ func (h *header) blockStart(block []byte, i uint32) int64 {
 }
 
 func (h *header) put(dst []byte) {
-	copy(dst[0:4], Magic[:])
+	copy(dst[0:4], magic[:])
 	dst[4] = h.version
 	dst[5] = h.fpBits
 	dst[6] = h.deltaW
@@ -120,17 +125,13 @@ func headerCheck(b []byte) uint32 {
 	return uint32(keyhash.Mix(x, 0x4c534d43))
 }
 
-// Errors returned by Decode. Each wraps ErrCorrupt, so callers that only
-// need to know "unusable" can test for that.
+// Errors returned by Decode, wrapped with a description of what is wrong.
 var (
-	ErrCorrupt     = errors.New("codec: corrupt filter block")
-	ErrTruncated   = fmt.Errorf("%w: truncated", ErrCorrupt)
-	ErrBadMagic    = fmt.Errorf("%w: bad magic", ErrCorrupt)
-	ErrVersion     = errors.New("codec: unsupported filter format version")
-	ErrChecksum    = fmt.Errorf("%w: checksum mismatch", ErrCorrupt)
-	ErrBadOffsets  = fmt.Errorf("%w: block offset table out of range", ErrCorrupt)
-	ErrBadBucket   = fmt.Errorf("%w: invalid bucket encoding", ErrCorrupt)
-	ErrBadKeyCount = fmt.Errorf("%w: stored fingerprints do not match key count", ErrCorrupt)
+	// ErrCorrupt: the bytes are not a well-formed filter block.
+	ErrCorrupt = errors.New("codec: corrupt filter block")
+	// ErrVersion: a filter block of a format version this package does not
+	// read (a newer writer's).
+	ErrVersion = errors.New("codec: unsupported filter format version")
 )
 
 // headerProblem names what readHeader found wrong; the hot path only tests
@@ -168,7 +169,7 @@ func readHeader(block []byte, h *header) headerProblem {
 	if uint32(id) != magicWord {
 		return headerMagic
 	}
-	if h.version != FormatVersion {
+	if h.version != formatV1 {
 		return headerVersion // checked first: another version may lay out its header otherwise
 	}
 	if binary.LittleEndian.Uint32(block[28:]) != headerCheck(block) {
@@ -196,7 +197,7 @@ func readHeader(block []byte, h *header) headerProblem {
 	return headerOK
 }
 
-var magicWord = binary.LittleEndian.Uint32(Magic[:])
+var magicWord = binary.LittleEndian.Uint32(magic[:])
 
 // parseHeader is readHeader with a descriptive error.
 func parseHeader(block []byte) (header, error) {
@@ -205,13 +206,13 @@ func parseHeader(block []byte) (header, error) {
 	case headerOK:
 		return h, nil
 	case headerShort:
-		return h, fmt.Errorf("%w: %d bytes, need at least %d", ErrTruncated, len(block), headerSize+trailerSize)
+		return h, fmt.Errorf("%w: truncated: %d bytes, need at least %d", ErrCorrupt, len(block), headerSize+trailerSize)
 	case headerMagic:
-		return h, ErrBadMagic
+		return h, fmt.Errorf("%w: bad magic", ErrCorrupt)
 	case headerChecksum:
-		return h, fmt.Errorf("%w: header check mismatch", ErrChecksum)
+		return h, fmt.Errorf("%w: header check mismatch", ErrCorrupt)
 	case headerVersion:
-		return h, fmt.Errorf("%w %d (this reader knows %d)", ErrVersion, h.version, FormatVersion)
+		return h, fmt.Errorf("%w %d (this reader knows 1 and 2)", ErrVersion, h.version)
 	case headerFPBits:
 		return h, fmt.Errorf("%w: fingerprint bits %d outside [%d,%d]", ErrCorrupt, h.fpBits, minFPBits, maxFPBits)
 	case headerDeltaW:
@@ -224,7 +225,7 @@ func parseHeader(block []byte) (header, error) {
 		return h, fmt.Errorf("%w: %d keys cannot fit %d buckets", ErrCorrupt, h.keys, h.buckets)
 	default:
 		if uint64(len(block)) < h.size {
-			return h, fmt.Errorf("%w: %d bytes, header implies %d", ErrTruncated, len(block), h.size)
+			return h, fmt.Errorf("%w: truncated: %d bytes, header implies %d", ErrCorrupt, len(block), h.size)
 		}
 		return h, fmt.Errorf("%w: %d bytes, header implies %d", ErrCorrupt, len(block), h.size)
 	}

@@ -34,7 +34,8 @@ func candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 // matching maximum, so a key that finds no path proves the block cannot be
 // placed at this size; the builder then gives the block one more bucket.
 //
-// S1 predicts failure with union-find before kicking. That test (keys per
+// The course report on cuckoo hashing with union-find cycle prediction
+// predicts failure before kicking. That test (keys per
 // connected component at most slots per bucket × buckets) is exact only for
 // single-slot buckets; with four slots a dense sub-cluster inside a roomy
 // component still fails. Here the BFS is itself exact and bounded by the

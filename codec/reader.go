@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -13,34 +14,36 @@ import (
 // built from. It reads the block in place: no copy, no allocation, any
 // alignment, safe for concurrent use. It answers false only when the block
 // is well formed and proves the key absent; for a block that is truncated,
-// malformed, of another version or of another hash kind it answers true.
+// malformed, of an unknown version or of another hash kind it answers true.
 //
-// MayContain checks the header, the block's exact length, the offset table
-// entries and bucket codes it touches, but not the checksum (that would cost
-// a pass over the whole block per lookup): a bit flipped inside a bucket is
-// caught by Decode, and by the block checksums Pebble and Badger verify when
-// they read a block from disk.
+// MayContain checks the block's header (trailer, in version 2) and exact
+// length on every call, and the bucket codes it reads, but not the
+// checksum (that would cost a pass over the whole block per lookup): a bit
+// flipped inside a bucket is caught by Decode, and by the block checksums
+// Pebble and Badger verify when they read a block from disk.
 func MayContain(block, key []byte) bool {
-	return MayContainHash(block, keyhash.Hash(key))
+	if maybe, ok := v2Lookup(block, keyhash.MulHash(key), HashKey64); ok {
+		return maybe
+	}
+	return v1MayContain(block, keyhash.Hash(key), HashKey64)
 }
 
-// MayContainHash is MayContain for a key whose keyhash.Hash is h.
-func MayContainHash(block []byte, h uint64) bool {
+// v1MayContain is the lookup in a version-1 block.
+func v1MayContain(block []byte, h uint64, kind HashKind) bool {
 	var hd header
-	if readHeader(block, &hd) != headerOK || hd.kind != HashKey64 {
+	if readHeader(block, &hd) != headerOK || hd.kind != kind {
 		return true
 	}
-	return hd.mayContain(block, position(h, HashKey64, hd.seed))
+	return hd.mayContain(block, position(h, kind, hd.seed))
 }
 
 // MayContainHash32 is MayContain for a HashHost32 block and the host's
 // 32-bit hash of the key.
 func MayContainHash32(block []byte, h uint32) bool {
-	var hd header
-	if readHeader(block, &hd) != headerOK || hd.kind != HashHost32 {
-		return true
+	if maybe, ok := v2Lookup(block, uint64(h), HashHost32); ok {
+		return maybe
 	}
-	return hd.mayContain(block, position(uint64(h), HashHost32, hd.seed))
+	return v1MayContain(block, uint64(h), HashHost32)
 }
 
 // mayContain probes the two candidate buckets of position hash x. It is
@@ -135,106 +138,83 @@ func lowsMatch(w uint64, eq, fp uint32, low uint) bool {
 // bytes (no copy); the caller must keep them unchanged while it is used.
 type Filter struct {
 	block []byte
-	h     header
+	info  Info
 }
 
 // Info describes a filter block.
 type Info struct {
 	Version         int
 	Hash            HashKind
-	Keys            int
+	Keys            int // fingerprints stored (distinct keys)
 	Seed            uint32
-	Blocks          int
+	Lines           int // version 2: 64-byte lines
+	WideLines       int // version 2: lines holding wider fingerprints (FORMAT.md)
+	Blocks          int // version 1: blocks
 	Buckets         int
-	FingerprintBits int
+	FingerprintBits int // version 2: of the narrow lines
 	Bytes           int
 	BitsPerKey      float64 // Bytes*8/Keys
 	Load            float64 // Keys / (4·Buckets)
-	ExpectedFPR     float64 // from f and load; the rate measured on random keys
+	ExpectedFPR     float64 // from f and load, before the few second-line reads of version 2
+	AlwaysMaybe     bool    // version 2: the builder fell back to a block that answers "maybe"
 }
 
 // Decode verifies a whole filter block: header, exact length, checksum,
-// offset table, every bucket's encoding, and that the stored fingerprints
-// number exactly the recorded keys. The errors wrap ErrCorrupt (or are
-// ErrVersion) and say what is wrong.
+// every bucket's encoding, that the stored fingerprints number exactly the
+// recorded keys, and (version 1) the offset table. Errors wrap ErrCorrupt,
+// or ErrVersion for a block of a version this package does not know, and
+// say what is wrong.
 func Decode(block []byte) (*Filter, error) {
+	var h2 v2Header
+	if readV2(block, &h2) {
+		return decodeV2(block, &h2)
+	}
+	if len(block) >= v2TrailerSize && binary.LittleEndian.Uint32(block[len(block)-36:]) == magicWord && block[len(block)-32] > FormatVersion {
+		return nil, fmt.Errorf("%w %d (this reader knows 1 and 2)", ErrVersion, block[len(block)-32])
+	}
 	h, err := parseHeader(block)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, ErrVersion) || len(block) < v2TrailerSize || binary.LittleEndian.Uint32(block) == magicWord {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: neither a version-2 trailer nor a version-1 header", ErrCorrupt)
 	}
 	body := block[:h.size-trailerSize]
 	if got, want := checksum(body), binary.LittleEndian.Uint32(block[h.size-trailerSize:]); got != want {
-		return nil, fmt.Errorf("%w: computed %#08x, stored %#08x", ErrChecksum, got, want)
+		return nil, fmt.Errorf("%w: checksum mismatch: computed %#08x, stored %#08x", ErrCorrupt, got, want)
 	}
 	if s := h.blockStart(block, 0); s != 0 {
-		return nil, fmt.Errorf("%w: block 0 starts at bucket %d", ErrBadOffsets, s)
+		return nil, fmt.Errorf("%w: block 0 starts at bucket %d", ErrCorrupt, s)
 	}
 	prev := int64(0)
 	for i := uint32(1); i <= h.blocks; i++ {
 		s := h.blockStart(block, i)
 		if s < prev || s > int64(h.buckets) {
-			return nil, fmt.Errorf("%w: block %d starts at bucket %d (previous %d, total %d)", ErrBadOffsets, i, s, prev, h.buckets)
+			return nil, fmt.Errorf("%w: block %d starts at bucket %d (previous %d, total %d)", ErrCorrupt, i, s, prev, h.buckets)
 		}
 		prev = s
 	}
 	if prev != int64(h.buckets) {
-		return nil, fmt.Errorf("%w: blocks end at bucket %d, header says %d", ErrBadOffsets, prev, h.buckets)
+		return nil, fmt.Errorf("%w: blocks end at bucket %d, header says %d", ErrCorrupt, prev, h.buckets)
 	}
 	bb := uint64(h.bucketBits())
 	f := uint(h.fpBits)
 	stored := uint64(0)
 	for i := uint64(0); i < uint64(h.buckets); i++ {
-		w := bitpack.Read(block, h.bktStart*8+i*bb, uint(bb))
-		fps, ok := decodeBucket(w, f)
-		if !ok {
-			return nil, fmt.Errorf("%w: bucket %d has nibble code %d", ErrBadBucket, i, w&0xfff)
+		n, err := checkBucket(bitpack.Read(block, h.bktStart*8+i*bb, uint(bb)), f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: bucket %d: %s", ErrCorrupt, i, err)
 		}
-		for j := 0; j < slots; j++ {
-			if j > 0 && fps[j] < fps[j-1] {
-				return nil, fmt.Errorf("%w: bucket %d is not in canonical order", ErrBadBucket, i)
-			}
-			if fps[j] != 0 {
-				stored++
-			}
-		}
+		stored += uint64(n)
 	}
 	if stored != uint64(h.keys) {
-		return nil, fmt.Errorf("%w: %d fingerprints, header says %d keys", ErrBadKeyCount, stored, h.keys)
+		return nil, fmt.Errorf("%w: %d fingerprints, header says %d keys", ErrCorrupt, stored, h.keys)
 	}
-	return &Filter{block: block, h: h}, nil
-}
-
-// MayContain is the package-level MayContain on a verified block.
-func (f *Filter) MayContain(key []byte) bool { return f.MayContainHash(keyhash.Hash(key)) }
-
-// MayContainHash takes keyhash.Hash(key) for a HashKey64 filter.
-func (f *Filter) MayContainHash(h uint64) bool {
-	if f.h.kind != HashKey64 {
-		return true
-	}
-	return f.h.mayContain(f.block, position(h, HashKey64, f.h.seed))
-}
-
-// MayContainHash32 takes the host's hash for a HashHost32 filter.
-func (f *Filter) MayContainHash32(h uint32) bool {
-	if f.h.kind != HashHost32 {
-		return true
-	}
-	return f.h.mayContain(f.block, position(uint64(h), HashHost32, f.h.seed))
-}
-
-// Info describes the filter.
-func (f *Filter) Info() Info {
-	h := &f.h
 	load := 0.0
 	if h.buckets > 0 {
 		load = float64(h.keys) / (slots * float64(h.buckets))
 	}
-	bpk := 0.0
-	if h.keys > 0 {
-		bpk = float64(h.size) * 8 / float64(h.keys)
-	}
-	return Info{
+	return &Filter{block: block, info: Info{
 		Version:         int(h.version),
 		Hash:            h.kind,
 		Keys:            int(h.keys),
@@ -243,8 +223,92 @@ func (f *Filter) Info() Info {
 		Buckets:         int(h.buckets),
 		FingerprintBits: int(h.fpBits),
 		Bytes:           int(h.size),
-		BitsPerKey:      bpk,
+		BitsPerKey:      bitsPerKey(h.size, h.keys),
 		Load:            load,
 		ExpectedFPR:     expectedFPR(uint(h.fpBits), load),
-	}
+	}}, nil
 }
+
+func decodeV2(block []byte, h *v2Header) (*Filter, error) {
+	n := len(block)
+	if got, want := checksum(block[:n-4]), binary.LittleEndian.Uint32(block[n-4:]); got != want {
+		return nil, fmt.Errorf("%w: checksum mismatch: computed %#08x, stored %#08x", ErrCorrupt, got, want)
+	}
+	keys := binary.LittleEndian.Uint32(block[n-v2TrailerSize:])
+	info := Info{
+		Version:         2,
+		Hash:            h.kind,
+		Keys:            int(keys),
+		Seed:            h.seed,
+		Lines:           int(h.lines),
+		FingerprintBits: int(h.fpBits),
+		Bytes:           n,
+		AlwaysMaybe:     h.flags == v2FlagAlwaysIn,
+	}
+	if info.AlwaysMaybe {
+		if keys != 0 {
+			return nil, fmt.Errorf("%w: an always-maybe block records %d keys", ErrCorrupt, keys)
+		}
+		info.ExpectedFPR = 1
+		return &Filter{block: block, info: info}, nil
+	}
+	g := h.geom()
+	stored := uint64(0)
+	for ln := uint32(0); ln < h.lines; ln++ {
+		f := g.width(ln)
+		s := &lineShapes[f]
+		bb := uint64(s.bktBits)
+		for i := uint64(0); i < uint64(s.buckets); i++ {
+			c, err := checkBucket(bitpack.Read(block, uint64(ln)*lineBits+i*bb, uint(bb)), f)
+			if err != nil {
+				return nil, fmt.Errorf("%w: line %d bucket %d: %s", ErrCorrupt, ln, i, err)
+			}
+			stored += uint64(c)
+		}
+	}
+	if stored != uint64(keys) {
+		return nil, fmt.Errorf("%w: %d fingerprints, trailer says %d keys", ErrCorrupt, stored, keys)
+	}
+	info.Buckets = int(g.firstBucket(h.lines))
+	info.WideLines = int(g.wide)
+	info.Load = float64(keys) / (slots * float64(info.Buckets))
+	info.BitsPerKey = bitsPerKey(uint64(n), keys)
+	wide := float64(g.wide) / float64(h.lines)
+	info.ExpectedFPR = (1 - wide) * expectedFPR(g.f, info.Load)
+	if g.wide > 0 {
+		info.ExpectedFPR += wide * expectedFPR(uint(wideWidth[g.f]), info.Load)
+	}
+	return &Filter{block: block, info: info}, nil
+}
+
+// checkBucket returns the number of occupied slots of a bucket word, or
+// what is wrong with it.
+func checkBucket(w uint64, f uint) (int, error) {
+	fps, ok := decodeBucket(w, f)
+	if !ok {
+		return 0, fmt.Errorf("invalid nibble code %d", w&0xfff)
+	}
+	n := 0
+	for j := 0; j < slots; j++ {
+		if j > 0 && fps[j] < fps[j-1] {
+			return 0, errors.New("not in canonical order")
+		}
+		if fps[j] != 0 {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func bitsPerKey(size uint64, keys uint32) float64 {
+	if keys == 0 {
+		return 0
+	}
+	return float64(size) * 8 / float64(keys)
+}
+
+// MayContain is the package-level MayContain on the decoded block.
+func (f *Filter) MayContain(key []byte) bool { return MayContain(f.block, key) }
+
+// Info describes the filter.
+func (f *Filter) Info() Info { return f.info }

@@ -2,7 +2,8 @@ package codec
 
 import "math"
 
-// Shape decisions, each measured with `go test ./codec -run TestPlacementSweep -v`
+// Version-1 shape decisions, each measured with
+// `go test ./codec -run TestPlacementSweep -sweep -v`
 // (see FORMAT.md, "Choosing the block size and load").
 const (
 	// defaultBlockKeys is the expected number of keys per block. Blocks are

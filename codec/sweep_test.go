@@ -40,3 +40,32 @@ func TestPlacementSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestV2LoadSweep prints, for several planned loads of version 2, the
+// fingerprint width, share of wide lines, false-positive rate and share of
+// negative lookups that read a second line, at several budgets. It backs
+// v2MaxLoad; run with -sweep -v.
+func TestV2LoadSweep(t *testing.T) {
+	if !*sweep {
+		t.Skip("run with -sweep")
+	}
+	keys := testkeys.Random(300_000, 16, 1)
+	absent := testkeys.Absent(1_000_000, 2)
+	defer func(l float64) { v2MaxLoad = l }(v2MaxLoad)
+	fmt.Printf("%-5s %-4s %-3s %-5s %-8s %-6s %-7s\n", "load", "bpk", "f", "wide", "FPR%", "P2", "ns/key")
+	for _, load := range []float64{0.91, 0.93, 0.95, 0.97} {
+		v2MaxLoad = load
+		for _, bpk := range []float64{8, 10, 12, 16} {
+			b := NewBuilder(Options{BitsPerKey: bpk, Seed: 1})
+			for _, k := range keys {
+				b.Add(k)
+			}
+			start := time.Now()
+			blk := b.Finish(nil)
+			ns := float64(time.Since(start).Nanoseconds()) / float64(len(keys))
+			st := b.Stats()
+			fmt.Printf("%-5.2f %-4v %-3d %-5.2f %-8.4f %-6.3f %-7.1f\n", load, bpk, st.FingerprintBits,
+				float64(st.WideLines)/float64(st.Lines), 100*measureFPR(blk, absent), st.SecondLineShare, ns)
+		}
+	}
+}

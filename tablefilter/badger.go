@@ -30,25 +30,17 @@ type BadgerFilter []byte
 // fingerprint are both derived from it. That puts a floor under the
 // false-positive rate: a probe whose 32-bit hash equals a stored key's hash
 // always answers true, which happens with probability about n/2^32 for n
-// distinct keys (2.3e-5 at 100k keys, 2.3e-4 at 1M), added to the
-// fingerprint term of about 8·load/(2^f−1) (f = 10 at 10 bits/key: 0.7%;
-// f = 16 at 16 bits/key: 1.2e-4). y.Filter has the same floor for the same
-// reason.
+// distinct keys, added to the fingerprint term of about
+// 8·load/(2^f−1). y.Filter has the same floor for the same reason.
 //
-// Measured on real Badger tables of 100k keys against the bloom filter
-// Badger stores in the same table, probed through its read path
-// (Table.DoesNotHave), 4M absent keys of the same shape
-// (go test ./tablefilter -run XXX -bench BadgerFilter):
-//
-//	setting                        Badger y.Filter       BadgerFilter
-//	                               bits/key  FPR         bits/key  FPR
-//	10 bits/key                    10.0      1.44%       10.0      0.70%
-//	16 bits/key                    16.0      0.063%      16.0      0.012%
-//	BloomFalsePositive 0.01        7.0       5.1%        7.0       5.3%
-//	  (Badger's default) vs NewBadgerFilterFPR(keys, 0.01):      9.3       0.75%
-//
-// At 7 bits per key a cuckoo filter is no better than a bloom filter: to
-// get the 1% that Badger's default asks for, spend 9.3 bits per key.
+// The filter is a codec block of format version 2, built with a fresh
+// random seed: the same keys give filters of the same size and rate but
+// different bytes. README.md compares it with the bloom filter Badger
+// stores in the same table, measured through Badger's read path
+// (go test ./tablefilter -run XXX -bench BadgerFilter). At Badger's
+// default of about 7 bits per key a cuckoo filter is no better than a
+// bloom filter: for the 1% Badger's default asks for, use
+// NewBadgerFilterFPR.
 func NewBadgerFilter(keys []uint32, bitsPerKey int) BadgerFilter {
 	o := codec.Options{Hash: codec.HashHost32}
 	if bitsPerKey > 0 {
@@ -73,7 +65,7 @@ func NewBadgerFilterFPR(keys []uint32, fpr float64) BadgerFilter {
 func badgerBuild(keys []uint32, o codec.Options) BadgerFilter {
 	b := codec.NewBuilder(o)
 	for _, h := range keys {
-		b.AddHash(uint64(h))
+		b.AddHash32(h)
 	}
 	return BadgerFilter(b.Finish(nil))
 }

@@ -70,19 +70,27 @@ func ExampleRegisterPolicies() {
 		_, ok := opts.Filters[tablefilter.NewPolicy(bpk).Name()]
 		fmt.Println(tablefilter.NewPolicy(bpk).Name(), ok)
 	}
+	// Tables written before the upgrade to format version 2 carry the
+	// version-1 name; RegisterPolicies covers them too.
+	_, ok := opts.Filters["lsmcuckoo.v1.bpk=10"]
+	fmt.Println("lsmcuckoo.v1.bpk=10", ok)
 	// Output:
+	// lsmcuckoo.v2.bpk=10 true
+	// lsmcuckoo.v2.bpk=12 false
 	// lsmcuckoo.v1.bpk=10 true
-	// lsmcuckoo.v1.bpk=12 false
 }
 
 // Policy names parse back, for pebble.ParseHooks.NewFilterPolicy or for
 // names found in a store's tables.
 func ExamplePolicyFromName() {
-	p, ok := tablefilter.PolicyFromName("lsmcuckoo.v1.bpk=9.5")
+	p, ok := tablefilter.PolicyFromName("lsmcuckoo.v2.bpk=9.5")
+	fmt.Println(p.Name(), ok)
+	p, ok = tablefilter.PolicyFromName("lsmcuckoo.v1.bpk=9.5")
 	fmt.Println(p.Name(), ok)
 	_, ok = tablefilter.PolicyFromName("rocksdb.BuiltinBloomFilter")
 	fmt.Println(ok)
 	// Output:
+	// lsmcuckoo.v2.bpk=9.5 true
 	// lsmcuckoo.v1.bpk=9.5 true
 	// false
 }
@@ -113,7 +121,7 @@ func ExampleNewBadgerFilter() {
 	fmt.Println("present keys found:", found)
 	fmt.Println("absent keys rejected > 98%:", rejected > 9800)
 	// Output:
-	// 12499 bytes for 10000 keys (30000 entries)
+	// 12456 bytes for 10000 keys (30000 entries)
 	// present keys found: 10000
 	// absent keys rejected > 98%: true
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 )
 
 // numLevels is Pebble's level count, L0..L6.
@@ -69,31 +70,18 @@ func MeasuredLevelShape(m *pebble.Metrics) LevelShape {
 	return s
 }
 
-// modelFPR is the false-positive rate of an lsmcuckoo filter at bitsPerKey,
-// from the codec's documented sizing rule (codec/FORMAT.md): the widest
-// fingerprint f in [5, 16] whose (f-1)-bit semi-sorted slots fit the budget
-// at a load of at most 0.97, the rest of the budget spent on a lower load
-// (not below 0.2); a lookup compares a uniform fingerprint in [1, 2^f-1]
-// with the 2·4·load occupied slots of its two buckets. Header, offset table
-// and checksum are left out: on a table of thousands of keys they cost a
-// small fraction of a bit per key.
+// modelFPR is the false-positive rate of an lsmcuckoo filter at
+// bitsPerKey: the codec's own plan (codec.PlannedFPR) for a table of
+// modelKeys keys, large enough that the trailer's few bytes do not count.
 func modelFPR(bitsPerKey float64) float64 {
-	const (
-		minF, maxF      = 5, 16
-		maxLoad, minLd  = 0.97, 0.2
-		slotsPerBucket  = 4
-		bucketsPerProbe = 2
-	)
-	f := minF
-	for w := maxF; w >= minF; w-- {
-		if float64(w-1)/bitsPerKey <= maxLoad {
-			f = w
-			break
-		}
+	if bitsPerKey <= 0 {
+		return 1 // no filter: every table is read
 	}
-	load := math.Max(math.Min(float64(f-1)/bitsPerKey, maxLoad), minLd)
-	return -math.Expm1(bucketsPerProbe * slotsPerBucket * load * math.Log1p(-1/float64(int(1)<<f-1)))
+	return codec.PlannedFPR(codec.Options{BitsPerKey: bitsPerKey}, modelKeys)
 }
+
+// modelKeys is the table size the rate model assumes.
+const modelKeys = 100_000
 
 // LevelBudgets returns the bits per key for L0..L6 that minimise the
 // expected number of tables a lookup for an absent key reads in vain,
@@ -112,13 +100,13 @@ func modelFPR(bitsPerKey float64) float64 {
 // How: each level's budget is a point of a grid of 0.5 bits in
 // [MinBitsPerKey, 32], and the grid is searched exactly by dynamic
 // programming over the key-weighted bits spent so far, with FPR(b) the
-// codec's own sizing model (the table in NewPolicy's documentation is its
-// measurement). The exact search matters: the rate curve halves at each
-// step of fingerprint width and falls slowly between steps, so it is not
-// convex, and the textbook Lagrangian solution (equal marginal gain per bit
-// on every level) only sees the curve's convex hull and misses much of the
-// attainable gain at small budgets. In a Pebble-shaped tree (keys per run growing with depth) the
-// budgets come out non-increasing from L0 to L6.
+// codec's own plan for a filter of b bits per key (codec.PlannedFPR). The
+// exact search matters: the rate curve halves at each step of fingerprint
+// width and falls slowly between steps, so it is not convex, and the
+// textbook Lagrangian solution (equal marginal gain per bit on every level)
+// only sees the curve's convex hull and misses much of the attainable gain
+// at small budgets. In a Pebble-shaped tree (keys per run growing with
+// depth) the budgets come out non-increasing from L0 to L6.
 //
 // Levels with no keys take the budget of the nearest populated level below
 // them (above, for levels under the lowest populated one), so an Lbase that

@@ -10,11 +10,13 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 )
 
-// pebbleNamePrefix starts every policy name. It carries the family and the
-// codec format version: a reader that meets a block written under another
-// version must not be handed it, and Pebble routes blocks to policies by
-// name alone (see Policy.Name).
-var pebbleNamePrefix = fmt.Sprintf("lsmcuckoo.v%d.bpk=", codec.FormatVersion)
+// pebbleNamePrefix returns the start of a policy name. It carries the
+// family and the codec format version the policy writes: Pebble routes
+// blocks to policies by name alone (see Policy.Name).
+func pebbleNamePrefix(version int) string { return fmt.Sprintf("lsmcuckoo.v%d.bpk=", version) }
+
+// pebbleFormats are the format versions a policy can write and PolicyFromName parses.
+var pebbleFormats = [...]int{1, codec.FormatVersion}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
 // cannot honour the budget at all (5-bit fingerprints at 97% load already
@@ -33,34 +35,23 @@ const (
 //
 // (levels left unset inherit L0's policy).
 //
-// False-positive rates measured through the policy's writer and MayContain
-// on 1M random 16-byte keys and 2M absent keys, beside Pebble's bloom
-// filter at the same setting (go test ./tablefilter -run XXX -bench
-// PebblePolicyFPR):
+// NewPolicy writes codec format version 2: a negative lookup reads one
+// 64-byte line of the filter in the common case, like Pebble's blocked
+// bloom filter, at a lower false-positive rate for the same bits per key
+// from about 9 bits per key up (README.md has the measured rates and
+// lookup costs). NewV1Policy writes the denser version-1 layout, whose
+// lookups read an offset table and then the buckets. Every Policy reads
+// blocks of both versions, whatever its own version and budget.
 //
-//	bits/key  fingerprint  load   FPR       bloom.FilterPolicy FPR
-//	6         6            0.83   10.1%     5.9%
-//	8         8            0.88   2.7%      2.5%
-//	9         9            0.89   1.4%      1.7%
-//	10        10           0.90   0.70%     1.18%
-//	12        12           0.92   0.175%    0.68%
-//	14        14           0.93   0.045%    0.45%
-//	16        16           0.94   0.013%    0.37%
-//	20        16           0.75   0.0096%   0.28%
+// The budget is the whole block divided by the number of distinct keys:
+// the versions of an MVCC key, which Pebble hands to the filter as repeats
+// of one prefix, count once.
 //
-// The cuckoo filter wins from about 9 bits per key up, by a factor that
-// grows with the budget (1.7x at 10, 28x at 16); below 8 bits per key a
-// bloom filter is the better choice. Building costs about 55 ns per key
-// against the bloom filter's 18-28 ns on the same machine.
-//
-// The budget is the whole block (header, offset table, buckets, checksum)
-// divided by the number of distinct keys: the versions of an MVCC key, which
-// Pebble hands to the filter as repeats of one prefix, count once.
-//
-// A Policy is a small comparable value. The zero value is the policy of
-// codec.DefaultBitsPerKey (10) bits per key, with that name.
+// A Policy is a small comparable value. The zero value is the version-2
+// policy of codec.DefaultBitsPerKey (10) bits per key, with that name.
 type Policy struct {
 	bitsPerKey float64
+	version    int // 0: codec.FormatVersion
 }
 
 var _ pebble.FilterPolicy = Policy{}
@@ -74,6 +65,25 @@ func NewPolicy(bitsPerKey float64) Policy {
 		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", bitsPerKey, MinBitsPerKey, MaxBitsPerKey))
 	}
 	return Policy{bitsPerKey: bitsPerKey}
+}
+
+// NewV1Policy is NewPolicy for codec format version 1, named
+// "lsmcuckoo.v1.bpk=<bits>": the densest layout (a lower false-positive
+// rate for the same bits per key, README.md has the figures), at the price
+// of a lookup that reads two dependent cache lines. It is what every table
+// written before version 2 carries.
+func NewV1Policy(bitsPerKey float64) Policy {
+	p := NewPolicy(bitsPerKey)
+	p.version = 1
+	return p
+}
+
+// Version returns the codec format version the policy writes.
+func (p Policy) Version() int {
+	if p.version == 0 {
+		return codec.FormatVersion
+	}
+	return p.version
 }
 
 func pebbleValidBitsPerKey(b float64) bool {
@@ -90,10 +100,9 @@ func (p Policy) BitsPerKey() float64 {
 }
 
 // Name returns "lsmcuckoo.v<format>.bpk=<bits>", for example
-// "lsmcuckoo.v1.bpk=10" or "lsmcuckoo.v1.bpk=9.5". The number is the
+// "lsmcuckoo.v2.bpk=10" or "lsmcuckoo.v1.bpk=9.5". The number is the
 // shortest decimal that parses back to the same float64, so every budget
-// has exactly one name and PolicyFromName(p.Name()) returns
-// NewPolicy(p.BitsPerKey()).
+// and version has exactly one name and PolicyFromName(p.Name()) returns p.
 //
 // Pebble writes the name into every table (as the metaindex entry
 // "fullfilter.<name>") and into the OPTIONS file, and when it opens a table
@@ -103,11 +112,11 @@ func (p Policy) BitsPerKey() float64 {
 // never be handed to this reader. The budget is in the name so that the
 // OPTIONS file records the setting and PolicyFromName can rebuild the
 // writer; the price is that a process must register the names of every
-// budget its tables were written with (see RegisterPolicies). Any lsmcuckoo
-// policy of format version 1 reads any version-1 block, whatever its budget:
-// the block describes itself.
+// budget and version its tables were written with (see RegisterPolicies).
+// Any lsmcuckoo policy reads any block of format version 1 or 2, whatever
+// its budget: the block describes itself.
 func (p Policy) Name() string {
-	return pebbleNamePrefix + strconv.FormatFloat(p.BitsPerKey(), 'g', -1, 64)
+	return pebbleNamePrefix(p.Version()) + strconv.FormatFloat(p.BitsPerKey(), 'g', -1, 64)
 }
 
 // String returns the name.
@@ -138,6 +147,7 @@ func (p Policy) NewWriter(ftype pebble.FilterType) pebble.FilterWriter {
 	return &pebbleWriter{b: codec.NewBuilder(codec.Options{
 		BitsPerKey: p.BitsPerKey(),
 		Hash:       codec.HashKey64,
+		Version:    p.Version(),
 	})}
 }
 
@@ -156,40 +166,50 @@ func (w *pebbleWriter) AddKey(key []byte) { w.b.Add(key) }
 func (w *pebbleWriter) Finish(dst []byte) []byte { return w.b.Finish(dst) }
 
 // PolicyFromName returns the policy whose Name is name, or false if name is
-// not a policy name this version of the package writes. Names with a
-// non-canonical number ("bpk=10.0") are rejected because no policy writes
-// them: registering a policy under a name Pebble never looks up would only
-// hide a mistake.
+// not a policy name this version of the package writes: version 1 and
+// version 2 names are both recognised. Names with a non-canonical number
+// ("bpk=10.0") are rejected because no policy writes them: registering a
+// policy under a name Pebble never looks up would only hide a mistake.
 //
 // Use it where Pebble hands you a name: in pebble.ParseHooks.NewFilterPolicy
 // when parsing an OPTIONS file, or to turn a list of names found in a
 // store's tables into Options.Filters entries.
 func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
-	num, ok := strings.CutPrefix(name, pebbleNamePrefix)
-	if !ok {
-		return nil, false
+	for _, v := range pebbleFormats {
+		num, ok := strings.CutPrefix(name, pebbleNamePrefix(v))
+		if !ok {
+			continue
+		}
+		b, err := strconv.ParseFloat(num, 64)
+		if err != nil || !pebbleValidBitsPerKey(b) || strconv.FormatFloat(b, 'g', -1, 64) != num {
+			return nil, false
+		}
+		p := Policy{bitsPerKey: b}
+		if v != codec.FormatVersion {
+			p.version = v
+		}
+		return p, true
 	}
-	b, err := strconv.ParseFloat(num, 64)
-	if err != nil || !pebbleValidBitsPerKey(b) || strconv.FormatFloat(b, 'g', -1, 64) != num {
-		return nil, false
-	}
-	return Policy{bitsPerKey: b}, true
+	return nil, false
 }
 
-// RegisterPolicies adds to o.Filters a policy for each budget, under its
-// name, so that tables written with those budgets are read with their
-// filters. Pebble registers the policies of o.Levels itself when it opens
-// the store; what it cannot know is which other budgets the store's
-// existing tables were written with. Call this with every budget the store
-// has ever been configured with (until compactions have rewritten all
-// tables written under old settings). It panics on an invalid budget, as
-// NewPolicy does.
+// RegisterPolicies adds to o.Filters, for each budget, a policy under its
+// version-2 name and one under its version-1 name, so that tables written
+// with those budgets, before or after the upgrade to format version 2, are
+// read with their filters. Pebble registers the policies of o.Levels
+// itself when it opens the store; what it cannot know is which other names
+// the store's existing tables carry, and a table whose filter name is not
+// registered is read without its filter, silently. Call this with every
+// budget the store has ever been configured with (until compactions have
+// rewritten all tables written under old settings). It panics on an
+// invalid budget, as NewPolicy does.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
 	if o.Filters == nil {
-		o.Filters = make(map[string]pebble.FilterPolicy, len(bitsPerKey))
+		o.Filters = make(map[string]pebble.FilterPolicy, 2*len(bitsPerKey))
 	}
 	for _, b := range bitsPerKey {
-		p := NewPolicy(b)
-		o.Filters[p.Name()] = p
+		for _, p := range []Policy{NewPolicy(b), NewV1Policy(b)} {
+			o.Filters[p.Name()] = p
+		}
 	}
 }

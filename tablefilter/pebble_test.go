@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,32 +33,37 @@ import (
 
 func TestPebbleNameRoundTrip(t *testing.T) {
 	for _, b := range []float64{4, 6, 9.5, 10, 10.6, 12, 15.9, 16, 1.0 / 3 * 30, 64} {
-		p := NewPolicy(b)
-		name := p.Name()
-		if !strings.HasPrefix(name, fmt.Sprintf("lsmcuckoo.v%d.bpk=", codec.FormatVersion)) {
-			t.Errorf("NewPolicy(%v).Name() = %q: missing family/version prefix", b, name)
-		}
-		q, ok := PolicyFromName(name)
-		if !ok {
-			t.Fatalf("PolicyFromName(%q) rejected a name NewPolicy wrote", name)
-		}
-		if q != pebble.FilterPolicy(p) || q.Name() != name {
-			t.Errorf("PolicyFromName(%q) = %v, want %v", name, q, p)
+		for _, p := range []Policy{NewPolicy(b), NewV1Policy(b)} {
+			name := p.Name()
+			if !strings.HasPrefix(name, fmt.Sprintf("lsmcuckoo.v%d.bpk=", p.Version())) {
+				t.Errorf("%v.Name() = %q: missing family/version prefix", p, name)
+			}
+			q, ok := PolicyFromName(name)
+			if !ok {
+				t.Fatalf("PolicyFromName(%q) rejected a name a policy wrote", name)
+			}
+			if q != pebble.FilterPolicy(p) || q.Name() != name {
+				t.Errorf("PolicyFromName(%q) = %v, want %v", name, q, p)
+			}
 		}
 	}
-	if got := NewPolicy(10).Name(); got != "lsmcuckoo.v1.bpk=10" {
+	if got := NewPolicy(10).Name(); got != "lsmcuckoo.v2.bpk=10" {
 		t.Errorf("NewPolicy(10).Name() = %q", got)
 	}
-	if got := (Policy{}).Name(); got != "lsmcuckoo.v1.bpk=10" || (Policy{}).BitsPerKey() != codec.DefaultBitsPerKey {
+	if got := NewV1Policy(10).Name(); got != "lsmcuckoo.v1.bpk=10" {
+		t.Errorf("NewV1Policy(10).Name() = %q", got)
+	}
+	if got := (Policy{}).Name(); got != "lsmcuckoo.v2.bpk=10" || (Policy{}).BitsPerKey() != codec.DefaultBitsPerKey {
 		t.Errorf("zero Policy is %q, %v bits/key; want the default", got, (Policy{}).BitsPerKey())
 	}
-	if got := NewPolicy(9.5).Name(); got != "lsmcuckoo.v1.bpk=9.5" {
+	if got := NewPolicy(9.5).Name(); got != "lsmcuckoo.v2.bpk=9.5" {
 		t.Errorf("NewPolicy(9.5).Name() = %q", got)
 	}
 	for _, bad := range []string{
 		"", "lsmcuckoo", "lsmcuckoo.v1.bpk=", "lsmcuckoo.v1.bpk=10.0", "lsmcuckoo.v1.bpk=010",
 		"lsmcuckoo.v1.bpk=1e1", "lsmcuckoo.v1.bpk=3", "lsmcuckoo.v1.bpk=65", "lsmcuckoo.v1.bpk=NaN",
-		"lsmcuckoo.v1.bpk=+Inf", "lsmcuckoo.v1.bpk=10x", "lsmcuckoo.v2.bpk=10", "lsmcuckoo.v1.bpk=10 ",
+		"lsmcuckoo.v1.bpk=+Inf", "lsmcuckoo.v1.bpk=10x", "lsmcuckoo.v3.bpk=10", "lsmcuckoo.v1.bpk=10 ",
+		"lsmcuckoo.v2.bpk=10.0", "lsmcuckoo.v2.bpk=3", "lsmcuckoo.v0.bpk=10", "lsmcuckoo.v2.bpk=",
 		"rocksdb.BuiltinBloomFilter",
 	} {
 		if p, ok := PolicyFromName(bad); ok {
@@ -83,7 +89,8 @@ func TestPebbleRegisterPolicies(t *testing.T) {
 	o := &pebble.Options{}
 	RegisterPolicies(o, 10, 16)
 	RegisterPolicies(o, 12)
-	want := []string{"lsmcuckoo.v1.bpk=10", "lsmcuckoo.v1.bpk=12", "lsmcuckoo.v1.bpk=16"}
+	want := []string{"lsmcuckoo.v1.bpk=10", "lsmcuckoo.v1.bpk=12", "lsmcuckoo.v1.bpk=16",
+		"lsmcuckoo.v2.bpk=10", "lsmcuckoo.v2.bpk=12", "lsmcuckoo.v2.bpk=16"}
 	var got []string
 	for name, p := range o.Filters {
 		if p.Name() != name {
@@ -130,10 +137,16 @@ func TestPebbleWriterNoFalseNegatives(t *testing.T) {
 
 // TestPebbleWriterVersions feeds the writer what Pebble feeds it under a
 // Split comparer: each prefix once per version, consecutively. The block
-// must hold each prefix once and be byte-identical to a block built from
-// the distinct prefixes, and the writer must be reusable.
+// must hold each prefix once and be as large as a block built from the
+// distinct prefixes (byte-identical for version 1; version 2 draws a seed
+// per block), and the writer must be reusable.
 func TestPebbleWriterVersions(t *testing.T) {
-	p := NewPolicy(10)
+	for _, p := range []Policy{NewPolicy(10), NewV1Policy(10)} {
+		testPebbleWriterVersions(t, p)
+	}
+}
+
+func testPebbleWriterVersions(t *testing.T, p Policy) {
 	prefixes := testkeys.Sequential("user", 0, 50000)
 	w := p.NewWriter(pebble.TableFilter)
 	for round := 0; round < 3; round++ {
@@ -144,8 +157,13 @@ func TestPebbleWriterVersions(t *testing.T) {
 		}
 		withVersions := w.Finish(nil)
 		distinct := pebbleBuild(p, prefixes)
-		if !bytes.Equal(withVersions, distinct) {
-			t.Fatalf("round %d: block with repeated prefixes differs from block of distinct prefixes", round)
+		if p.Version() == 1 && !bytes.Equal(withVersions, distinct) || len(withVersions) != len(distinct) {
+			t.Fatalf("%v round %d: block with repeated prefixes differs from block of distinct prefixes", p, round)
+		}
+		for _, k := range prefixes {
+			if !p.MayContain(pebble.TableFilter, withVersions, k) {
+				t.Fatalf("%v round %d: false negative for %q", p, round, k)
+			}
 		}
 		info, err := codec.Decode(withVersions)
 		if err != nil {
@@ -217,19 +235,28 @@ func TestPebbleMayContainMalformed(t *testing.T) {
 		"empty":      {},
 		"magic only": []byte("LSMC"),
 		"header":     block[:32],
+		"trailer":    block[len(block)-40:],
 		"truncated":  block[:len(block)-1],
 		"extended":   append(slices.Clone(block), 0),
 		"garbage":    bytes.Repeat([]byte{0xa5}, len(block)),
 		"bloom":      pebbleBuild(bloom.FilterPolicy(10), keys),
 	}
-	for _, off := range []int{4, 5, 8, 12, 16, 20, 24, 28} { // version, f, keys, seed, C, N, stride, check
+	// The trailer's lookup fields, n-36..n-21, and their complemented copy.
+	for _, back := range []int{36, 32, 31, 30, 29, 28, 24, 20, 16, 12, 8} {
 		b := slices.Clone(block)
-		b[off] ^= 0x40
-		cases[fmt.Sprintf("header byte %d flipped", off)] = b
+		b[len(b)-back] ^= 0x40
+		cases[fmt.Sprintf("trailer byte n-%d flipped", back)] = b
 	}
-	v2 := slices.Clone(block)
-	v2[4] = codec.FormatVersion + 1
-	cases["next format version"] = v2
+	next := slices.Clone(block)
+	next[len(next)-32] = codec.FormatVersion + 1
+	next[len(next)-16] = ^next[len(next)-32]
+	cases["next format version"] = next
+	v1 := pebbleBuild(NewV1Policy(10), keys)
+	for _, off := range []int{4, 5, 8, 12, 16, 20, 24, 28} { // version, f, keys, seed, C, N, stride, check
+		b := slices.Clone(v1)
+		b[off] ^= 0x40
+		cases[fmt.Sprintf("v1 header byte %d flipped", off)] = b
+	}
 	for name, b := range cases {
 		if n := rejects(b); n != 0 {
 			t.Errorf("%s: rejected %d absent keys, want 0 (a malformed block must answer maybe)", name, n)
@@ -699,6 +726,125 @@ func TestPebbleDB(t *testing.T) {
 	t.Logf("checks took %v", time.Since(start).Round(time.Millisecond))
 }
 
+// TestPebbleUpgradeFromV1 is the upgrade path of a real store: tables
+// written by the version-1 policy, the process restarted with the
+// version-2 policy. Pebble looks filters up by name and silently reads a
+// table without its filter when the name is not registered, so the v1
+// tables lose their filters unless RegisterPolicies registers the old
+// names; with it, Pebble's filter metrics show them filtered, and new
+// tables written by the v2 policy sit beside them.
+func TestPebbleUpgradeFromV1(t *testing.T) {
+	const n = 40000 // prefixes; even ones are present
+	dir := t.TempDir()
+	write := func(o *pebble.Options, from int) {
+		db, err := pebble.Open(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := 0; r < 2; r++ {
+			for i := from + 4*r; i < n; i += 8 {
+				if err := db.Set(pebbleKey(i, 1), pebbleValue(i, 1), pebble.NoSync); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(pebbleOptions(NewV1Policy(10)), 0) // L0 tables holding prefixes 0, 4, 8, ...
+	names := pebbleFilterNames(t, dir)
+	if !slices.Equal(names, []string{"lsmcuckoo.v1.bpk=10"}) {
+		t.Fatalf("v1 store's tables carry filters %q", names)
+	}
+	absentGets := func(db *pebble.DB) (hits, misses int64) {
+		m0 := db.Metrics()
+		for i := 1; i < n; i += 2 {
+			if _, _, err := db.Get(pebbleKey(i, 1)); !errors.Is(err, pebble.ErrNotFound) {
+				t.Fatalf("Get(absent %s): %v", pebbleKey(i, 1), err)
+			}
+		}
+		return pebbleFilterDelta(db, m0)
+	}
+	presentGets := func(db *pebble.DB, step int) {
+		for i := 0; i < n; i += step {
+			v, c, err := db.Get(pebbleKey(i, 1))
+			if err != nil || !bytes.Equal(v, pebbleValue(i, 1)) {
+				t.Fatalf("Get(%s) = %q, %v", pebbleKey(i, 1), v, err)
+			}
+			c.Close()
+		}
+	}
+
+	// Upgraded without registering the old names: every v1 table is read
+	// without its filter.
+	db, err := pebble.Open(dir, pebbleOptions(NewPolicy(10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, misses := absentGets(db)
+	presentGets(db, 4)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if hits+misses != 0 {
+		t.Fatalf("v1 tables consulted %d filters without their name registered: the premise of this test is wrong", hits+misses)
+	}
+
+	// Upgraded with RegisterPolicies: the v1 tables are filtered. Then
+	// write v2 tables beside them (prefixes 2, 6, 10, ...).
+	o := pebbleOptions(NewPolicy(10))
+	RegisterPolicies(o, 10)
+	write(o, 2)
+	names = pebbleFilterNames(t, dir)
+	if !slices.Equal(names, []string{"lsmcuckoo.v1.bpk=10", "lsmcuckoo.v2.bpk=10"}) {
+		t.Fatalf("upgraded store's tables carry filters %q, want both versions", names)
+	}
+	db, err = pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	m := db.Metrics()
+	hits, misses = absentGets(db)
+	presentGets(db, 2)
+	tables := m.Levels[0].TablesCount
+	probes := int64(n / 2)
+	t.Logf("%d L0 tables; %d absent Gets: %d filter checks, %d rejected", tables, probes, hits+misses, hits)
+	if tables < 4 {
+		t.Fatalf("%d L0 tables, want the 2 v1 and 2 v2 tables", tables)
+	}
+	if hits+misses < probes*4*99/100 || hits < 97*(hits+misses)/100 {
+		t.Errorf("absent Gets: %d filter hits, %d misses over %d tables: v1 and v2 tables are not all filtered", hits, misses, tables)
+	}
+}
+
+// pebbleFilterNames lists the filter names the store's tables carry.
+func pebbleFilterNames(t *testing.T, dir string) []string {
+	t.Helper()
+	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil || len(tables) == 0 {
+		t.Fatalf("no tables in %s (%v)", dir, err)
+	}
+	seen := map[string]bool{}
+	for _, path := range tables {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"v1", "v2"} {
+			if name := "lsmcuckoo." + v + ".bpk=10"; bytes.Contains(data, []byte("fullfilter."+name)) {
+				seen[name] = true
+			}
+		}
+	}
+	names := slices.Sorted(maps.Keys(seen))
+	return names
+}
+
 // TestPebbleDBConcurrentGets runs Gets from several goroutines against the
 // filters (with -race, this is the concurrency test of MayContain on
 // Pebble's shared block-cache buffers).
@@ -765,7 +911,7 @@ func TestPebbleOptionsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(data, []byte("filter_policy=lsmcuckoo.v1.bpk=9.5\n")) {
+	if !bytes.Contains(data, []byte("filter_policy=lsmcuckoo.v2.bpk=9.5\n")) {
 		t.Fatalf("OPTIONS file does not record the policy:\n%s", data)
 	}
 	var parsed pebble.Options
@@ -897,9 +1043,10 @@ func TestPebbleCorruptFilter(t *testing.T) {
 				f[i] ^= 0xff
 			}
 		}},
-		{"header flipped, checksum fixed", true, func(f []byte) {
-			f[12] ^= 0x01 // seed: moves every key to other buckets
-			f[20] ^= 0x10 // bucket count
+		{"trailer flipped, checksum fixed", true, func(f []byte) {
+			n := len(f)
+			f[n-24] ^= 0x01 // seed: would move every key to other buckets
+			f[n-28] ^= 0x10 // line count
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -913,8 +1060,8 @@ func TestPebbleCorruptFilter(t *testing.T) {
 					t.Fatal(err)
 				}
 				filter := file[h.Offset : h.Offset+h.Length]
-				if !bytes.HasPrefix(filter, codec.Magic[:]) {
-					t.Fatalf("%s: filter block does not start with the codec magic", path)
+				if len(filter) < 40 || string(filter[len(filter)-36:len(filter)-32]) != "LSMC" {
+					t.Fatalf("%s: filter block does not carry the codec magic in its trailer", path)
 				}
 				orig := slices.Clone(filter)
 				tc.damage(filter)
@@ -983,7 +1130,7 @@ func TestPebbleCorruptFilter(t *testing.T) {
 // BenchmarkPebblePolicyFPR builds a table filter of 1M random 16-byte keys
 // through each policy's writer (the timed part, reported per key) and
 // measures the false-positive rate over 2M absent keys through MayContain.
-// The table in Policy's doc comment comes from this benchmark.
+// README.md's tables come from the bench command, which measures the same way.
 func BenchmarkPebblePolicyFPR(b *testing.B) {
 	const n, probes = 1000000, 2000000
 	keys := testkeys.Random(n, 16, 1)
@@ -995,6 +1142,7 @@ func BenchmarkPebblePolicyFPR(b *testing.B) {
 	var policies []policy
 	for _, bpk := range []float64{6, 8, 9, 10, 12, 14, 16, 20} {
 		policies = append(policies, policy{fmt.Sprintf("lsmcuckoo/bpk=%g", bpk), NewPolicy(bpk)})
+		policies = append(policies, policy{fmt.Sprintf("lsmcuckoo-v1/bpk=%g", bpk), NewV1Policy(bpk)})
 	}
 	for _, bpk := range []int{6, 8, 9, 10, 12, 14, 16, 20} {
 		policies = append(policies, policy{fmt.Sprintf("bloom/bpk=%d", bpk), bloom.FilterPolicy(bpk)})

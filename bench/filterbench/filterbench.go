@@ -8,14 +8,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/FastFilter/xorfilter"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/dgraph-io/badger/v4/y"
 
-	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
 // Filter is a built filter as a store would query it: from the key's bytes,
@@ -25,10 +26,10 @@ type Filter interface {
 	// Bytes is the filter's serialized (or, for in-memory structures,
 	// payload) size.
 	Bytes() int
-	// Copy returns an equal filter in freshly allocated memory, starting
-	// skew bytes into its allocation, so that cold lookups can spread over
-	// many megabytes without every copy's first byte falling in the same
-	// cache set (identical large allocations are page-aligned).
+	// Copy returns an equal filter in freshly allocated memory whose first
+	// byte lies skew bytes past a 64-byte boundary: skew = 64·k spreads
+	// copies over cache sets (identical large allocations are
+	// page-aligned), skew mod 64 is the copy's misalignment.
 	Copy(skew int) Filter
 }
 
@@ -40,37 +41,41 @@ type Family struct {
 	Build func(keys [][]byte) Filter
 }
 
-// Cuckoo is this project's codec at a bits/key budget.
+// Cuckoo is this project's filter at a bits/key budget, built and probed
+// through the Pebble policy a user adopts (tablefilter.NewPolicy: codec
+// format version 2).
 func Cuckoo(bitsPerKey float64) Family {
 	return Family{fmt.Sprintf("lsmcuckoo/%g", bitsPerKey), "lsmcuckoo", bitsPerKey, func(keys [][]byte) Filter {
-		b := codec.NewBuilder(codec.Options{BitsPerKey: bitsPerKey})
-		for _, k := range keys {
-			b.Add(k)
-		}
-		return cuckooFilter(b.Finish(nil))
+		return policyFilter(tablefilter.NewPolicy(bitsPerKey), keys)
 	}}
 }
 
-type cuckooFilter []byte
+// CuckooV1 is Cuckoo in codec format version 1 (tablefilter.NewV1Policy):
+// the denser layout whose lookups read an offset table, then the buckets.
+func CuckooV1(bitsPerKey float64) Family {
+	return Family{fmt.Sprintf("lsmcuckoo-v1/%g", bitsPerKey), "lsmcuckoo-v1", bitsPerKey, func(keys [][]byte) Filter {
+		return policyFilter(tablefilter.NewV1Policy(bitsPerKey), keys)
+	}}
+}
 
-func (f cuckooFilter) MayContain(key []byte) bool { return codec.MayContain(f, key) }
-func (f cuckooFilter) Bytes() int                 { return len(f) }
-func (f cuckooFilter) Copy(skew int) Filter       { return cuckooFilter(skewed(f, skew)) }
+func policyFilter(p pebble.FilterPolicy, keys [][]byte) Filter {
+	w := p.NewWriter(pebble.TableFilter)
+	for _, k := range keys {
+		w.AddKey(k)
+	}
+	return pebbleFilter{p, w.Finish(nil)}
+}
 
 // PebbleBloom is Pebble's table bloom filter (github.com/cockroachdb/pebble/v2/bloom).
 func PebbleBloom(bitsPerKey int) Family {
 	return Family{fmt.Sprintf("pebble-bloom/%d", bitsPerKey), "pebble-bloom", float64(bitsPerKey), func(keys [][]byte) Filter {
-		p := bloom.FilterPolicy(bitsPerKey)
-		w := p.NewWriter(pebble.TableFilter)
-		for _, k := range keys {
-			w.AddKey(k)
-		}
-		return pebbleFilter{p, w.Finish(nil)}
+		return policyFilter(bloom.FilterPolicy(bitsPerKey), keys)
 	}}
 }
 
+// pebbleFilter is a table filter probed through its Pebble policy.
 type pebbleFilter struct {
-	p    bloom.FilterPolicy
+	p    pebble.FilterPolicy
 	data []byte
 }
 
@@ -156,11 +161,14 @@ func (f fuseFilter[T]) Copy(skew int) Filter {
 	return fuseFilter[T]{&c}
 }
 
-// skewed copies b into a new allocation, skew bytes in.
+// skewed copies b into a new allocation, starting skew bytes past a
+// 64-byte boundary.
 func skewed(b []byte, skew int) []byte {
-	buf := make([]byte, len(b)+skew)
-	copy(buf[skew:], b)
-	return buf[skew:]
+	buf := make([]byte, len(b)+skew+64)
+	start := (64 - int(uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%64)) % 64
+	out := buf[start+skew : start+skew+len(b) : start+skew+len(b)]
+	copy(out, b)
+	return out
 }
 
 func sizeOf[T xorfilter.Unsigned](v T) int {
@@ -177,19 +185,38 @@ func sizeOf[T xorfilter.Unsigned](v T) int {
 // Families is the standard line-up.
 func Families() []Family {
 	return []Family{
+		Cuckoo(10), CuckooV1(10), PebbleBloom(10),
+		Cuckoo(16), CuckooV1(16), PebbleBloom(16),
 		Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(15.9),
-		PebbleBloom(6), PebbleBloom(10), PebbleBloom(16),
+		CuckooV1(9.6), CuckooV1(10.6), CuckooV1(15.9),
+		PebbleBloom(6),
 		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
 		BinaryFuse8(), BinaryFuse16(),
 	}
+}
+
+// CoreFamilies is the side-by-side of the issue that introduced format
+// version 2: lsmcuckoo version 2 (the default) and version 1 beside Pebble's
+// bloom filter at each budget (every whole budget from 8 to 16 bits per key
+// when none is given).
+func CoreFamilies(bitsPerKey ...int) []Family {
+	if len(bitsPerKey) == 0 {
+		bitsPerKey = []int{8, 9, 10, 11, 12, 13, 14, 15, 16}
+	}
+	var fams []Family
+	for _, bpk := range bitsPerKey {
+		fams = append(fams, Cuckoo(float64(bpk)), CuckooV1(float64(bpk)), PebbleBloom(bpk))
+	}
+	return fams
 }
 
 // PlotFamilies is the line-up with enough settings per family to draw the
 // FPR-vs-space curves of the full report.
 func PlotFamilies() []Family {
 	return []Family{
-		Cuckoo(7), Cuckoo(8.5), Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(14), Cuckoo(15.9), Cuckoo(18),
-		PebbleBloom(6), PebbleBloom(8), PebbleBloom(10), PebbleBloom(12), PebbleBloom(16), PebbleBloom(20),
+		Cuckoo(7), Cuckoo(8), Cuckoo(9), Cuckoo(9.6), Cuckoo(10), Cuckoo(10.6), Cuckoo(11), Cuckoo(12), Cuckoo(13), Cuckoo(14), Cuckoo(15), Cuckoo(15.9), Cuckoo(16), Cuckoo(18),
+		CuckooV1(8), CuckooV1(9.6), CuckooV1(10), CuckooV1(10.6), CuckooV1(12), CuckooV1(14), CuckooV1(15.9), CuckooV1(16),
+		PebbleBloom(6), PebbleBloom(8), PebbleBloom(9), PebbleBloom(10), PebbleBloom(11), PebbleBloom(12), PebbleBloom(13), PebbleBloom(14), PebbleBloom(15), PebbleBloom(16), PebbleBloom(20),
 		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
 		BinaryFuse8(), BinaryFuse16(),
 	}
@@ -211,6 +238,10 @@ type Result struct {
 	ColdLatNs   float64 `json:"cold_latency_ns"`
 	ColdMiB     float64 `json:"cold_mib"`
 	BuildAllocs float64 `json:"build_allocs"`
+	// The same lookups on filters that start 1..63 bytes past a 64-byte
+	// boundary (Pebble hands filters at any alignment); 0 when not measured.
+	HotUnalignedNs  float64 `json:"hot_unaligned_ns,omitempty"`
+	ColdUnalignedNs float64 `json:"cold_unaligned_ns,omitempty"`
 }
 
 // BuildTimed builds fam's filter and returns it with the time per key.
@@ -260,6 +291,19 @@ func LookupNs(f Filter, absent [][]byte, lookups int) float64 {
 
 var sinkHole int
 
+// UnalignedLookupNs is LookupNs averaged over copies of f starting 1..63
+// bytes past a 64-byte boundary.
+func UnalignedLookupNs(f Filter, absent [][]byte, lookups int) float64 {
+	total := 0.0
+	per := max(1, lookups/63)
+	for off := 1; off < 64; off++ {
+		g := f.Copy(off)
+		LookupNs(g, absent, min(per, len(absent))) // warm
+		total += LookupNs(g, absent, per)
+	}
+	return total / 63
+}
+
 // ColdSet is many copies of one filter spread over at least minBytes of
 // memory; lookups go to a random copy so nearly every probe misses the CPU
 // caches, as lookups into the block cache of a large store do.
@@ -268,13 +312,28 @@ type ColdSet struct {
 	Order  []uint32 // copy index per lookup, fixed so every family does the same
 }
 
-// NewColdSet copies f until the copies hold minBytes.
+// NewColdSet copies f until the copies hold minBytes, each copy starting
+// on a 64-byte boundary.
 func NewColdSet(f Filter, minBytes int, lookups int, seed uint64) *ColdSet {
+	return newColdSet(f, minBytes, lookups, seed, false)
+}
+
+// NewUnalignedColdSet is NewColdSet with every copy starting 1..63 bytes
+// past a 64-byte boundary.
+func NewUnalignedColdSet(f Filter, minBytes int, lookups int, seed uint64) *ColdSet {
+	return newColdSet(f, minBytes, lookups, seed, true)
+}
+
+func newColdSet(f Filter, minBytes int, lookups int, seed uint64, unaligned bool) *ColdSet {
 	n := max(1, (minBytes+f.Bytes()-1)/max(1, f.Bytes()))
 	cs := &ColdSet{Copies: make([]Filter, n), Order: make([]uint32, lookups)}
 	r := rand.New(rand.NewPCG(seed, 1))
 	for i := range cs.Copies {
-		cs.Copies[i] = f.Copy(64 * r.IntN(64))
+		skew := 64 * r.IntN(64)
+		if unaligned {
+			skew += 1 + r.IntN(63)
+		}
+		cs.Copies[i] = f.Copy(skew)
 	}
 	for i := range cs.Order {
 		cs.Order[i] = uint32(r.IntN(n))

@@ -100,3 +100,20 @@ func TestFamiliesNoFalseNegatives(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHot100k is the quick side-by-side of the policies at 10 bits/key
+// used while tuning lookups.
+func BenchmarkHot100k(b *testing.B) {
+	keys := keysFor(100_000)
+	for _, fam := range []Family{Cuckoo(10), CuckooV1(10), PebbleBloom(10)} {
+		f := fam.Build(keys)
+		b.Run(fam.Name, func(b *testing.B) {
+			abs := absent()
+			i := 0
+			for b.Loop() {
+				f.MayContain(abs[i&(1<<19-1)])
+				i++
+			}
+		})
+	}
+}

@@ -15,6 +15,9 @@ type Config struct {
 	Lookups  int      // lookups per timing
 	ColdMiB  int      // memory spread for cold lookups (0: skip)
 	Reps     int      // repetitions; medians are reported
+	// Unaligned also times every lookup on filters starting 1..63 bytes
+	// past a 64-byte boundary.
+	Unaligned bool
 }
 
 // Run measures every family on every size, interleaving families within a
@@ -62,14 +65,25 @@ func measure(fam Family, keys, absent [][]byte, cfg Config) Result {
 	if fn := FalseNegatives(f, keys); fn != 0 {
 		panic(fam.Name + ": false negatives; the comparison would be meaningless")
 	}
+	f = f.Copy(0)                                      // on a 64-byte boundary, as the unaligned runs are not
 	LookupNs(f, absent, min(len(absent), cfg.Lookups)) // warm
 	res.HotNs = LookupNs(f, absent, cfg.Lookups)
+	if cfg.Unaligned {
+		res.HotUnalignedNs = UnalignedLookupNs(f, absent, cfg.Lookups)
+	}
 	if cfg.ColdMiB > 0 {
 		cs := NewColdSet(f, cfg.ColdMiB<<20, cfg.Lookups, 7)
 		cs.LookupNs(absent) // fault the pages in
 		res.ColdNs = cs.LookupNs(absent)
 		res.ColdLatNs = cs.LatencyNs(absent)
 		res.ColdMiB = cs.MiB()
+		if cfg.Unaligned {
+			cs = nil
+			runtime.GC()
+			cs = NewUnalignedColdSet(f, cfg.ColdMiB<<20, cfg.Lookups, 7)
+			cs.LookupNs(absent)
+			res.ColdUnalignedNs = cs.LookupNs(absent)
+		}
 	}
 	return res
 }
@@ -90,5 +104,7 @@ func median(rs []Result) Result {
 	m.HotNs = pick(func(r Result) float64 { return r.HotNs })
 	m.ColdNs = pick(func(r Result) float64 { return r.ColdNs })
 	m.ColdLatNs = pick(func(r Result) float64 { return r.ColdLatNs })
+	m.HotUnalignedNs = pick(func(r Result) float64 { return r.HotUnalignedNs })
+	m.ColdUnalignedNs = pick(func(r Result) float64 { return r.ColdUnalignedNs })
 	return m
 }

@@ -4,9 +4,13 @@
 //
 // Every filter in the module derives its values the same way:
 //
-//	h  = xxhash64(key)                  (or a host's 32-bit hash, widened)
-//	x  = Mix(h, seed)                   64 well-mixed bits
-//	hi = x >> 32                        selects the block / primary bucket
+//	h  = Hash(key)                      xxhash64 (codec format version 1, the
+//	                                    memtable filter), or MulHash(key)
+//	                                    (codec format version 2), or a host's
+//	                                    32-bit hash, widened
+//	x  = a seeded bijection of h        Mix(h, seed), or codec version 2's
+//	                                    multiply-xorshift: 64 well-mixed bits
+//	hi = x >> 32                        selects the block or line / primary bucket
 //	lo = x & 0xffffffff                 bits 16..31 place the second bucket,
 //	                                    bits 0..15 make the fingerprint
 //
@@ -81,13 +85,13 @@ func Unmix(x uint64, seed uint32) uint64 {
 }
 
 var (
-	inv94d0 = modInverse(0x94d049bb133111eb)
-	invBf58 = modInverse(0xbf58476d1ce4e5b9)
+	inv94d0 = ModInverse(0x94d049bb133111eb)
+	invBf58 = ModInverse(0xbf58476d1ce4e5b9)
 )
 
-// modInverse returns the inverse of odd a modulo 2^64 by Newton's iteration,
+// ModInverse returns the inverse of odd a modulo 2^64 by Newton's iteration,
 // which doubles the number of correct low bits each step.
-func modInverse(a uint64) uint64 {
+func ModInverse(a uint64) uint64 {
 	x := a // correct to 3 bits for odd a
 	for i := 0; i < 5; i++ {
 		x *= 2 - a*x

@@ -1,6 +1,11 @@
 package keyhash
 
-import "testing"
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestUnmixInvertsMix(t *testing.T) {
 	for _, seed := range []uint32{0, 1, 0xffffffff} {
@@ -39,5 +44,62 @@ func TestReduceUniform(t *testing.T) {
 		if c < (1<<20)/7-1 || c > (1<<20)/7+1 {
 			t.Fatalf("bin %d got %d of %d", i, c, 1<<20)
 		}
+	}
+}
+
+// TestMulHashDistinct checks that MulHash separates the key shapes filters
+// meet: sequential IDs, long shared prefixes, every length 0..64 of one
+// pattern, single-byte differences anywhere, and that its output bits are
+// balanced (each bit set in about half of the sequential keys).
+func TestMulHashDistinct(t *testing.T) {
+	seen := map[uint64]string{}
+	add := func(k []byte) {
+		h := MulHash(k)
+		if prev, ok := seen[h]; ok && prev != string(k) {
+			t.Fatalf("MulHash(%q) == MulHash(%q)", k, prev)
+		}
+		seen[h] = string(k)
+	}
+	var ones [64]int
+	const n = 200_000
+	for i := 0; i < n; i++ {
+		k := fmt.Appendf(nil, "key%010d", i)
+		add(k)
+		h := MulHash(k)
+		for b := range ones {
+			ones[b] += int(h >> b & 1)
+		}
+		add(fmt.Appendf(nil, "%s%d", strings.Repeat("p", 100), i))
+		add(fmt.Appendf(nil, "%d", i))
+	}
+	for b, c := range ones {
+		if c < n/2-n/50 || c > n/2+n/50 {
+			t.Errorf("bit %d set in %d of %d sequential keys", b, c, n)
+		}
+	}
+	base := []byte(strings.Repeat("abcdefgh", 8))
+	for l := 0; l <= len(base); l++ {
+		add(base[:l])
+		for i := 0; i < l; i++ {
+			k := bytes.Clone(base[:l])
+			k[i] ^= 0x01
+			add(k)
+		}
+	}
+}
+
+func BenchmarkKeyHash(b *testing.B) {
+	for _, l := range []int{8, 15, 16, 24, 64} {
+		key := []byte(strings.Repeat("k", l))
+		b.Run(fmt.Sprintf("xxhash/%d", l), func(b *testing.B) {
+			for b.Loop() {
+				key[0] = byte(Hash(key))
+			}
+		})
+		b.Run(fmt.Sprintf("mulhash/%d", l), func(b *testing.B) {
+			for b.Loop() {
+				key[0] = byte(MulHash(key))
+			}
+		})
 	}
 }

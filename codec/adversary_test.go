@@ -1,0 +1,285 @@
+package codec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+// Keys chosen by an adversary. MulHash is not meant to resist inversion, so
+// these tests assume the worst: the attacker picks key hashes directly (the
+// builder's addHash), knows the seed the block is built with, and aims
+// them at chosen lines, buckets and overflow bits. The defences under test:
+// a secret random seed per block, geometric growth and capped reseeds, a
+// size cap, and an honest "always maybe" block past the caps. Whatever
+// happens, no key may be lost.
+
+// craft returns n distinct key hashes whose position under seed satisfies
+// want, drawn by inverting the position hash: candidate positions from gen
+// (which makes the constraint cheap to meet), filtered by want, mapped back
+// to key hashes.
+func craft(t *testing.T, n int, seed uint32, gen func() uint64, want func(x uint64) bool) []uint64 {
+	t.Helper()
+	inv := keyhash.ModInverse(v2Multiplier(seed))
+	out := make([]uint64, 0, n)
+	seen := map[uint64]bool{}
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 1000*n {
+			t.Fatalf("could not craft %d hashes", n)
+		}
+		x := gen()
+		if !want(x) {
+			continue
+		}
+		h := v2Unposition(x, inv)
+		if v2Position(h, v2Multiplier(seed)) != x {
+			t.Fatal("v2Unposition does not invert v2Position")
+		}
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// inLines returns a generator of positions whose primary line is below
+// first+count (high 32 bits drawn from that range of lines).
+func inLines(r *rand.Rand, lines uint32, count uint32) func() uint64 {
+	span := uint64(1) << 32 * uint64(count) / uint64(lines)
+	return func() uint64 { return r.Uint64N(span)<<32 | uint64(r.Uint32()) }
+}
+
+// buildHashes builds a version-2 block from key hashes as Add would
+// record them.
+func buildHashes(o Options, hashes []uint64) ([]byte, BuildStats) {
+	b := NewBuilder(o)
+	for _, h := range hashes {
+		b.addHash(h)
+	}
+	block := b.Finish(nil)
+	return block, b.Stats()
+}
+
+func mustHoldHashes(t *testing.T, name string, block []byte, hashes []uint64) {
+	t.Helper()
+	if _, err := Decode(block); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	for _, h := range hashes {
+		if maybe, ok := v2Lookup(block, h, HashKey64); !ok || !maybe {
+			t.Fatalf("%s: false negative for hash %#x (v2 %v)", name, h, ok)
+		}
+	}
+}
+
+func TestAdversarialOneLine(t *testing.T) {
+	const seed = 0x5eed
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1000, 20_000} {
+		for _, bpk := range []float64{8, 10, 16} {
+			o := Options{BitsPerKey: bpk, Seed: seed}
+			plan := planV2(&o, n)
+			g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
+			// Every key in line 0, half of them also on one bucket pair and
+			// one overflow bit.
+			inLine0 := func(x uint64) bool { return v2Primary(x, g).line == 0 }
+			hashes := craft(t, n/2, seed, inLines(r, plan.lines, 1), inLine0)
+			hashes = append(hashes, craft(t, n/2, seed, inLines(r, plan.lines, 1), func(x uint64) bool {
+				p := v2Primary(x, g)
+				return p.line == 0 && p.i1 == 3 && p.ob == 1
+			})...)
+			start := time.Now()
+			block, st := buildHashes(o, hashes)
+			el := time.Since(start)
+			name := fmt.Sprintf("n=%d bpk=%v", n, bpk)
+			mustHoldHashes(t, name, block, hashes)
+			bits := float64(len(block)*8) / float64(n)
+			t.Logf("%s: %v, %.1f bits/key, %d reseeds, fallback %v", name, el.Round(time.Millisecond), bits, st.Reseeds, st.Fallback)
+			// The pinned seed is known to the attacker, so the first
+			// attempt may fail; the next seed is one the keys were not
+			// made for. The size stays within the cap either way.
+			if !st.Fallback && float64(len(block)) > v2SizeCap(plan.lines)*lineBytes+v2TrailerSize {
+				t.Errorf("%s: %d bytes, past the size cap", name, len(block))
+			}
+			if st.Fallback {
+				t.Errorf("%s: fell back to always-maybe; a reseed should have defeated the crafted keys", name)
+			}
+		}
+	}
+}
+
+// TestAdversarialNeighbours crowds a run of neighbouring lines (and their
+// secondary lines, which the attacker also aims at the same run) far past
+// their capacity.
+func TestAdversarialNeighbours(t *testing.T) {
+	const seed = 77
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 30_000
+	o := Options{BitsPerKey: 10, Seed: seed}
+	plan := planV2(&o, n)
+	g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
+	hashes := craft(t, n, seed, inLines(r, plan.lines, 8), func(x uint64) bool {
+		return v2Primary(x, g).line < 8 && v2Secondary(x, g).line < 8
+	})
+	block, st := buildHashes(o, hashes)
+	mustHoldHashes(t, "neighbours", block, hashes)
+	t.Logf("%d bytes (%.1f bits/key), %d reseeds, fallback %v", len(block), float64(len(block)*8)/float64(n), st.Reseeds, st.Fallback)
+	if st.Reseeds == 0 {
+		t.Error("a placement of 30k keys into 8 lines succeeded: the test does not test what it says")
+	}
+}
+
+// TestAdversarialRandomSeedDefeatsCrafting: keys crafted against one seed
+// build normally under the default random seed.
+func TestAdversarialRandomSeedDefeatsCrafting(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	n := 20_000
+	o := Options{BitsPerKey: 10, Seed: 99}
+	plan := planV2(&o, n)
+	g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
+	hashes := craft(t, n, 99, inLines(r, plan.lines, 1), func(x uint64) bool {
+		p := v2Primary(x, g)
+		return p.line == 0 && p.i1 < 2
+	})
+	block, st := buildHashes(Options{BitsPerKey: 10}, hashes)
+	mustHoldHashes(t, "random seed", block, hashes)
+	if st.Reseeds != 0 || st.Fallback || st.Seed == 99 {
+		t.Errorf("random seed: %+v", st)
+	}
+	if bits := float64(len(block)*8) / float64(n); bits > 10.5 {
+		t.Errorf("random seed: %.2f bits/key for a budget of 10", bits)
+	}
+}
+
+// TestFallbackAnswersMaybe drives every attempt to fail: the block must say
+// so, decode, and answer "maybe" for every key, present or not.
+func TestFallbackAnswersMaybe(t *testing.T) {
+	keys := testkeys.Random(5000, 16, 41)
+	b := NewBuilder(Options{BitsPerKey: 10, Seed: 3})
+	b.rejectSeeds = v2Attempts
+	for _, k := range keys {
+		b.Add(k)
+	}
+	block := b.Finish(nil)
+	if st := b.Stats(); !st.Fallback || st.Reseeds != v2Attempts {
+		t.Fatalf("stats %+v, want a fallback after %d attempts", st, v2Attempts)
+	}
+	f, err := Decode(block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := f.Info(); !info.AlwaysMaybe || info.Version != 2 || len(block) != v2TrailerSize {
+		t.Fatalf("info %+v, %d bytes", info, len(block))
+	}
+	for _, k := range append(keys[:100], testkeys.Absent(100, 1)...) {
+		if !MayContain(block, k) || !f.MayContain(k) {
+			t.Fatal("an always-maybe block answered absent")
+		}
+	}
+	// The same under a host hash.
+	b = NewBuilder(Options{Hash: HashHost32, Seed: 3})
+	b.rejectSeeds = v2Attempts
+	b.AddHash32(7)
+	if block := b.Finish(nil); !MayContainHash32(block, 8) || !MayContainHash32(block, 7) {
+		t.Fatal("host32 always-maybe block answered absent")
+	}
+}
+
+// TestReseedV2 makes the first attempts fail and checks that the block
+// built under a later seed holds every key, records that seed, and that a
+// pinned seed's successors are reproducible.
+func TestReseedV2(t *testing.T) {
+	keys := testkeys.Random(5000, 16, 31)
+	build := func() ([]byte, BuildStats) {
+		b := NewBuilder(Options{BitsPerKey: 10, Seed: 11})
+		b.rejectSeeds = 2
+		for _, k := range keys {
+			b.Add(k)
+		}
+		return b.Finish(nil), b.Stats()
+	}
+	block, st := build()
+	again, _ := build()
+	if st.Reseeds != 2 || st.Seed == 11 || string(block) != string(again) {
+		t.Fatalf("stats %+v", st)
+	}
+	mustNotMiss(t, "reseeded", block, keys)
+	if got := mustInfo(t, block).Seed; got != st.Seed {
+		t.Fatalf("block records seed %d, stats say %d", got, st.Seed)
+	}
+	// After two failures the line count grows: the third attempt is larger.
+	planned := planV2(&Options{BitsPerKey: 10}, len(keys)).lines
+	if lines := mustInfo(t, block).Lines; lines != int(v2AttemptLines(planned, 2)) || lines <= int(planned) {
+		t.Fatalf("third attempt used %d lines, plan %d", lines, planned)
+	}
+}
+
+// TestExactHashCollisions: distinct keys whose 64-bit hashes are equal
+// (which no seed can separate) are one key to the filter: they share a
+// slot and answer alike. Repeats in any order, however many, cost one slot.
+func TestExactHashCollisions(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var hashes []uint64
+	for i := 0; i < 20_000; i++ {
+		hashes = append(hashes, r.Uint64())
+	}
+	hot := []uint64{hashes[0], hashes[1], hashes[2]}
+	var stream []uint64
+	for i, h := range hashes {
+		stream = append(stream, h, hot[i%3])
+		if i%7 == 0 {
+			stream = append(stream, hashes[i/2])
+		}
+	}
+	block, st := buildHashes(Options{BitsPerKey: 10, Seed: 5}, stream)
+	mustHoldHashes(t, "collisions", block, hashes)
+	if st.Keys != len(hashes) {
+		t.Fatalf("%d slots used for %d distinct hashes", st.Keys, len(hashes))
+	}
+}
+
+// TestTinyTables builds every size from 1 to 100 keys at several budgets.
+func TestTinyTables(t *testing.T) {
+	for n := 1; n <= 100; n++ {
+		keys := testkeys.Random(n, 16, uint64(n))
+		for _, o := range []Options{{BitsPerKey: 4}, {BitsPerKey: 10}, {BitsPerKey: 16}, {BitsPerKey: 64}, {FalsePositiveRate: 0.001}, {FingerprintBits: 16}} {
+			block := Build(keys, o)
+			mustNotMiss(t, fmt.Sprintf("n=%d %+v", n, o), block, keys)
+			if info := mustInfo(t, block); info.Keys != n || info.AlwaysMaybe {
+				t.Fatalf("n=%d %+v: %+v", n, o, info)
+			}
+		}
+	}
+}
+
+// TestSmallTablesSameBitsPerKey: 1k- and 10k-key filters spend the budget
+// of a 1M-key filter, within 5%, at a false-positive rate within 25% of it.
+func TestSmallTablesSameBitsPerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1M keys")
+	}
+	absent := testkeys.Absent(400_000, 9)
+	for _, bpk := range []float64{10, 16} {
+		big := Build(testkeys.Random(1_000_000, 16, 2), Options{BitsPerKey: bpk, Seed: 1})
+		bigInfo, bigFPR := mustInfo(t, big), measureFPR(big, absent)
+		for _, n := range []int{1000, 10_000} {
+			var bits, fpr float64
+			const reps = 10
+			for r := range reps {
+				small := Build(testkeys.Random(n, 16, uint64(10+r)), Options{BitsPerKey: bpk})
+				bits += mustInfo(t, small).BitsPerKey / reps
+				fpr += measureFPR(small, absent[:100_000]) / reps
+			}
+			t.Logf("bpk=%v n=%d: %.2f bits/key, FPR %.4f%%; 1M keys: %.2f bits/key, %.4f%%", bpk, n, bits, 100*fpr, bigInfo.BitsPerKey, 100*bigFPR)
+			if bits > 1.05*bigInfo.BitsPerKey || fpr > 1.25*bigFPR+3*math.Sqrt(bigFPR/1e5) {
+				t.Errorf("bpk=%v n=%d: %.2f bits/key at %.4f%%, 1M keys %.2f at %.4f%%", bpk, n, bits, 100*fpr, bigInfo.BitsPerKey, 100*bigFPR)
+			}
+		}
+	}
+}

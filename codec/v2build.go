@@ -1,0 +1,609 @@
+package codec
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// Version-2 build limits. Each caps the cost an adversarial key set can
+// impose; past them the builder writes an "always maybe" block.
+// v2MaxLoad is the highest planned fraction of occupied slots. Lines
+// receive a Poisson number of keys, so the fullest lines overflow; the
+// overflow goes to secondary lines, which must still have room. A higher
+// load buys wider fingerprints for the same bits (a larger share of wide
+// lines), for more lookups reading a second line and slower builds
+// (go test ./codec -run TestV2LoadSweep -v measures the trade).
+var v2MaxLoad = 0.93
+
+// v2HardLoad is the load a small filter may be planned at to keep the
+// fingerprint width of a large one: placement reaches it, at the price of
+// more second-line reads in that filter.
+const v2HardLoad = 0.97
+
+const (
+	// v2Attempts bounds the placements one Finish may try: two at the
+	// planned size under fresh seeds, then two at geometrically larger
+	// sizes. Each attempt is linear in the keys, so a Finish is too.
+	v2Attempts = 4
+	// v2GrowStep is the growth of the line count per attempt after the
+	// second; the last attempt is the size cap, (1+v2GrowStep)^2 of the plan.
+	v2GrowStep = 0.08
+	// v2EvictionsPerKey caps how many primary residents secondary
+	// placements may push out, per key, before an attempt is abandoned.
+	v2EvictionsPerKey = 0.5
+)
+
+// v2Bucket is one bucket under placement. Each slot carries what a move
+// or an eviction needs (the key's other bucket, its overflow bit), so the
+// search inside a line touches only the line's buckets.
+//
+// It is 32 bytes, two to a cache line: the slot count is not stored but
+// read off the fingerprint lanes, which are filled from lane 0 up and are
+// never 0 when occupied.
+type v2Bucket struct {
+	fp   uint64       // four 16-bit lanes, 0 for an empty slot
+	k    [slots]int32 // index of the key's position hash
+	meta [slots]uint8 // overflow bit in the primary line, or v2SecondaryMeta
+	alt  [slots]uint8 // the key's other candidate bucket in this line
+}
+
+// count returns the occupied slots.
+func (b *v2Bucket) count() uint8 { return uint8(bits.Len64(b.fp)+15) >> 4 }
+
+func (b *v2Bucket) fpAt(j uint8) uint16 { return uint16(b.fp >> (16 * j)) }
+
+// fpMatches has bit 16j+15 set for each slot j holding fp (fp != 0, so
+// empty slots never match): a SWAR zero-lane test, no loop, no branch.
+func (b *v2Bucket) fpMatches(fp uint16) uint64 {
+	const lo, hi = 0x0001_0001_0001_0001, 0x8000_8000_8000_8000
+	v := b.fp ^ uint64(fp)*lo
+	return (v - lo) &^ v & hi
+}
+
+// v2Secondary in a slot's meta marks a key placed in its secondary line:
+// it cannot overflow again.
+const v2SecondaryMeta = 0x80
+
+// v2Placer holds the placement state of every line at once: primary
+// placement leaves some keys over, and those are then placed in their
+// secondary lines, which were placed before.
+type v2Placer struct {
+	g      v2Geom
+	x      []uint64   // position hashes, grouped by primary line
+	bkt    []v2Bucket // g.firstBucket(line) + i
+	ovMask []uint64   // per line: overflow bits set
+	queue  []int32    // keys waiting for their secondary line
+	moves  []v2Move   // one round of the queue, in queue order
+	sorted []v2Move   // the same, sorted by secondary line
+	// lineCount counts a round's moves per line for the sort.
+	lineCount []uint32
+
+	// BFS scratch for one line (B <= 31 buckets).
+	seen  [32]uint32
+	from  [32]int8
+	via   [32]uint8 // slot, in bucket from[v], of the key that moves to v
+	bfsQ  [32]uint8
+	gen   uint32
+	evict int // primary residents pushed out by secondary placement
+	dups  int // repeats found in place of a slot
+}
+
+// v2Move is a key waiting for its secondary line, with where it goes.
+type v2Move struct {
+	k      int32
+	line   uint32
+	fp     uint16
+	i1, i2 uint8
+}
+
+// insert places key k, with fingerprint fp and candidate buckets i1 != i2
+// of line ln. meta is its overflow bit for a primary placement, or
+// v2SecondaryMeta. It returns false only when k is a secondary key and
+// every key it can reach in the line is secondary too.
+func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+	bk := p.line(ln)
+	// A repeat of a key already in one of its buckets takes no slot. Repeats
+	// have equal hashes, hence equal buckets and fingerprints.
+	if p.holds(bk, k, i1, i2, fp) {
+		p.dups++
+		return true
+	}
+	if n1, n2 := bk[i1].count(), bk[i2].count(); n1 < slots || n2 < slots {
+		if n2 < n1 {
+			i1, i2 = i2, i1
+		}
+		bk[i1].put(k, fp, uint8(i2), meta)
+		return true
+	}
+	// Breadth-first search for a chain of moves inside the line.
+	p.gen++
+	q := append(p.bfsQ[:0], uint8(i1), uint8(i2))
+	p.seen[i1], p.from[i1] = p.gen, -1
+	p.seen[i2], p.from[i2] = p.gen, -1
+	for i := 0; i < len(q); i++ {
+		u := q[i]
+		b := &bk[u]
+		for j, n := uint8(0), b.count(); j < n; j++ {
+			v := b.alt[j]
+			if p.seen[v] == p.gen {
+				continue
+			}
+			p.seen[v], p.from[v], p.via[v] = p.gen, int8(u), j
+			if bk[v].count() < slots {
+				p.shift(bk, k, fp, meta, i1, i2, v)
+				return true
+			}
+			q = append(q, v)
+		}
+	}
+	// The line is full as far as k can reach. Somebody leaves for their
+	// secondary line: preferably a key whose overflow bit is already set,
+	// so that few bits are set and few lookups need a second line.
+	mask := p.ovMask[ln]
+	if meta != v2SecondaryMeta && mask>>meta&1 != 0 {
+		p.overflow(k, ln, meta)
+		return true
+	}
+	vu, vj, best := uint8(0), uint8(0), 0
+	for _, u := range q {
+		b := &bk[u]
+		for j, n := uint8(0), b.count(); j < n; j++ {
+			m := b.meta[j]
+			if m == v2SecondaryMeta {
+				continue
+			}
+			score := 1
+			if mask>>m&1 != 0 {
+				score = 2
+			}
+			if score > best {
+				vu, vj, best = u, j, score
+			}
+		}
+		if best == 2 {
+			break
+		}
+	}
+	if best < 2 && meta != v2SecondaryMeta {
+		p.overflow(k, ln, meta)
+		return true
+	}
+	if best == 0 {
+		return false
+	}
+	b := &bk[vu]
+	p.overflow(b.k[vj], ln, b.meta[vj])
+	b.remove(vj)
+	if meta == v2SecondaryMeta {
+		p.evict++
+	}
+	p.shift(bk, k, fp, meta, i1, i2, vu)
+	return true
+}
+
+// holds reports whether a key with k's position hash is already in bucket
+// i1 or i2 of the line bk.
+func (p *v2Placer) holds(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bool {
+	if bk[i1].fpMatches(fp)|bk[i2].fpMatches(fp) == 0 {
+		return false
+	}
+	return p.isRepeat(bk, k, i1, i2, fp)
+}
+
+// isRepeat is holds' rare path, behind a fingerprint match.
+func (p *v2Placer) isRepeat(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bool {
+	x := p.x[k]
+	for _, u := range [2]uint32{i1, i2} {
+		b := &bk[u]
+		for j, n := uint8(0), b.count(); j < n; j++ {
+			if b.fpAt(j) == fp && p.x[b.k[j]] == x {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *v2Bucket) put(k int32, fp uint16, alt, meta uint8) {
+	j := b.count()
+	b.k[j], b.alt[j], b.meta[j] = k, alt, meta
+	b.fp |= uint64(fp) << (16 * j)
+}
+
+func (b *v2Bucket) remove(j uint8) {
+	n := b.count() - 1
+	b.k[j], b.alt[j], b.meta[j] = b.k[n], b.alt[n], b.meta[n]
+	last := b.fp >> (16 * n) & 0xffff
+	b.fp &^= 0xffff<<(16*n) | 0xffff<<(16*j)
+	if j != n {
+		b.fp |= last << (16 * j)
+	}
+}
+
+// line returns the buckets of line ln.
+func (p *v2Placer) line(ln uint32) []v2Bucket {
+	first := p.g.firstBucket(ln)
+	return p.bkt[first : first+uint32(p.g.shape(ln).buckets)]
+}
+
+// shift frees a slot in a root bucket (i1 or i2) by moving each key on the
+// BFS path one step towards v, which has room, then puts k in the root.
+func (p *v2Placer) shift(bk []v2Bucket, k int32, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
+	for p.from[v] >= 0 {
+		u := uint8(p.from[v])
+		src := &bk[u]
+		j := p.via[v]
+		bk[v].put(src.k[j], src.fpAt(j), u, src.meta[j])
+		src.remove(j)
+		v = u
+	}
+	alt := uint8(i2)
+	if uint32(v) == i2 {
+		alt = uint8(i1)
+	}
+	bk[v].put(k, fp, alt, meta)
+}
+
+func (p *v2Placer) overflow(k int32, ln uint32, ob uint8) {
+	p.ovMask[ln] |= 1 << ob
+	p.queue = append(p.queue, k)
+}
+
+// v2Plan is the fingerprint width, line count and share of wide lines
+// (in 128ths) for d keys.
+type v2Plan struct {
+	f     uint
+	lines uint32
+	wide  uint8
+}
+
+// v2Slots is the number of slots in a line for fingerprints of f bits.
+func v2Slots(f uint) float64 { return float64(slots) * float64(lineShapes[f].buckets) }
+
+// planV2 sizes a version-2 filter. With a budget it spends all of it: the
+// line count the budget buys, and the widest fingerprint whose lines still
+// hold the keys at v2MaxLoad. With a target rate it takes the cheapest
+// width and load that meet it.
+func planV2(o *Options, d int) v2Plan {
+	n := float64(max(d, 1))
+	linesFor := func(f uint, load float64) uint32 {
+		return uint32(max(1, math.Ceil(n/(v2Slots(f)*load))))
+	}
+	if o.FingerprintBits != 0 {
+		f := uint(o.FingerprintBits)
+		load := v2MaxLoad
+		if o.FalsePositiveRate > 0 {
+			load = min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
+		} else if o.BitsPerKey > 0 {
+			l := budgetLines(o.BitsPerKey, n)
+			load = min(v2MaxLoad, n/(float64(l)*v2Slots(f)))
+		}
+		return v2Plan{f, linesFor(f, max(load, minLoad)), 0}
+	}
+	if o.FalsePositiveRate > 0 {
+		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, v2MaxLoad), 0}, math.Inf(1)
+		for f := uint(minFPBits); f <= maxFPBits; f++ {
+			load := min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
+			if load < minLoad {
+				continue
+			}
+			if bits := lineBits / (v2Slots(f) * load); bits < bestBits {
+				best, bestBits = v2Plan{f, linesFor(f, load), 0}, bits
+			}
+		}
+		return best
+	}
+	budget := o.BitsPerKey
+	if budget <= 0 {
+		budget = DefaultBitsPerKey
+	}
+	// The widths are chosen for the budget's keys per line, so that small
+	// filters get the fingerprints of large ones: the narrow width f is the
+	// widest whose lines hold them at v2MaxLoad, and a share of the lines
+	// (as large as that load allows) gets the wide width. A small filter
+	// whose whole lines (and trailer) the budget cannot quite buy takes
+	// fewer wide lines, or the few lines more it needs (up to 5% over the
+	// budget), or else the next narrower width. A tiny filter, whose
+	// 40-byte trailer alone is more than 5% of its budget, may exceed the
+	// budget by the trailer, rather than fall to uselessly narrow
+	// fingerprints.
+	trailer := float64(v2TrailerSize * 8)
+	if trailer > 0.05*budget*n {
+		trailer = 0
+	}
+	perLine := lineBits / budget / v2MaxLoad // slots a line needs on average
+	have := uint32(max(1, math.Floor((budget*n-trailer)/lineBits)))
+	for f := uint(maxFPBits); f >= minFPBits; f-- {
+		if perLine > v2Slots(f) && f > minFPBits {
+			continue
+		}
+		w := 0.0
+		if f < maxFPBits {
+			w = min(1, (v2Slots(f)-perLine)/(v2Slots(f)-v2Slots(uint(wideWidth[f]))))
+		}
+		need := func(w128 int, load float64) uint32 {
+			avg := v2Slots(f)
+			if w128 > 0 {
+				avg -= float64(w128) / 128 * (v2Slots(f) - v2Slots(uint(wideWidth[f])))
+			}
+			return uint32(max(1, math.Ceil(n/(avg*load))))
+		}
+		// As many wide lines as the lines the budget buys can hold...
+		for w128 := int(w * 127); w128 >= 0; w128-- {
+			if need(w128, v2MaxLoad) <= have {
+				return v2Plan{f, have, uint8(w128)}
+			}
+		}
+		// ...or, for a small filter, a few lines more than it buys, or
+		// a higher load (placement reaches v2HardLoad).
+		for _, load := range []float64{v2MaxLoad, v2HardLoad} {
+			if l := need(0, load); float64(l)*lineBits+trailer <= 1.05*budget*n || f == minFPBits {
+				return v2Plan{f, l, 0}
+			}
+		}
+	}
+	return v2Plan{minFPBits, max(have, linesFor(minFPBits, v2MaxLoad)), 0}
+}
+
+// v2AttemptLines is the line count of placement attempt 0, 1, ...: the
+// plan twice (under two seeds), then geometrically more.
+func v2AttemptLines(planned uint32, attempt int) uint32 {
+	if g := attempt - 1; g > 0 {
+		return uint32(math.Ceil(float64(planned)*math.Pow(1+v2GrowStep, float64(g)))) + 1
+	}
+	return planned
+}
+
+// v2SizeCap is the most lines any attempt may use for a plan of planned
+// lines: the size cap.
+func v2SizeCap(planned uint32) float64 { return float64(v2AttemptLines(planned, v2Attempts-1)) }
+
+// budgetLines is how many whole lines a budget of bpk bits for n keys buys
+// after the trailer, at least one.
+func budgetLines(bpk, n float64) uint32 {
+	return uint32(max(1, math.Floor((bpk*n-v2TrailerSize*8)/lineBits)))
+}
+
+// randomSeed draws a non-zero seed from crypto/rand, so that nobody can
+// choose keys that collide in a filter before it is built.
+func randomSeed() uint32 {
+	var b [4]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic("codec: crypto/rand failed: " + err.Error()) // documented never to fail
+		}
+		if s := binary.LittleEndian.Uint32(b[:]); s != 0 {
+			return s
+		}
+	}
+}
+
+// finishV2 encodes the builder's hashes (raw, not yet mixed) as a
+// version-2 block appended to dst.
+func (b *Builder) finishV2(dst []byte) []byte {
+	pinned := b.opts.Seed != 0
+	seed := b.opts.Seed
+	if !pinned {
+		seed = randomSeed()
+	}
+	plan := planV2(&b.opts, b.n)
+	b.stats = BuildStats{}
+	prevSeed := uint32(0)
+	for attempt := 0; attempt < v2Attempts; attempt++ {
+		lines := v2AttemptLines(plan.lines, attempt)
+		if b.rejectSeeds <= 0 {
+			out, ok := b.encodeV2(dst, prevSeed, seed, v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}, plan.wide)
+			if ok {
+				b.stats.Reseeds = attempt
+				return out
+			}
+			prevSeed = seed
+		}
+		b.rejectSeeds--
+		if pinned {
+			seed = uint32(keyhash.Mix(uint64(seed), uint32(attempt+1))) | 1
+		} else {
+			seed = randomSeed()
+		}
+	}
+	// Past every cap: a block that honestly answers "maybe" for every key.
+	out, blk := growBytes(dst, v2TrailerSize)
+	h := v2Header{fpBits: uint8(plan.f), kind: b.opts.Hash, flags: v2FlagAlwaysIn, seed: seed}
+	h.put(blk, 0)
+	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
+	b.stats = BuildStats{Reseeds: v2Attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(plan.f)}
+	return out
+}
+
+// encodeV2 places every key under one seed and line count and appends the
+// block; ok is false when placement failed (the caller reseeds or grows).
+// The builder's pages hold hashes mixed under prevSeed (raw hashes when
+// prevSeed is 0); they are left mixed under seed.
+func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uint8) ([]byte, bool) {
+	p := &b.s.v2
+	p.g = g
+	lines := g.lines
+	nb := int(g.firstBucket(lines))
+
+	// Group the position hashes by primary line with a counting sort, so
+	// each line is then placed while its keys and buckets are in cache.
+	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
+	clear(counts)
+	m := v2Multiplier(seed)
+	var prevInv uint64
+	if prevSeed != 0 {
+		prevInv = keyhash.ModInverse(v2Multiplier(prevSeed))
+	}
+	for _, pg := range b.pages {
+		for i, h := range pg {
+			if prevSeed != 0 {
+				h = v2Unposition(h, prevInv)
+			}
+			x := v2Position(h, m)
+			pg[i] = x
+			counts[(uint64(uint32(x>>32))*uint64(lines))>>32+1]++
+		}
+	}
+	for i := 1; i <= int(lines); i++ {
+		counts[i] += counts[i-1]
+	}
+	b.s.fill = append(b.s.fill[:0], counts[:lines]...)
+	fill := b.s.fill
+	p.x = resize(p.x, b.n)
+	for _, pg := range b.pages {
+		for _, x := range pg {
+			ln := (uint64(uint32(x>>32)) * uint64(lines)) >> 32
+			p.x[fill[ln]] = x
+			fill[ln]++
+		}
+	}
+	b.s.counts = counts
+	p.bkt = resize(p.bkt, nb)
+	p.ovMask = resize(p.ovMask, int(lines))
+	clear(p.ovMask)
+	p.queue = p.queue[:0]
+	p.evict, p.dups = 0, 0
+
+	// Primary placement, one line at a time while its keys and buckets are
+	// in cache.
+	for ln := uint32(0); ln < lines; ln++ {
+		bk := p.line(ln)
+		for i := range bk {
+			bk[i].fp = 0
+		}
+		first := len(p.queue)
+		for k := counts[ln]; k < counts[ln+1]; k++ {
+			pos := v2Primary(p.x[k], &p.g)
+			p.insert(int32(k), ln, pos.i1, pos.i2, pos.fp, uint8(pos.ob))
+		}
+		// A key pushed out of this line may have a repeat that arrived
+		// later and stayed: then the key is stored already. No copy can
+		// enter the line after this, so this is the one place to look.
+		kept := first
+		for _, k := range p.queue[first:] {
+			pos := v2Primary(p.x[k], &p.g)
+			if p.holds(bk, k, pos.i1, pos.i2, pos.fp) {
+				p.dups++
+				continue
+			}
+			p.queue[kept] = k
+			kept++
+		}
+		p.queue = p.queue[:kept]
+	}
+
+	// Secondary placement, in rounds: each round's keys sorted by their
+	// secondary line, so the lines are visited in memory order; the keys a
+	// round pushes out of their primary lines make the next round.
+	primaryOverflow := len(p.queue)
+	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
+	for start := 0; start < len(p.queue); {
+		end := len(p.queue)
+		// Read each key's hash once, in queue order (the first round's
+		// queue is in primary-line order, so nearly sequential), then
+		// counting-sort the moves by secondary line.
+		p.moves = p.moves[:0]
+		p.lineCount = resize(p.lineCount, int(lines)+1)
+		clear(p.lineCount)
+		for _, k := range p.queue[start:end] {
+			sp := v2Secondary(p.x[k], &p.g)
+			p.moves = append(p.moves, v2Move{k: k, line: sp.line, i1: uint8(sp.i1), i2: uint8(sp.i2), fp: sp.fp})
+			p.lineCount[sp.line+1]++
+		}
+		for i := 1; i <= int(lines); i++ {
+			p.lineCount[i] += p.lineCount[i-1]
+		}
+		p.sorted = resize(p.sorted, len(p.moves))
+		for _, m := range p.moves {
+			p.sorted[p.lineCount[m.line]] = m
+			p.lineCount[m.line]++
+		}
+		for _, m := range p.sorted {
+			if !p.insert(m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
+				return nil, false
+			}
+		}
+		start = end
+	}
+
+	size := int(lines)*lineBytes + v2TrailerSize
+	out, blk := growBytes(dst, size)
+	stored, ovLines, ovBits, p2 := 0, 0, 0, 0.0
+	for ln := 0; ln < int(lines); ln++ {
+		var w [lineBytes / 8]uint64
+		bk := p.line(uint32(ln))
+		f := g.width(uint32(ln))
+		shape := g.shape(uint32(ln))
+		bb := uint(shape.bktBits)
+		for i := range bk {
+			w4 := bk[i].fp
+			fps := [slots]uint32{uint32(w4 & 0xffff), uint32(w4 >> 16 & 0xffff), uint32(w4 >> 32 & 0xffff), uint32(w4 >> 48)}
+			stored += int(bk[i].count())
+			v := encodeBucket(&fps, f)
+			off := uint(i) * bb
+			w[off>>6] |= v << (off & 63)
+			if (off&63)+bb > 64 {
+				w[off>>6+1] |= v >> (64 - off&63)
+			}
+		}
+		m := p.ovMask[ln]
+		w[len(w)-1] |= m << shape.ovShift
+		if m != 0 {
+			ovLines++
+			ovBits += bits.OnesCount64(m)
+			p2 += float64(bits.OnesCount64(m)) / float64(shape.overflow)
+		}
+		line := blk[ln*lineBytes:]
+		for j, v := range w {
+			binary.LittleEndian.PutUint64(line[j*8:], v)
+		}
+	}
+	h := v2Header{fpBits: uint8(g.f), kind: b.opts.Hash, lines: lines, seed: seed, flags: wide << v2WideShift}
+	h.put(blk[size-v2TrailerSize:], uint32(stored))
+	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
+
+	b.stats = BuildStats{
+		Keys:            stored,
+		Lines:           int(lines),
+		Buckets:         nb,
+		FingerprintBits: int(g.f),
+		WideLines:       int(g.wide),
+		Load:            float64(stored) / (float64(nb) * slots),
+		Overflowed:      len(p.queue),
+		PrimaryOverflow: primaryOverflow,
+		OverflowLines:   ovLines,
+		OverflowBits:    ovBits,
+		SecondLineShare: p2 / float64(lines),
+		Seed:            seed,
+		Bytes:           size,
+	}
+	return out, true
+}
+
+// PlannedFPR is the false-positive rate that a version-2 filter of keys
+// distinct keys, built with o, is planned to have: from the fingerprint
+// widths and the load the builder will choose, before the few lookups that
+// also read a second line. It is the rate model for callers that choose a
+// budget without building a filter (per-level budgets in tablefilter);
+// Filter.Info().ExpectedFPR is the same figure for a block that exists.
+// o.Version is ignored: the model is version 2's.
+func PlannedFPR(o Options, keys int) float64 {
+	if keys <= 0 {
+		return 0
+	}
+	p := planV2(&o, keys)
+	g := v2Geom{f: p.f, lines: p.lines, wide: v2WideLines(p.lines, p.wide)}
+	buckets := float64(g.firstBucket(p.lines))
+	load := min(1, float64(keys)/(slots*buckets))
+	wide := float64(g.wide) / float64(p.lines)
+	fpr := (1 - wide) * expectedFPR(p.f, load)
+	if g.wide > 0 {
+		fpr += wide * expectedFPR(uint(wideWidth[p.f]), load)
+	}
+	return fpr
+}
