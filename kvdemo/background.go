@@ -27,11 +27,17 @@ func (db *DB) flushLoop() {
 			if err == nil {
 				break
 			}
-			db.opts.Logger.Printf("flush failed, retrying in %v: %v", backoff, err)
 			db.wmu.Lock()
 			db.flushErr = err
 			db.wcond.Broadcast()
 			db.wmu.Unlock()
+			if errors.Is(err, ErrReadOnly) {
+				// No edit is made until the store is reopened; the
+				// memtable's records stay in its logs, which Open
+				// replays.
+				break
+			}
+			db.opts.Logger.Printf("flush failed, retrying in %v: %v", backoff, err)
 			select {
 			case <-db.stop:
 				return
@@ -50,6 +56,9 @@ func (db *DB) flushImm() error {
 	db.mu.RUnlock()
 	if imm == nil {
 		return nil
+	}
+	if err := db.readOnlyErr(); err != nil {
+		return err
 	}
 	// Writes that took a place in imm's log before the switch may still
 	// be inserting; the table must hold every record the log holds.
@@ -170,6 +179,9 @@ func (db *DB) compactOnce() (bool, error) {
 		return false, errAborted
 	}
 	defer v.release()
+	if db.readOnlyErr() != nil {
+		return false, nil // no edits until the store is reopened
+	}
 	start, width, ok := pickRun(v.tables, db.opts.MaxTables)
 	if !ok {
 		return false, nil
