@@ -806,3 +806,61 @@ func TestFaultCrashMidCompaction(t *testing.T) {
 	defer db.Close()
 	l.verify(t, db, "after the crash")
 }
+
+// TestFaultCrashDuringRecovery: a point-in-time recovery past a damaged
+// log is interrupted right after its manifest is durable (every later
+// operation fails, then the power goes). The damaged log is evidence: it
+// must survive, in the store directory or in lost/, whatever the next
+// Open does with logs the manifest no longer needs.
+func TestFaultCrashDuringRecovery(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{})
+	for i := 0; i < 60; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	db.Close()
+	path := onlyLog(t, dir)
+	damaged, _ := os.ReadFile(path)
+	damaged[len(damaged)/2] ^= 0x01
+	os.WriteFile(path, damaged, 0o644)
+
+	efs := errorfs.New(vfs.Default)
+	var stage atomic.Int32 // 1: MANIFEST renamed; 2: and made durable
+	efs.Add(&errorfs.Rule{Op: errorfs.OpRename, Match: func(p string) bool {
+		if filepath.Base(p) == manifestName && stage.Load() == 0 {
+			stage.Store(1)
+			return false
+		}
+		return stage.Load() == 2
+	}})
+	efs.Add(&errorfs.Rule{Op: errorfs.OpSyncDir, Match: func(string) bool {
+		return !stage.CompareAndSwap(1, 2) && stage.Load() == 2
+	}})
+	for _, op := range []errorfs.Op{errorfs.OpRemove, errorfs.OpCreate} {
+		efs.Add(&errorfs.Rule{Op: op, Match: func(string) bool { return stage.Load() == 2 }})
+	}
+	if db, err := faultOpen(t, dir, efs, Options{WALRecovery: PointInTimeRecovery}); err == nil {
+		db.Close()
+	}
+	efs.Crash()
+	db, err := faultOpen(t, dir, vfs.Default, Options{})
+	if err != nil {
+		t.Fatalf("open after the interrupted recovery: %v", err)
+	}
+	db.Close()
+	found := false
+	for _, p := range append([]string{path}, globAll(filepath.Join(dir, lostDir, "*"))...) {
+		if b, err := os.ReadFile(p); err == nil && bytes.Equal(b, damaged) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("the damaged log was destroyed: neither in the store nor in lost/")
+	}
+}
+
+func globAll(pattern string) []string {
+	m, _ := filepath.Glob(pattern)
+	return m
+}

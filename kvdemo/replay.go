@@ -281,11 +281,21 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 	return nil
 }
 
-// recoverPast finishes a recovery that skipped damage: what replay
-// rebuilt is written as a table and the manifest moves to a new log, so
-// that no log is needed any more; then the damaged logs are moved to
-// lost/ (evidence, never deleted) and the intact replayed ones removed.
+// recoverPast finishes a recovery that skipped damage: the damaged logs
+// are first copied to lost/ (evidence, never deleted) and made durable
+// there; then what replay rebuilt is written as a table and the manifest
+// moves to a new log, so that no old log is needed any more; then the old
+// logs are removed. A crash before the manifest change leaves the logs in
+// place (and maybe a copy in lost/); after it, the copies in lost/.
 func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
+	kept := make([]string, len(aside))
+	for i, lid := range aside {
+		dst, err := db.keepCopy(fmt.Sprintf("%06d.%s", lid, extLog))
+		if err != nil {
+			return nil, fmt.Errorf("recovering past damaged logs: %w", err)
+		}
+		kept[i] = dst
+	}
 	id := db.allocFile()
 	w, err := createWAL(db.fs, db.dir, id)
 	if err != nil {
@@ -303,10 +313,9 @@ func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
 		db.removeFile(id, extLog)
 		return nil, fmt.Errorf("kvdemo: recovering past damaged logs: %w", err)
 	}
-	for _, lid := range aside {
-		if err := db.moveAside(fmt.Sprintf("%06d.%s", lid, extLog), fmt.Sprintf("damaged log, recovered under %q", db.opts.WALRecovery)); err != nil {
-			return nil, err
-		}
+	for i, lid := range aside {
+		db.opts.Logger.Printf("%06d.%s: damaged log, recovered under %q; moved to %s", lid, extLog, db.opts.WALRecovery, kept[i])
+		db.stats.movedAside.Add(1)
 	}
 	db.removeLogsBelow(id)
 	if err := db.syncDir(); err != nil {
