@@ -157,7 +157,10 @@ func (db *DB) configure() error {
 		BlockSize:            4 << 10,
 		Compression:          ctype,
 		ZSTDCompressionLevel: 1,
-		ChkMode:              options.OnTableRead,
+		// Every block is checked when a table is opened and again
+		// each time it is read: a block that reads back different is an
+		// error, never a wrong value or a key silently missing.
+		ChkMode: options.OnTableAndBlockRead,
 	}
 	if db.filter, err = newTableFilter(db.opts.Filter, db); err != nil {
 		return err

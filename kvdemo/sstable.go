@@ -82,7 +82,16 @@ func (st *sstable) get(seek, key []byte) (vs y.ValueStruct, found bool, err erro
 	it := st.t.NewIterator(0)
 	defer it.Close()
 	it.Seek(seek)
-	if !it.Valid() || !bytes.Equal(y.ParseKey(it.Key()), key) {
+	if !it.Valid() {
+		// Badger's iterator is not valid at the end of the table and
+		// also when a block failed to load or its checksum: below the
+		// table's biggest key only the second is possible.
+		if y.CompareKeys(seek, st.t.Biggest()) <= 0 {
+			return vs, false, fmt.Errorf("%w: table %06d: the block for this key cannot be read or fails its checksum", ErrCorrupt, st.id)
+		}
+		return vs, false, nil
+	}
+	if !bytes.Equal(y.ParseKey(it.Key()), key) {
 		return vs, false, nil
 	}
 	return it.ValueCopy(), true, nil
