@@ -506,17 +506,52 @@ func TestFaultWALDamage(t *testing.T) {
 		dir, _ := build(t)
 		path := onlyLog(t, dir)
 		b, _ := os.ReadFile(path)
-		os.WriteFile(path, b[:len(b)-5], 0o644)
+		torn := b[:len(b)-5]
+		os.WriteFile(path, torn, 0o644)
 		efs := errorfs.New(vfs.Default)
 		efs.SetSpace(0)
-		var warnings logBuffer
-		db, err := faultOpen(t, dir, efs, Options{Logger: log.New(&warnings, "", 0)})
+		_, err := faultOpen(t, dir, efs, Options{})
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "torn tail") {
+			t.Fatalf("open on a full disk with a torn tail that cannot be kept: %v", err)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, torn) {
+			t.Fatal("the log was changed though its tail could not be kept")
+		}
+		// Space comes back: the tail is kept, then cut.
+		db, err := faultOpen(t, dir, errorfs.New(vfs.Default), Options{})
 		if err != nil {
-			t.Fatalf("restart on a full disk with a torn tail: %v", err)
+			t.Fatal(err)
 		}
 		defer db.Close()
-		if !present(db, n-2) || present(db, n-1) || !strings.Contains(warnings.String(), "NOT kept: no space") {
-			t.Fatalf("torn tail on a full disk: %q", warnings.String())
+		if !present(db, n-2) || present(db, n-1) {
+			t.Fatal("torn tail recovery once space came back")
+		}
+		if kept := globAll(filepath.Join(dir, lostDir, "*.tail-at-*")); len(kept) != 1 {
+			t.Fatalf("kept tails: %v", kept)
+		}
+	})
+	t.Run("torn tail name in use", func(t *testing.T) {
+		dir, _ := build(t)
+		path := onlyLog(t, dir)
+		b, _ := os.ReadFile(path)
+		os.WriteFile(path, b[:len(b)-5], 0o644)
+		first := open(t, dir, Options{})
+		first.Close()
+		kept := globAll(filepath.Join(dir, lostDir, "*.tail-at-*"))
+		if len(kept) != 1 {
+			t.Fatalf("kept tails: %v", kept)
+		}
+		// The same log torn at the same offset again (a second crash).
+		os.WriteFile(path, b[:len(b)-5], 0o644)
+		os.WriteFile(kept[0], []byte("earlier evidence"), 0o644)
+		second := open(t, dir, Options{})
+		second.Close()
+		if got, _ := os.ReadFile(kept[0]); string(got) != "earlier evidence" {
+			t.Error("an earlier kept tail was replaced")
+		}
+		all := globAll(filepath.Join(dir, lostDir, "*.tail-at-*"))
+		if len(all) != 2 {
+			t.Fatalf("kept tails after the second cut: %v", all)
 		}
 	})
 	t.Run("later log follows", func(t *testing.T) {

@@ -2,12 +2,9 @@ package kvdemo
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
@@ -242,28 +239,24 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 	return mem, nil
 }
 
-// cutTornTail keeps the torn tail of the newest log in lost/ and cuts it
-// off the log, so that new records follow the last intact one.
+// cutTornTail keeps the torn tail of the newest log in lost/ (under a
+// name no earlier file there has, made durable) and only then cuts it off
+// the log, so that new records follow the last intact one. If the tail
+// cannot be kept (a full disk, say), the log is not touched and Open
+// refuses, naming the log: a tail is never destroyed, even one that was
+// never acknowledged.
 func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 	name := fmt.Sprintf("%06d.%s.tail-at-%d", id, extLog, at)
-	lost := filepath.Join(db.dir, lostDir)
-	if err := db.fs.MkdirAll(lost, 0o755); err != nil {
-		return err
-	}
-	db.fs.Remove(filepath.Join(lost, name))
-	kept := "kept as lost/" + name
-	err := vfs.WriteFile(db.fs, filepath.Join(lost, name), data[at:])
+	dst, err := db.lostPath(name)
 	if err == nil {
-		err = db.fs.SyncDir(lost)
+		err = vfs.WriteFile(db.fs, dst, data[at:])
 	}
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		// A torn tail was never acknowledged; refusing to restart on a
-		// full disk for its sake would leave the store down until an
-		// operator frees space. Its first bytes go to the log instead.
-		kept = fmt.Sprintf("NOT kept: no space (it began %x)", data[at:min(int64(len(data)), at+32)])
-	case err != nil:
-		return fmt.Errorf("kvdemo: keeping the torn tail of log %06d (%d bytes at offset %d) in lost/ before cutting it off: %w", id, len(data)-int(at), at, err)
+	if err == nil {
+		err = db.syncLost()
+	}
+	if err != nil {
+		return fmt.Errorf("log %s has a torn tail of %d bytes at offset %d (never acknowledged) that could not be kept in lost/ before cutting it off, so the log was left as it is: %w. Free space (or move the store to where there is some) and open again",
+			fileName(db.dir, id, extLog), len(data)-int(at), at, err)
 	}
 	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
 	if err != nil {
@@ -271,13 +264,13 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 	}
 	defer f.Close()
 	if err := f.Truncate(at); err != nil {
-		return fmt.Errorf("kvdemo: cutting the torn tail of log %06d: %w", id, err)
+		return fmt.Errorf("cutting the torn tail of log %06d: %w", id, err)
 	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
 	db.stats.tornWAL.Add(1)
-	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; %s)", id, len(data)-int(at), at, kept)
+	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; kept as %s)", id, len(data)-int(at), at, dst)
 	return nil
 }
 
