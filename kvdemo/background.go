@@ -39,7 +39,7 @@ func (db *DB) flushLoop() {
 				// replays.
 				break
 			}
-			db.opts.Logger.Printf("flush failed, retrying in %v: %v", backoff, err)
+			db.opts.Logger.Printf("flush failed, retrying in %v: %s", backoff, quote(err))
 			select {
 			case <-db.stop:
 				return
@@ -131,7 +131,7 @@ func (db *DB) compactLoop() {
 				return
 			}
 			if err != nil {
-				db.opts.Logger.Printf("compaction failed (will retry after the next flush): %v", err)
+				db.opts.Logger.Printf("compaction failed (will retry after the next flush): %s", quote(err))
 				break
 			}
 			if !did {
@@ -288,7 +288,7 @@ func (db *DB) rebuildFilters(tables []*sstable) {
 		}
 		if slices.Contains(v.tables, st) {
 			if err := db.filter.rebuild(st); err != nil {
-				db.opts.Logger.Printf("table %06d: saving rebuilt filter: %v (using it from memory)", st.id, err)
+				db.opts.Logger.Printf("table %06d: saving rebuilt filter: %s (using it from memory)", st.id, quote(err))
 			}
 			db.stats.rebuiltFilters.Add(1)
 		}

@@ -330,7 +330,7 @@ func TestFaultLogFsyncFails(t *testing.T) {
 	before := db.Stats()
 	for i := 0; i < 300; i++ { // enough to need a memtable switch
 		err := l.put(t, db, fmt.Sprintf("ro%03d", i), "v")
-		if !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrNotStored) {
+		if !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrNotStored) || strings.Count(err.Error(), "kvdemo") != 1 {
 			t.Fatalf("write to a read-only store: %v", err)
 		}
 	}
@@ -769,6 +769,8 @@ func TestFaultDamagedTable(t *testing.T) {
 						t.Fatalf("%s: %v (a present key must be found or reported corrupt)", k, err)
 					case errors.Is(err, ErrCorrupt) && !strings.Contains(err.Error(), fmt.Sprintf("%06d", mid)):
 						t.Fatalf("%s: corruption error does not name the table: %v", k, err)
+					case err != nil && strings.Count(err.Error(), "kvdemo") != 1:
+						t.Fatalf("%s: the error names the package more than once: %v", k, err)
 					case tbl == 2 && err != nil:
 						t.Fatalf("%s in a newer table: %v", k, err)
 					case tbl == 1 && err == nil:

@@ -102,7 +102,7 @@ func (db *DB) moveAside(name, why string) error {
 		err = db.syncLost()
 	}
 	if err != nil {
-		return fmt.Errorf("moving %s to lost/: %w", name, err)
+		return errorf("moving %s to lost/: %w", name, err)
 	}
 	db.opts.Logger.Printf("%s: %s; moved to %s", name, why, dst)
 	db.stats.movedAside.Add(1)
@@ -126,7 +126,7 @@ func (db *DB) keepCopy(name string) (string, error) {
 		err = db.syncLost()
 	}
 	if err != nil {
-		return "", fmt.Errorf("keeping a copy of %s in lost/: %w", name, err)
+		return "", errorf("keeping a copy of %s in lost/: %w", name, err)
 	}
 	return dst, nil
 }

@@ -119,10 +119,10 @@ func (db *DB) writeManifest(m manifest) error {
 	b = append(b, '\n')
 	b = fmt.Appendf(b, "%s%08x\n", manifestSumPrefix, crc32.Checksum(b, crcTable))
 	if err := db.writeFileAtomic(manifestName, b); err != nil {
-		return fmt.Errorf("kvdemo: writing MANIFEST: %w", err)
+		return errorf("writing MANIFEST: %w", err)
 	}
 	if err := db.syncDir(); err != nil {
-		return fmt.Errorf("%w: %w", errManifestUnsynced, err)
+		return errorf("%w: %w", errManifestUnsynced, err)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db := &DB{dir: dir, opts: o, fs: fs, lock: lock, retired: map[uint64]bool{}}
 	if err := db.open(); err != nil {
 		db.abandonOpen()
-		return nil, err
+		return nil, errorf("%w", err)
 	}
 	return db, nil
 }
@@ -184,11 +184,11 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 		}
 		st, err := db.openTable(id, nil)
 		if err != nil {
-			st = &sstable{id: id, db: db, damaged: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+			st = &sstable{id: id, db: db, damaged: errorf("%w: %w", ErrCorrupt, err)}
 			if fi, serr := db.fs.Stat(path); serr == nil {
 				st.size = fi.Size()
 			}
-			db.opts.Logger.Printf("table %06d is damaged, serving every other table: %v", id, err)
+			db.opts.Logger.Printf("table %06d is damaged, serving every other table: %s", id, quote(err))
 			db.stats.damagedTables.Add(1)
 			// Its filter, if bound to it, still rules out the keys it
 			// never held, so Gets for them need not fail.

@@ -206,11 +206,11 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 		path := fileName(db.dir, id, extLog)
 		data, err := vfs.ReadFile(db.fs, path)
 		if err != nil {
-			return nil, fmt.Errorf("kvdemo: reading log %06d: %w", id, err)
+			return nil, errorf("reading log %06d: %w", id, err)
 		}
 		sc, err := scanLog(data, mode == SkipAnyCorruptedRecords, apply)
 		if err != nil {
-			return nil, fmt.Errorf("kvdemo: replaying log %06d: %w", id, err)
+			return nil, errorf("replaying log %06d: %w", id, err)
 		}
 		if sc.damageAt < 0 {
 			continue
@@ -255,7 +255,7 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 		err = db.syncLost()
 	}
 	if err != nil {
-		return fmt.Errorf("log %s has a torn tail of %d bytes at offset %d (never acknowledged) that could not be kept in lost/ before cutting it off, so the log was left as it is: %w. Free space (or move the store to where there is some) and open again",
+		return errorf("log %s has a torn tail of %d bytes at offset %d (never acknowledged) that could not be kept in lost/ before cutting it off, so the log was left as it is: %w. Free space (or move the store to where there is some) and open again",
 			fileName(db.dir, id, extLog), len(data)-int(at), at, err)
 	}
 	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
@@ -264,7 +264,7 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 	}
 	defer f.Close()
 	if err := f.Truncate(at); err != nil {
-		return fmt.Errorf("cutting the torn tail of log %06d: %w", id, err)
+		return errorf("cutting the torn tail of log %06d: %w", id, err)
 	}
 	if err := f.Sync(); err != nil {
 		return err
@@ -285,7 +285,7 @@ func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
 	for i, lid := range aside {
 		dst, err := db.keepCopy(fmt.Sprintf("%06d.%s", lid, extLog))
 		if err != nil {
-			return nil, fmt.Errorf("recovering past damaged logs: %w", err)
+			return nil, errorf("recovering past damaged logs: %w", err)
 		}
 		kept[i] = dst
 	}
@@ -304,7 +304,7 @@ func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
 	if err != nil {
 		w.close()
 		db.removeFile(id, extLog)
-		return nil, fmt.Errorf("kvdemo: recovering past damaged logs: %w", err)
+		return nil, errorf("recovering past damaged logs: %w", err)
 	}
 	for i, lid := range aside {
 		db.opts.Logger.Printf("%06d.%s: damaged log, recovered under %q; moved to %s", lid, extLog, db.opts.WALRecovery, kept[i])

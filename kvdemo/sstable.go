@@ -184,7 +184,7 @@ func (db *DB) buildTable(id uint64, src entrySource, dropTombstones bool, stop <
 	data := b.Finish()
 	name := fmt.Sprintf("%06d.%s", id, extTable)
 	if err := db.writeFileAtomic(name, data); err != nil {
-		return nil, ts, fmt.Errorf("kvdemo: writing table %06d: %w", id, err)
+		return nil, ts, errorf("writing table %06d: %w", id, err)
 	}
 	st, err := db.openTable(id, data)
 	if err != nil {
@@ -226,12 +226,12 @@ func (db *DB) openTable(id uint64, data []byte) (*sstable, error) {
 	if data == nil {
 		var err error
 		if data, err = vfs.ReadFile(db.fs, fileName(db.dir, id, extTable)); err != nil {
-			return nil, fmt.Errorf("table %06d: %w", id, err)
+			return nil, errorf("table %06d: %w", id, err)
 		}
 	}
 	t, err := openMemTable(data, id, db.tOpt)
 	if err != nil {
-		return nil, fmt.Errorf("table %06d: %w", id, err)
+		return nil, errorf("table %06d: %w", id, err)
 	}
 	st := &sstable{id: id, t: t, db: db, keys: int(t.KeyCount()), size: t.Size(), sum: xxhash.Sum64(data)}
 	return st, nil
