@@ -160,6 +160,7 @@ func TestFaultFullDisk(t *testing.T) {
 	}
 
 	// Restart on the still-full disk.
+	files := snapshotDir(t, dir)
 	efs2 := errorfs.New(vfs.Default)
 	efs2.SetSpace(0)
 	db, err = faultOpen(t, dir, efs2, o)
@@ -186,6 +187,7 @@ func TestFaultFullDisk(t *testing.T) {
 	db = open(t, dir, Options{})
 	defer db.Close()
 	l.verify(t, db, "reopened")
+	checkNothingDestroyed(t, dir, files, filesKept{manifestChanged: true})
 }
 
 func sortedCopy(ids []uint64) []uint64 {
@@ -211,6 +213,7 @@ func TestFaultLogWriteFailsCleanly(t *testing.T) {
 		l.put(t, db, fmt.Sprintf("a%03d", i), "v")
 	}
 	before := db.Stats()
+	files := snapshotDir(t, dir)
 	efs.Add(&errorfs.Rule{Op: errorfs.OpWrite, Match: isExt(extLog), Times: 1, Short: true, Err: errorfs.ENOSPC})
 	if err := l.put(t, db, "failed", "v"); !errors.Is(err, ErrNotStored) {
 		t.Fatalf("write that hit ENOSPC: %v", err)
@@ -233,6 +236,7 @@ func TestFaultLogWriteFailsCleanly(t *testing.T) {
 	db = open(t, dir, Options{})
 	defer db.Close()
 	l.verify(t, db, "after a crash")
+	checkNothingDestroyed(t, dir, files, filesKept{})
 	if st := db.Stats(); st.TornWALTails != 0 {
 		t.Errorf("%d torn tails: the failed write was not cut back", st.TornWALTails)
 	}
@@ -250,6 +254,7 @@ func TestFaultLogWriteUndoFails(t *testing.T) {
 	}
 	l := newLedger()
 	l.put(t, db, "before", "v")
+	files := snapshotDir(t, dir)
 	efs.Add(&errorfs.Rule{Op: errorfs.OpWrite, Match: isExt(extLog), Times: 1, Short: true, Err: errorfs.EIO})
 	efs.Add(&errorfs.Rule{Op: errorfs.OpTruncate, Match: isExt(extLog), Times: 1, Err: errorfs.EIO})
 	if err := l.put(t, db, "torn", "v"); !errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, ErrNotStored) {
@@ -262,6 +267,7 @@ func TestFaultLogWriteUndoFails(t *testing.T) {
 	db = open(t, dir, Options{})
 	defer db.Close()
 	l.verify(t, db, "reopened")
+	checkNothingDestroyed(t, dir, files, filesKept{})
 }
 
 // TestFaultConcurrentWriteFailures: eight writers while every 7th log
@@ -276,6 +282,7 @@ func TestFaultConcurrentWriteFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := snapshotDir(t, dir)
 	efs.Add(&errorfs.Rule{Op: errorfs.OpWrite, Match: isExt(extLog), Every: 7, Short: true, Err: errorfs.ENOSPC})
 	l := newLedger()
 	var wg sync.WaitGroup
@@ -303,6 +310,7 @@ func TestFaultConcurrentWriteFailures(t *testing.T) {
 	db = open(t, dir, Options{})
 	defer db.Close()
 	l.verify(t, db, "after a crash")
+	checkNothingDestroyed(t, dir, files, filesKept{manifestChanged: true})
 }
 
 // TestFaultLogFsyncFails (D3): an fsync of the log fails. The write's
@@ -322,6 +330,7 @@ func TestFaultLogFsyncFails(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		l.put(t, db, fmt.Sprintf("a%03d", i), "v")
 	}
+	files := snapshotDir(t, dir)
 	efs.Add(&errorfs.Rule{Op: errorfs.OpSync, Match: isExt(extLog), Times: 1, Err: errorfs.EIO})
 	err = l.put(t, db, "unknown", "v")
 	if !errors.Is(err, ErrOutcomeUnknown) {
@@ -342,6 +351,7 @@ func TestFaultLogFsyncFails(t *testing.T) {
 	db = open(t, dir, Options{MemtableBytes: 8 << 10})
 	defer db.Close()
 	l.verify(t, db, "reopened")
+	checkNothingDestroyed(t, dir, files, filesKept{manifestChanged: true})
 	if err := l.put(t, db, "after", "v"); err != nil {
 		t.Fatalf("write after reopening: %v", err)
 	}
@@ -721,15 +731,17 @@ func TestFaultFilterOfAnotherTable(t *testing.T) {
 // store opens; a Get that needs that table returns ErrCorrupt naming it
 // (never a wrong value or a false "not found"); keys in other tables are
 // served (those behind the damaged table too, where its filter rules
-// them out); Check reports the table.
+// them out); Check reports the table. Compaction runs (MaxTables is
+// exceeded), merges the tables newer than the damaged one, and leaves the
+// damaged one as it is; no file is destroyed.
 func TestFaultDamagedTable(t *testing.T) {
 	for _, kind := range []FilterKind{FilterCuckoo, FilterBloom} {
 		t.Run(string(kind), func(t *testing.T) {
 			dir := t.TempDir()
 			o := Options{Filter: kind, MemtableBytes: 1 << 20, MaxTables: -1}
 			db := open(t, dir, o)
-			const per = 500
-			for tbl := 0; tbl < 3; tbl++ {
+			const per, tables = 500, 6
+			for tbl := 0; tbl < tables; tbl++ {
 				for i := 0; i < per; i++ {
 					k := fmt.Sprintf("t%d-%04d", tbl, i)
 					mustPut(t, db, []byte(k), []byte(k))
@@ -745,6 +757,7 @@ func TestFaultDamagedTable(t *testing.T) {
 			b, _ := os.ReadFile(path)
 			b[100] ^= 0x40 // inside the first data block
 			os.WriteFile(path, b, 0o644)
+			files := snapshotDir(t, dir)
 
 			var out bytes.Buffer
 			res, err := Check(dir, &out, nil)
@@ -752,13 +765,14 @@ func TestFaultDamagedTable(t *testing.T) {
 				t.Errorf("Check: %+v, %v\n%s", res, err, out.String())
 			}
 
+			o.MaxTables = 2 // the four newest tables merge; every other run holds the damaged one
 			db = open(t, dir, o)
-			defer db.Close()
-			if st := db.Stats(); st.DamagedTables != 1 {
-				t.Fatalf("DamagedTables = %d", st.DamagedTables)
+			waitFor(t, "a compaction", func() bool { return db.Stats().Compactions >= 1 })
+			if st := db.Stats(); st.DamagedTables != 1 || st.Tables != 3 {
+				t.Fatalf("DamagedTables = %d, %d tables", st.DamagedTables, st.Tables)
 			}
 			servedBehind := 0
-			for tbl := 0; tbl < 3; tbl++ {
+			for tbl := 0; tbl < tables; tbl++ {
 				for i := 0; i < per; i++ {
 					k := fmt.Sprintf("t%d-%04d", tbl, i)
 					got, err := db.Get([]byte(k))
@@ -771,7 +785,7 @@ func TestFaultDamagedTable(t *testing.T) {
 						t.Fatalf("%s: corruption error does not name the table: %v", k, err)
 					case err != nil && strings.Count(err.Error(), "kvdemo") != 1:
 						t.Fatalf("%s: the error names the package more than once: %v", k, err)
-					case tbl == 2 && err != nil:
+					case tbl >= 2 && err != nil:
 						t.Fatalf("%s in a newer table: %v", k, err)
 					case tbl == 1 && err == nil:
 						t.Fatalf("%s read from a damaged table", k)
@@ -786,6 +800,11 @@ func TestFaultDamagedTable(t *testing.T) {
 			}
 			// No write is refused, and compaction leaves the damaged table be.
 			mustPut(t, db, []byte("new"), []byte("v"))
+			db.Close()
+			checkNothingDestroyed(t, dir, files, filesKept{manifestChanged: true})
+			if man, _ := readManifestFS(vfs.Default, dir); !slices.Contains(man.Tables, mid) {
+				t.Errorf("manifest %v no longer names the damaged table %06d", man.Tables, mid)
+			}
 		})
 	}
 }
