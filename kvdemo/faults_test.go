@@ -1,16 +1,19 @@
 package kvdemo
 
-// Fault-injection tests, one per fault of issue #10 (D1..D7), through the
-// injectable filesystem (internal/errorfs). Each asserts that every
-// acknowledged write is present afterwards, that no write's outcome was
-// misreported (a write reported ErrNotStored is absent; only one reported
-// ErrOutcomeUnknown may go either way), and that no file was destroyed.
+// Fault-injection tests, one per fault of issue #10 (D1..D7) and more,
+// through the injectable filesystem (internal/errorfs). Each asserts that
+// every acknowledged write is present afterwards, that no write's outcome
+// was misreported (a write reported ErrNotStored is absent; only one
+// reported ErrOutcomeUnknown may go either way), and that no file was
+// destroyed: checkNothingDestroyed (evidence_test.go) compares a snapshot
+// taken before the fault, or the test compares the listing itself.
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -385,6 +388,7 @@ func TestFaultCrashMidFlush(t *testing.T) {
 			for i := 0; i < 100; i++ {
 				l.put(t, db, fmt.Sprintf("a%03d", i), "v")
 			}
+			files := snapshotDir(t, dir)
 			r := step.rule
 			efs.Add(&r)
 			err = db.Flush()
@@ -408,6 +412,7 @@ func TestFaultCrashMidFlush(t *testing.T) {
 			if st := db.Stats(); st.MovedAside != 0 {
 				t.Errorf("%d files moved aside after an unfinished flush: %s", st.MovedAside, warnings.String())
 			}
+			checkNothingDestroyed(t, dir, files, filesKept{manifestChanged: true})
 		})
 	}
 }
@@ -702,6 +707,7 @@ func TestFaultFilterOfAnotherTable(t *testing.T) {
 	src, _ := os.ReadFile(fileName(dir, b, extFilter))
 	os.WriteFile(fileName(dir, a, extFilter), src, 0o644)
 
+	files := snapshotDir(t, dir)
 	efs := errorfs.New(vfs.Default)
 	c := man.Tables[1]
 	efs.Add(&errorfs.Rule{Op: errorfs.OpRead, Match: func(p string) bool { return p == fileName(dir, c, extFilter) }, FlipAt: 200})
@@ -715,6 +721,7 @@ func TestFaultFilterOfAnotherTable(t *testing.T) {
 	waitFor(t, "filters rebuilt", func() bool { return db.Stats().RebuiltFilters == 2 })
 	l.verify(t, db, "after the rebuild")
 	db.Close()
+	checkNothingDestroyed(t, dir, files, filesKept{filtersRebuilt: true})
 	if !strings.Contains(warnings.String(), fmt.Sprintf("filter belongs to table %06d", b)) {
 		t.Errorf("foreign filter not reported: %q", warnings.String())
 	}
@@ -981,5 +988,41 @@ func TestFaultTableReadAfterOpen(t *testing.T) {
 				t.Errorf("manifest %v dropped the damaged table", man.Tables)
 			}
 		})
+	}
+}
+
+// TestFaultRefusedOpenChangesNothing: Open refuses over damage in the
+// middle of a log that holds more than a memtable's worth of records
+// before the damage. The refusal says nothing was changed, and it is so:
+// no table was flushed from the records before the damage, the MANIFEST
+// is the same, no file appeared or vanished.
+func TestFaultRefusedOpenChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{MemtableBytes: 4 << 20})
+	var offsets []int64
+	for i := 0; i < 2000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+		st, _ := os.Stat(onlyLog(t, dir))
+		offsets = append(offsets, st.Size())
+	}
+	db.Close()
+	path := onlyLog(t, dir)
+	b, _ := os.ReadFile(path)
+	b[offsets[1900]+15] ^= 0x01 // inside record 1901: intact records follow
+	os.WriteFile(path, b, 0o644)
+	before := snapshotDir(t, dir)
+	_, err := Open(dir, &Options{Logger: quiet(), MemtableBytes: 16 << 10})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not changed") {
+		t.Fatalf("open over damage in the middle: %v", err)
+	}
+	after := snapshotDir(t, dir)
+	if !slices.Equal(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after))) {
+		t.Fatalf("files before the refused open %v, after %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+	}
+	for name, content := range before {
+		if !bytes.Equal(after[name], content) {
+			t.Errorf("%s changed by a refused open", name)
+		}
 	}
 }

@@ -25,7 +25,8 @@ import (
 // it is either the old one or the new one, never torn; a manifest that
 // fails its checksum or does not parse is an error that Open reports, and
 // never a reason to delete anything. Version 1 manifests (no checksum
-// line) are still read, and rewritten as version 2 at Open.
+// line) are still read, and rewritten as version 2 by the first change
+// to the table list (a flush or a compaction), not at Open.
 type manifest struct {
 	Version     int         `json:"version"`
 	Filter      FilterKind  `json:"filter"`

@@ -62,6 +62,10 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
+	// Every refusal over a damaged log comes before any change.
+	if err := db.checkLogs(files[extLog]); err != nil {
+		return err
+	}
 	if err := db.sweepUnlisted(files); err != nil {
 		return err
 	}

@@ -145,8 +145,48 @@ func damagedLogError(path string, sc logScan, laterLogs bool, mode WALRecoveryMo
 	default:
 		what = "it is the torn tail of the newest log"
 	}
-	return fmt.Errorf("%w: log %s is damaged at offset %d of %d (%s); refusing to open under WAL recovery mode %q. Nothing was changed. To open anyway, choose a recovery mode: %q keeps the history up to the damage, %q keeps every intact record",
+	return fmt.Errorf("%w: log %s is damaged at offset %d of %d (%s); refusing to open under WAL recovery mode %q. The store was not changed. To open anyway, choose a recovery mode: %q keeps the history up to the damage, %q keeps every intact record",
 		ErrCorrupt, path, sc.damageAt, sc.size, what, mode, PointInTimeRecovery, SkipAnyCorruptedRecords)
+}
+
+// checkLogs refuses, before Open changes anything, a store whose logs
+// the recovery mode will not replay: it scans the logs the manifest needs
+// as replayLogs will, and returns the refusal replayLogs would reach only
+// after flushing what came before the damage.
+func (db *DB) checkLogs(logs []uint64) error {
+	mode := db.opts.WALRecovery
+	if mode == "" {
+		mode = TolerateCorruptedTailRecords
+	}
+	if db.man.Log != 0 && !slices.Contains(logs, db.man.Log) {
+		return errorf("%w: log %06d, named by the MANIFEST as holding records not yet in a table, is missing", ErrCorrupt, db.man.Log)
+	}
+	if mode == PointInTimeRecovery || mode == SkipAnyCorruptedRecords {
+		return nil // they replay around any damage
+	}
+	var replay []uint64
+	for _, id := range logs {
+		if id >= db.man.Log {
+			replay = append(replay, id)
+		}
+	}
+	for i, id := range replay {
+		path := fileName(db.dir, id, extLog)
+		data, err := vfs.ReadFile(db.fs, path)
+		if err != nil {
+			return errorf("reading log %06d: %w", id, err)
+		}
+		sc, _ := scanLog(data, false, func(walRecord) error { return nil })
+		if sc.damageAt < 0 {
+			continue
+		}
+		newest := i == len(replay)-1
+		if mode == TolerateCorruptedTailRecords && newest && sc.nextValid == -1 {
+			continue // a torn tail: cut (once kept)
+		}
+		return damagedLogError(path, sc, !newest, mode)
+	}
+	return nil
 }
 
 // replayLogs rebuilds the memtable from the logs the manifest needs
