@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
@@ -97,17 +96,12 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 			continue
 		}
 		report(true, name, "%d keys, %d bytes", st.keys, st.size)
-		if man.Filter == FilterCuckoo {
-			fname := fmt.Sprintf("%06d.%s", id, extFilter)
-			block, err := db.readFilterFile(st)
-			if err == nil {
-				_, err = codec.Decode(block)
-			}
-			if err != nil {
-				report(false, fname, "unusable, Open will read the table without it and rebuild it: %v", err)
-			} else {
-				report(true, fname, "bound to its table, %d bytes", len(block))
-			}
+		switch fname, detail, err := db.filter.checkStored(st); {
+		case fname == "": // the kind keeps nothing beside the table
+		case err != nil:
+			report(false, fname, "unusable, Open will read the table without it and rebuild it: %s", quote(err))
+		default:
+			report(true, fname, "%s", detail)
 		}
 		st.close()
 	}

@@ -607,6 +607,11 @@ func (db *DB) Sync() error {
 	for _, m := range [2]*memtable{v.imm, v.mem} {
 		if m != nil {
 			if err := m.wal().sync(); err != nil {
+				if errors.Is(err, ErrOutcomeUnknown) {
+					// As for a write's own fsync: what the log holds is
+					// no longer known, so no write may follow it.
+					db.setReadOnly(err)
+				}
 				return err
 			}
 		}
@@ -695,7 +700,7 @@ func (db *DB) Stats() Stats {
 		}
 		fb := db.filter.memoryBytes(st)
 		s.TableFilterBytes += fb
-		if s.Filter != FilterNone && fb == 0 {
+		if db.filter.unfiltered(st) {
 			s.UnfilteredTables++
 		}
 		s.TableKeys += int64(st.keys)

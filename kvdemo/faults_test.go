@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -987,6 +988,12 @@ func TestFaultTableReadAfterOpen(t *testing.T) {
 			if man, _ := readManifestFS(vfs.Default, dir); !slices.Contains(man.Tables, mid.id) {
 				t.Errorf("manifest %v dropped the damaged table", man.Tables)
 			}
+			// Rebuilding its filter from a partial read would make a
+			// filter that misses keys the table holds.
+			cf := mid.cf.Load()
+			if err := db.filter.rebuild(mid); !errors.Is(err, ErrCorrupt) || mid.cf.Load() != cf {
+				t.Errorf("filter rebuilt from a table that cannot be read to its end: %v", err)
+			}
 		})
 	}
 }
@@ -1025,4 +1032,67 @@ func TestFaultRefusedOpenChangesNothing(t *testing.T) {
 			t.Errorf("%s changed by a refused open", name)
 		}
 	}
+}
+
+// TestFaultSyncFails: with NoSyncEachWrite, Sync's fsync fails. Sync says
+// the outcome is unknown, the store turns read-only, and later writes are
+// refused as not stored (ErrNotStored, ErrReadOnly), not misreported as
+// of unknown outcome.
+func TestFaultSyncFails(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{NoSyncEachWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLedger()
+	l.put(t, db, "before", "v")
+	files := snapshotDir(t, dir)
+	efs.Add(&errorfs.Rule{Op: errorfs.OpSync, Match: isExt(extLog), Times: 1, Err: errorfs.EIO})
+	if err := db.Sync(); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Sync whose fsync failed: %v", err)
+	}
+	err = l.put(t, db, "after", "v")
+	if !errors.Is(err, ErrNotStored) || !errors.Is(err, ErrReadOnly) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("write after a failed Sync: %v", err)
+	}
+	db.Close()
+	db = open(t, dir, Options{})
+	defer db.Close()
+	l.mu.Lock()
+	delete(l.acked, "before") // its fsync failed: it may go either way
+	l.mu.Unlock()
+	l.verify(t, db, "reopened")
+	checkNothingDestroyed(t, dir, files, filesKept{})
+}
+
+// TestFaultTableCannotBeOpened: a table's file cannot be opened for a
+// reason that says nothing about its content (EMFILE). Open fails with
+// that error, naming the table, and does not call the table damaged;
+// once the cause is gone, Open works and the table is served.
+func TestFaultTableCannotBeOpened(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{MemtableBytes: 4 << 10, MaxTables: -1})
+	l := newLedger()
+	for i := 0; i < 300; i++ {
+		l.put(t, db, fmt.Sprintf("k%04d", i), "v")
+	}
+	db.Flush()
+	db.Close()
+	man, _ := readManifestFS(vfs.Default, dir)
+	victim := fileName(dir, man.Tables[0], extTable)
+	efs := errorfs.New(vfs.Default)
+	efs.Add(&errorfs.Rule{Op: errorfs.OpOpen, Match: func(p string) bool { return p == victim }, Err: syscall.EMFILE})
+	before := snapshotDir(t, dir)
+	_, err := faultOpen(t, dir, efs, Options{MaxTables: -1})
+	if err == nil || errors.Is(err, ErrCorrupt) || !errors.Is(err, syscall.EMFILE) || !strings.Contains(err.Error(), fmt.Sprintf("%06d", man.Tables[0])) {
+		t.Fatalf("open with a table that cannot be opened: %v", err)
+	}
+	checkNothingDestroyed(t, dir, before, filesKept{})
+	db = open(t, dir, Options{MaxTables: -1})
+	defer db.Close()
+	if st := db.Stats(); st.DamagedTables != 0 {
+		t.Errorf("%d tables damaged", st.DamagedTables)
+	}
+	l.verify(t, db, "reopened")
 }

@@ -187,6 +187,12 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 			return nil, fmt.Errorf("kvdemo: table %06d named by the MANIFEST: %w", id, err)
 		}
 		st, err := db.openTable(id, nil)
+		if err != nil && !errors.Is(err, errDamagedTable) {
+			// Not damage: the file could not be read (EMFILE, ENOMEM,
+			// EIO). Nothing is decided about the table; Open fails and
+			// may be retried.
+			return nil, errorf("%w (not known to be damaged; nothing was changed)", err)
+		}
 		if err != nil {
 			st = &sstable{id: id, db: db, damaged: errorf("%w: %w", ErrCorrupt, err)}
 			if fi, serr := db.fs.Stat(path); serr == nil {
