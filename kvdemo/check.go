@@ -92,7 +92,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		name := fmt.Sprintf("%06d.%s", id, extTable)
 		st, err := db.openTable(id, nil)
 		if err != nil {
-			report(false, name, "%v", err)
+			report(false, name, "%s", quote(err))
 			continue
 		}
 		report(true, name, "%d keys, %d bytes", st.keys, st.size)
@@ -121,7 +121,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		name := fmt.Sprintf("%06d.%s", id, extLog)
 		data, err := vfs.ReadFile(fs, fileName(dir, id, extLog))
 		if err != nil {
-			report(false, name, "%v", err)
+			report(false, name, "%s", quote(err))
 			continue
 		}
 		records := 0
