@@ -1,7 +1,9 @@
 package kvdemo
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -27,11 +29,17 @@ func (db *DB) flushLoop() {
 			if err == nil {
 				break
 			}
-			db.opts.Logger.Printf("flush failed, retrying in %v: %v", backoff, err)
 			db.wmu.Lock()
 			db.flushErr = err
 			db.wcond.Broadcast()
 			db.wmu.Unlock()
+			if errors.Is(err, ErrReadOnly) {
+				// No edit is made until the store is reopened; the
+				// memtable's records stay in its logs, which Open
+				// replays.
+				break
+			}
+			db.opts.Logger.Printf("flush failed, retrying in %v: %s", backoff, quote(err))
 			select {
 			case <-db.stop:
 				return
@@ -50,6 +58,9 @@ func (db *DB) flushImm() error {
 	db.mu.RUnlock()
 	if imm == nil {
 		return nil
+	}
+	if err := db.readOnlyErr(); err != nil {
+		return err
 	}
 	// Writes that took a place in imm's log before the switch may still
 	// be inserting; the table must hold every record the log holds.
@@ -120,7 +131,7 @@ func (db *DB) compactLoop() {
 				return
 			}
 			if err != nil {
-				db.opts.Logger.Printf("compaction failed (will retry after the next flush): %v", err)
+				db.opts.Logger.Printf("compaction failed (will retry after the next flush): %s", quote(err))
 				break
 			}
 			if !did {
@@ -170,30 +181,93 @@ func (db *DB) compactOnce() (bool, error) {
 		return false, errAborted
 	}
 	defer v.release()
+	if db.readOnlyErr() != nil {
+		return false, nil // no edits until the store is reopened
+	}
 	start, width, ok := pickRun(v.tables, db.opts.MaxTables)
 	if !ok {
 		return false, nil
 	}
+	if err := db.compactRun(v, start, width); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// compactRun merges v.tables[start:start+width] into one table that takes
+// their place. A table that cannot be read to its end (a block that fails
+// to load or its checksum) abandons the compaction with ErrCorrupt naming
+// it: the run stays as it is, nothing is lost.
+func (db *DB) compactRun(v *view, start, width int) error {
 	run := v.tables[start : start+width]
 	// Tombstones can go only if nothing older than the run exists: the
 	// run ends at the oldest table.
 	dropTombstones := start+width == len(v.tables)
 	iters := make([]y.Iterator, len(run))
+	counted := make([]*countingIter, len(run))
 	for i, st := range run {
-		iters[i] = st.t.NewIterator(table.NOCACHE)
+		counted[i] = &countingIter{Iterator: st.t.NewIterator(table.NOCACHE)}
+		iters[i] = counted[i]
 	}
 	merged := table.NewMergeIterator(iters, false)
 	id := db.allocFile()
 	st, _, err := db.buildTable(id, merged, dropTombstones, db.stop)
 	merged.Close()
+	if err == nil {
+		// Badger's table iterator reports a failed block load only as
+		// the end of the table: check each input was read to its end.
+		for i, in := range run {
+			c := counted[i]
+			if c.n != int(in.t.KeyCount()) || !bytes.Equal(c.last, in.t.Biggest()) {
+				err = fmt.Errorf("%w: table %06d: compaction read %d of its %d entries (a block could not be read or failed its checksum); compaction abandoned, the table is kept",
+					ErrCorrupt, in.id, c.n, in.t.KeyCount())
+				break
+			}
+		}
+		if err != nil {
+			db.removeTable(st)
+		}
+	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	if err := db.applyEdit(tableEdit{add: st, replace: slices.Clone(run)}); err != nil {
-		return false, err
+		return err
 	}
 	db.stats.compactions.Add(1)
-	return true, nil
+	return nil
+}
+
+// countingIter counts the entries a table iterator yields and keeps the
+// last key, so that a merge can tell a table read to its end from one cut
+// short by an unreadable block.
+type countingIter struct {
+	*table.Iterator
+	n    int
+	last []byte
+}
+
+func (c *countingIter) note() {
+	if c.Iterator.Valid() {
+		c.n++
+		c.last = append(c.last[:0], c.Iterator.Key()...)
+	}
+}
+
+func (c *countingIter) Rewind() {
+	c.Iterator.Rewind()
+	c.n = 0
+	c.note()
+}
+
+func (c *countingIter) Next() {
+	c.Iterator.Next()
+	c.note()
+}
+
+func (c *countingIter) Seek(key []byte) {
+	c.Iterator.Seek(key)
+	c.n = -1 // counts from a seek say nothing about the whole table
 }
 
 // rebuildFilters rebuilds, in the background, the filters of tables opened
@@ -214,7 +288,7 @@ func (db *DB) rebuildFilters(tables []*sstable) {
 		}
 		if slices.Contains(v.tables, st) {
 			if err := db.filter.rebuild(st); err != nil {
-				db.opts.Logger.Printf("table %06d: saving rebuilt filter: %v (using it from memory)", st.id, err)
+				db.opts.Logger.Printf("table %06d: saving rebuilt filter: %s (using it from memory)", st.id, quote(err))
 			}
 			db.stats.rebuiltFilters.Add(1)
 		}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
@@ -93,21 +92,16 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		name := fmt.Sprintf("%06d.%s", id, extTable)
 		st, err := db.openTable(id, nil)
 		if err != nil {
-			report(false, name, "%v", err)
+			report(false, name, "%s", quote(err))
 			continue
 		}
 		report(true, name, "%d keys, %d bytes", st.keys, st.size)
-		if man.Filter == FilterCuckoo {
-			fname := fmt.Sprintf("%06d.%s", id, extFilter)
-			block, err := db.readFilterFile(st)
-			if err == nil {
-				_, err = codec.Decode(block)
-			}
-			if err != nil {
-				report(false, fname, "unusable, Open will read the table without it and rebuild it: %v", err)
-			} else {
-				report(true, fname, "bound to its table, %d bytes", len(block))
-			}
+		switch fname, detail, err := db.filter.checkStored(st); {
+		case fname == "": // the kind keeps nothing beside the table
+		case err != nil:
+			report(false, fname, "unusable, Open will read the table without it and rebuild it: %s", quote(err))
+		default:
+			report(true, fname, "%s", detail)
 		}
 		st.close()
 	}
@@ -127,7 +121,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		name := fmt.Sprintf("%06d.%s", id, extLog)
 		data, err := vfs.ReadFile(fs, fileName(dir, id, extLog))
 		if err != nil {
-			report(false, name, "%v", err)
+			report(false, name, "%s", quote(err))
 			continue
 		}
 		records := 0

@@ -443,7 +443,7 @@ func (db *DB) writableLocked() error {
 	id := db.allocFile()
 	w, err := createWAL(db.fs, db.dir, id)
 	if err != nil {
-		return fmt.Errorf("kvdemo: starting log %06d after a failed write: %w", id, err)
+		return errorf("starting log %06d after a failed write: %w", id, err)
 	}
 	w.syncs = &db.stats.walSyncs
 	db.mem.wlog.Store(w)
@@ -455,7 +455,7 @@ func notStored(err error) error {
 	if errors.Is(err, ErrNotStored) || errors.Is(err, ErrOutcomeUnknown) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrNotStored, err)
+	return errorf("%w: %w", ErrNotStored, err)
 }
 
 // rotateLocked makes the full memtable immutable, hands it to the flusher
@@ -468,7 +468,7 @@ func (db *DB) rotateLocked() error {
 			return ErrClosed
 		}
 		if db.flushErr != nil {
-			return fmt.Errorf("kvdemo: memtable full and the previous one cannot be flushed: %w", db.flushErr)
+			return errorf("memtable full and the previous one cannot be flushed: %w", db.flushErr)
 		}
 		db.wcond.Wait()
 	}
@@ -487,7 +487,7 @@ func (db *DB) rotateLocked() error {
 	id := db.allocFile()
 	w, err := createWAL(db.fs, db.dir, id)
 	if err != nil {
-		return fmt.Errorf("kvdemo: starting log %06d: %w", id, err)
+		return errorf("starting log %06d: %w", id, err)
 	}
 	w.syncs = &db.stats.walSyncs
 	nm := db.newMemtable(id, w)
@@ -576,7 +576,7 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 		}
 		if st.damaged != nil {
 			// It may hold a newer version of key than any older table.
-			return nil, fmt.Errorf("kvdemo: table %06d is needed for this key and is damaged: %w", st.id, st.damaged)
+			return nil, errorf("%w (a Get for this key needs it)", st.damaged)
 		}
 		probed++
 		vs, ok, err := st.get(seek, key)
@@ -607,6 +607,11 @@ func (db *DB) Sync() error {
 	for _, m := range [2]*memtable{v.imm, v.mem} {
 		if m != nil {
 			if err := m.wal().sync(); err != nil {
+				if errors.Is(err, ErrOutcomeUnknown) {
+					// As for a write's own fsync: what the log holds is
+					// no longer known, so no write may follow it.
+					db.setReadOnly(err)
+				}
 				return err
 			}
 		}
@@ -624,7 +629,7 @@ func (db *DB) syncLoop() {
 			return
 		case <-t.C:
 			if err := db.Sync(); err != nil && !errors.Is(err, ErrClosed) {
-				db.opts.Logger.Printf("background sync: %v", err)
+				db.opts.Logger.Printf("background sync: %s", quote(err))
 			}
 		}
 	}
@@ -695,7 +700,7 @@ func (db *DB) Stats() Stats {
 		}
 		fb := db.filter.memoryBytes(st)
 		s.TableFilterBytes += fb
-		if s.Filter != FilterNone && fb == 0 {
+		if db.filter.unfiltered(st) {
 			s.UnfilteredTables++
 		}
 		s.TableKeys += int64(st.keys)
@@ -769,8 +774,8 @@ func (db *DB) setReadOnly(cause error) {
 	if db.readOnly == nil {
 		// The cause as text only: a refused write's error must not also
 		// match the ErrOutcomeUnknown of the write that caused it.
-		db.readOnly = fmt.Errorf("%w (since: %v)", ErrReadOnly, cause)
-		db.opts.Logger.Printf("%v", db.readOnly)
+		db.readOnly = errorf("%w (since: %v)", ErrReadOnly, cause)
+		db.opts.Logger.Printf("%s", quote(db.readOnly))
 	}
 }
 

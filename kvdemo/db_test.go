@@ -1004,3 +1004,29 @@ func loadEven(db *DB, n, valueSize int) error {
 	}
 	return db.Sync()
 }
+
+// TestTablesReadNotMapped: on the operating system's filesystem, tables
+// are read with read(2), not memory-mapped (an EIO on a mapped page would
+// be a SIGBUS; see "Tables in memory" in kvdemo/README.md).
+func TestTablesReadNotMapped(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{MemtableBytes: 4 << 10, MaxTables: -1})
+	for i := 0; i < 300; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	db.Flush()
+	db.Close()
+	db = open(t, dir, Options{MaxTables: -1})
+	defer db.Close()
+	v, _ := db.acquire()
+	defer v.release()
+	if len(v.tables) < 2 {
+		t.Fatalf("%d tables", len(v.tables))
+	}
+	for _, st := range v.tables {
+		if st.t.MmapFile.Fd != nil || !st.t.IsInmemory {
+			t.Errorf("table %06d is memory-mapped", st.id)
+		}
+	}
+}

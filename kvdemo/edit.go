@@ -31,8 +31,18 @@ type tableEdit struct {
 // and nothing else has changed, so the caller may retry. If the manifest
 // was renamed into place but the directory fsync failed, nobody knows
 // which manifest a crash would leave: the edit is applied in memory, the
-// store turns read-only, and the error says to reopen.
+// store turns read-only, and the error says to reopen. Then nothing is
+// removed: the replaced tables stay on disk (the old manifest, if it is
+// the one a crash leaves, names them; if the new one survives, it lists
+// them as Retired and the next Open removes them), and no further edit
+// is made until the store is reopened.
 func (db *DB) applyEdit(e tableEdit) error {
+	if err := db.readOnlyErr(); err != nil {
+		// The durable manifest is unknown: an edit on top of it could
+		// retire files the surviving one still names.
+		db.removeTable(e.add)
+		return err
+	}
 	if e.add != nil {
 		if err := db.syncDir(); err != nil {
 			db.removeTable(e.add)
@@ -67,9 +77,11 @@ func (db *DB) applyEdit(e tableEdit) error {
 		unsynced = err
 	}
 	db.man = man
-	db.noteRetired(e.replace)
-	for _, old := range e.replace {
-		old.obsolete.Store(true)
+	if unsynced == nil {
+		db.noteRetired(e.replace)
+		for _, old := range e.replace {
+			old.obsolete.Store(true)
+		}
 	}
 	db.mu.Lock()
 	imm := db.cur.imm

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
@@ -64,23 +63,72 @@ func (db *DB) writeFileAtomic(name string, data []byte) error {
 	return nil
 }
 
-// moveAside moves a file Open will not use, but must not destroy, into
-// lost/, and says so: a damaged log, a file no manifest names. The
-// operator decides what to do with it.
-func (db *DB) moveAside(name, why string) error {
-	dst := filepath.Join(db.dir, lostDir, name)
-	if _, err := db.fs.Stat(dst); err == nil {
-		dst += "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+// lostPath is a name in lost/ for name that no file there has yet: an
+// earlier recovery's evidence is never replaced.
+func (db *DB) lostPath(name string) (string, error) {
+	lost := filepath.Join(db.dir, lostDir)
+	if err := db.fs.MkdirAll(lost, 0o755); err != nil {
+		return "", err
 	}
-	if err := db.fs.MkdirAll(filepath.Join(db.dir, lostDir), 0o755); err != nil {
+	dst := filepath.Join(lost, name)
+	for i := 1; ; i++ {
+		if _, err := db.fs.Stat(dst); errors.Is(err, os.ErrNotExist) {
+			return dst, nil
+		} else if err != nil {
+			return "", err
+		}
+		dst = filepath.Join(lost, fmt.Sprintf("%s.%d", name, i))
+	}
+}
+
+// syncLost makes what was put in lost/ durable: lost/ itself, and the
+// store directory (which lost/ may be new in, and files may have left).
+func (db *DB) syncLost() error {
+	if err := db.fs.SyncDir(filepath.Join(db.dir, lostDir)); err != nil {
 		return err
 	}
-	if err := db.fs.Rename(filepath.Join(db.dir, name), dst); err != nil {
-		return fmt.Errorf("kvdemo: moving %s aside: %w", name, err)
+	return db.syncDir()
+}
+
+// moveAside moves a file Open will not use, but must not destroy, into
+// lost/ (durably), and says so: a file no manifest names. The operator
+// decides what to do with it.
+func (db *DB) moveAside(name, why string) error {
+	dst, err := db.lostPath(name)
+	if err == nil {
+		err = db.fs.Rename(filepath.Join(db.dir, name), dst)
+	}
+	if err == nil {
+		err = db.syncLost()
+	}
+	if err != nil {
+		return errorf("moving %s to lost/: %w", name, err)
 	}
 	db.opts.Logger.Printf("%s: %s; moved to %s", name, why, dst)
 	db.stats.movedAside.Add(1)
 	return nil
+}
+
+// keepCopy copies file name into lost/ durably, leaving the original in
+// place: for a file that the store still needs until a manifest change
+// (a damaged log, until the manifest no longer names it), so that a crash
+// on either side of that change leaves the file in one of the two places.
+func (db *DB) keepCopy(name string) (string, error) {
+	data, err := vfs.ReadFile(db.fs, filepath.Join(db.dir, name))
+	if err != nil {
+		return "", err
+	}
+	dst, err := db.lostPath(name)
+	if err == nil {
+		err = vfs.WriteFile(db.fs, dst, data)
+	}
+	if err == nil {
+		err = db.syncLost()
+	}
+	if err != nil {
+		return "", errorf("keeping a copy of %s in lost/: %w", name, err)
+	}
+	return dst, nil
 }
 
 // A filter file binds its filter block to one table:

@@ -25,7 +25,8 @@ import (
 //     each table it reaches, with what prepare derived from the key;
 //   - drop when the table leaves the store (compacted away, or a build
 //     abandoned before the manifest named it);
-//   - memoryBytes for Stats.
+//   - memoryBytes and unfiltered for Stats, checkStored for Check
+//     (filtercheck.go).
 //
 // A store-wide kind (one index over every table) fits the same shape:
 // finish and drop add and remove a table's keys from the index, prepare
@@ -46,6 +47,12 @@ type tableFilter interface {
 	mayContain(st *sstable, q filterQuery) filterAnswer
 	drop(st *sstable)
 	memoryBytes(st *sstable) int64
+	// unfiltered: Gets search st for want of a usable filter (a kind
+	// that keeps none by choice answers false).
+	unfiltered(st *sstable) bool
+	// checkStored verifies what the kind keeps beside st on disk: the
+	// file's name ("" if it keeps nothing there) and what Check reports.
+	checkStored(st *sstable) (file, detail string, err error)
 }
 
 // filterBuilder collects a new table's keys (each user key once, in order).
@@ -200,10 +207,18 @@ func (c *cuckooFilter) attach(st *sstable) bool {
 func (c *cuckooFilter) rebuild(st *sstable) error {
 	b := codec.NewBuilder(codec.Options{BitsPerKey: c.bitsPerKey})
 	it := st.t.NewIterator(table.NOCACHE)
+	n := 0
 	for it.Rewind(); it.Valid(); it.Next() {
 		b.Add(y.ParseKey(it.Key()))
+		n++
 	}
 	it.Close()
+	// The iterator ends early, as if at the table's end, on a block it
+	// cannot read: a filter built from part of the table would answer
+	// "absent" for keys it holds.
+	if n != int(st.t.KeyCount()) {
+		return errorf("%w: table %06d: read %d of its %d entries to rebuild its filter; it stays unfiltered", ErrCorrupt, st.id, n, st.t.KeyCount())
+	}
 	block := b.Finish(nil)
 	if err := c.install(st, block); err != nil {
 		// Keep using it from memory: it was built from the table itself.

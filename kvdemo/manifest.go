@@ -25,7 +25,8 @@ import (
 // it is either the old one or the new one, never torn; a manifest that
 // fails its checksum or does not parse is an error that Open reports, and
 // never a reason to delete anything. Version 1 manifests (no checksum
-// line) are still read, and rewritten as version 2 at Open.
+// line) are still read, and rewritten as version 2 by the first change
+// to the table list (a flush or a compaction), not at Open.
 type manifest struct {
 	Version     int         `json:"version"`
 	Filter      FilterKind  `json:"filter"`
@@ -119,10 +120,10 @@ func (db *DB) writeManifest(m manifest) error {
 	b = append(b, '\n')
 	b = fmt.Appendf(b, "%s%08x\n", manifestSumPrefix, crc32.Checksum(b, crcTable))
 	if err := db.writeFileAtomic(manifestName, b); err != nil {
-		return fmt.Errorf("kvdemo: writing MANIFEST: %w", err)
+		return errorf("writing MANIFEST: %w", err)
 	}
 	if err := db.syncDir(); err != nil {
-		return fmt.Errorf("%w: %w", errManifestUnsynced, err)
+		return errorf("%w: %w", errManifestUnsynced, err)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db := &DB{dir: dir, opts: o, fs: fs, lock: lock, retired: map[uint64]bool{}}
 	if err := db.open(); err != nil {
 		db.abandonOpen()
-		return nil, err
+		return nil, errorf("%w", err)
 	}
 	return db, nil
 }
@@ -60,6 +60,10 @@ func (db *DB) open() error {
 	}
 	unfiltered, err := db.openTables()
 	if err != nil {
+		return err
+	}
+	// Every refusal over a damaged log comes before any change.
+	if err := db.checkLogs(files[extLog]); err != nil {
 		return err
 	}
 	if err := db.sweepUnlisted(files); err != nil {
@@ -157,7 +161,10 @@ func (db *DB) configure() error {
 		BlockSize:            4 << 10,
 		Compression:          ctype,
 		ZSTDCompressionLevel: 1,
-		ChkMode:              options.OnTableRead,
+		// Every block is checked when a table is opened and again
+		// each time it is read: a block that reads back different is an
+		// error, never a wrong value or a key silently missing.
+		ChkMode: options.OnTableAndBlockRead,
 	}
 	if db.filter, err = newTableFilter(db.opts.Filter, db); err != nil {
 		return err
@@ -180,12 +187,18 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 			return nil, fmt.Errorf("kvdemo: table %06d named by the MANIFEST: %w", id, err)
 		}
 		st, err := db.openTable(id, nil)
+		if err != nil && !errors.Is(err, errDamagedTable) {
+			// Not damage: the file could not be read (EMFILE, ENOMEM,
+			// EIO). Nothing is decided about the table; Open fails and
+			// may be retried.
+			return nil, errorf("%w (not known to be damaged; nothing was changed)", err)
+		}
 		if err != nil {
-			st = &sstable{id: id, db: db, damaged: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+			st = &sstable{id: id, db: db, damaged: errorf("%w: %w", ErrCorrupt, err)}
 			if fi, serr := db.fs.Stat(path); serr == nil {
 				st.size = fi.Size()
 			}
-			db.opts.Logger.Printf("table %06d is damaged, serving every other table: %v", id, err)
+			db.opts.Logger.Printf("table %06d is damaged, serving every other table: %s", id, quote(err))
 			db.stats.damagedTables.Add(1)
 			// Its filter, if bound to it, still rules out the keys it
 			// never held, so Gets for them need not fail.

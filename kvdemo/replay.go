@@ -2,12 +2,9 @@ package kvdemo
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"path/filepath"
 	"slices"
-	"syscall"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
@@ -148,8 +145,48 @@ func damagedLogError(path string, sc logScan, laterLogs bool, mode WALRecoveryMo
 	default:
 		what = "it is the torn tail of the newest log"
 	}
-	return fmt.Errorf("%w: log %s is damaged at offset %d of %d (%s); refusing to open under WAL recovery mode %q. Nothing was changed. To open anyway, choose a recovery mode: %q keeps the history up to the damage, %q keeps every intact record",
+	return fmt.Errorf("%w: log %s is damaged at offset %d of %d (%s); refusing to open under WAL recovery mode %q. The store was not changed. To open anyway, choose a recovery mode: %q keeps the history up to the damage, %q keeps every intact record",
 		ErrCorrupt, path, sc.damageAt, sc.size, what, mode, PointInTimeRecovery, SkipAnyCorruptedRecords)
+}
+
+// checkLogs refuses, before Open changes anything, a store whose logs
+// the recovery mode will not replay: it scans the logs the manifest needs
+// as replayLogs will, and returns the refusal replayLogs would reach only
+// after flushing what came before the damage.
+func (db *DB) checkLogs(logs []uint64) error {
+	mode := db.opts.WALRecovery
+	if mode == "" {
+		mode = TolerateCorruptedTailRecords
+	}
+	if db.man.Log != 0 && !slices.Contains(logs, db.man.Log) {
+		return errorf("%w: log %06d, named by the MANIFEST as holding records not yet in a table, is missing", ErrCorrupt, db.man.Log)
+	}
+	if mode == PointInTimeRecovery || mode == SkipAnyCorruptedRecords {
+		return nil // they replay around any damage
+	}
+	var replay []uint64
+	for _, id := range logs {
+		if id >= db.man.Log {
+			replay = append(replay, id)
+		}
+	}
+	for i, id := range replay {
+		path := fileName(db.dir, id, extLog)
+		data, err := vfs.ReadFile(db.fs, path)
+		if err != nil {
+			return errorf("reading log %06d: %w", id, err)
+		}
+		sc, _ := scanLog(data, false, func(walRecord) error { return nil })
+		if sc.damageAt < 0 {
+			continue
+		}
+		newest := i == len(replay)-1
+		if mode == TolerateCorruptedTailRecords && newest && sc.nextValid == -1 {
+			continue // a torn tail: cut (once kept)
+		}
+		return damagedLogError(path, sc, !newest, mode)
+	}
+	return nil
 }
 
 // replayLogs rebuilds the memtable from the logs the manifest needs
@@ -209,11 +246,11 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 		path := fileName(db.dir, id, extLog)
 		data, err := vfs.ReadFile(db.fs, path)
 		if err != nil {
-			return nil, fmt.Errorf("kvdemo: reading log %06d: %w", id, err)
+			return nil, errorf("reading log %06d: %w", id, err)
 		}
 		sc, err := scanLog(data, mode == SkipAnyCorruptedRecords, apply)
 		if err != nil {
-			return nil, fmt.Errorf("kvdemo: replaying log %06d: %w", id, err)
+			return nil, errorf("replaying log %06d: %w", id, err)
 		}
 		if sc.damageAt < 0 {
 			continue
@@ -242,28 +279,24 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 	return mem, nil
 }
 
-// cutTornTail keeps the torn tail of the newest log in lost/ and cuts it
-// off the log, so that new records follow the last intact one.
+// cutTornTail keeps the torn tail of the newest log in lost/ (under a
+// name no earlier file there has, made durable) and only then cuts it off
+// the log, so that new records follow the last intact one. If the tail
+// cannot be kept (a full disk, say), the log is not touched and Open
+// refuses, naming the log: a tail is never destroyed, even one that was
+// never acknowledged.
 func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 	name := fmt.Sprintf("%06d.%s.tail-at-%d", id, extLog, at)
-	lost := filepath.Join(db.dir, lostDir)
-	if err := db.fs.MkdirAll(lost, 0o755); err != nil {
-		return err
-	}
-	db.fs.Remove(filepath.Join(lost, name))
-	kept := "kept as lost/" + name
-	err := vfs.WriteFile(db.fs, filepath.Join(lost, name), data[at:])
+	dst, err := db.lostPath(name)
 	if err == nil {
-		err = db.fs.SyncDir(lost)
+		err = vfs.WriteFile(db.fs, dst, data[at:])
 	}
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		// A torn tail was never acknowledged; refusing to restart on a
-		// full disk for its sake would leave the store down until an
-		// operator frees space. Its first bytes go to the log instead.
-		kept = fmt.Sprintf("NOT kept: no space (it began %x)", data[at:min(int64(len(data)), at+32)])
-	case err != nil:
-		return fmt.Errorf("kvdemo: keeping the torn tail of log %06d (%d bytes at offset %d) in lost/ before cutting it off: %w", id, len(data)-int(at), at, err)
+	if err == nil {
+		err = db.syncLost()
+	}
+	if err != nil {
+		return errorf("log %s has a torn tail of %d bytes at offset %d (never acknowledged) that could not be kept in lost/ before cutting it off, so the log was left as it is: %w. Free space (or move the store to where there is some) and open again",
+			fileName(db.dir, id, extLog), len(data)-int(at), at, err)
 	}
 	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
 	if err != nil {
@@ -271,21 +304,31 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 	}
 	defer f.Close()
 	if err := f.Truncate(at); err != nil {
-		return fmt.Errorf("kvdemo: cutting the torn tail of log %06d: %w", id, err)
+		return errorf("cutting the torn tail of log %06d: %w", id, err)
 	}
 	if err := f.Sync(); err != nil {
 		return err
 	}
 	db.stats.tornWAL.Add(1)
-	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; %s)", id, len(data)-int(at), at, kept)
+	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; kept as %s)", id, len(data)-int(at), at, dst)
 	return nil
 }
 
-// recoverPast finishes a recovery that skipped damage: what replay
-// rebuilt is written as a table and the manifest moves to a new log, so
-// that no log is needed any more; then the damaged logs are moved to
-// lost/ (evidence, never deleted) and the intact replayed ones removed.
+// recoverPast finishes a recovery that skipped damage: the damaged logs
+// are first copied to lost/ (evidence, never deleted) and made durable
+// there; then what replay rebuilt is written as a table and the manifest
+// moves to a new log, so that no old log is needed any more; then the old
+// logs are removed. A crash before the manifest change leaves the logs in
+// place (and maybe a copy in lost/); after it, the copies in lost/.
 func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
+	kept := make([]string, len(aside))
+	for i, lid := range aside {
+		dst, err := db.keepCopy(fmt.Sprintf("%06d.%s", lid, extLog))
+		if err != nil {
+			return nil, errorf("recovering past damaged logs: %w", err)
+		}
+		kept[i] = dst
+	}
 	id := db.allocFile()
 	w, err := createWAL(db.fs, db.dir, id)
 	if err != nil {
@@ -301,12 +344,11 @@ func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
 	if err != nil {
 		w.close()
 		db.removeFile(id, extLog)
-		return nil, fmt.Errorf("kvdemo: recovering past damaged logs: %w", err)
+		return nil, errorf("recovering past damaged logs: %w", err)
 	}
-	for _, lid := range aside {
-		if err := db.moveAside(fmt.Sprintf("%06d.%s", lid, extLog), fmt.Sprintf("damaged log, recovered under %q", db.opts.WALRecovery)); err != nil {
-			return nil, err
-		}
+	for i, lid := range aside {
+		db.opts.Logger.Printf("%06d.%s: damaged log, recovered under %q; moved to %s", lid, extLog, db.opts.WALRecovery, kept[i])
+		db.stats.movedAside.Add(1)
 	}
 	db.removeLogsBelow(id)
 	if err := db.syncDir(); err != nil {

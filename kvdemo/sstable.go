@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
@@ -63,8 +61,7 @@ func (st *sstable) unref() {
 	}
 }
 
-// close unmaps the table, once: a second munmap could unmap whatever the
-// address range has been reused for since.
+// close releases the table, once.
 func (st *sstable) close() {
 	if st.t == nil || !st.closed.CompareAndSwap(false, true) {
 		return
@@ -82,7 +79,16 @@ func (st *sstable) get(seek, key []byte) (vs y.ValueStruct, found bool, err erro
 	it := st.t.NewIterator(0)
 	defer it.Close()
 	it.Seek(seek)
-	if !it.Valid() || !bytes.Equal(y.ParseKey(it.Key()), key) {
+	if !it.Valid() {
+		// Badger's iterator is not valid at the end of the table and
+		// also when a block failed to load or its checksum: below the
+		// table's biggest key only the second is possible.
+		if y.CompareKeys(seek, st.t.Biggest()) <= 0 {
+			return vs, false, fmt.Errorf("%w: table %06d: the block for this key cannot be read or fails its checksum", ErrCorrupt, st.id)
+		}
+		return vs, false, nil
+	}
+	if !bytes.Equal(y.ParseKey(it.Key()), key) {
 		return vs, false, nil
 	}
 	return it.ValueCopy(), true, nil
@@ -178,7 +184,7 @@ func (db *DB) buildTable(id uint64, src entrySource, dropTombstones bool, stop <
 	data := b.Finish()
 	name := fmt.Sprintf("%06d.%s", id, extTable)
 	if err := db.writeFileAtomic(name, data); err != nil {
-		return nil, ts, fmt.Errorf("kvdemo: writing table %06d: %w", id, err)
+		return nil, ts, errorf("writing table %06d: %w", id, err)
 	}
 	st, err := db.openTable(id, data)
 	if err != nil {
@@ -205,71 +211,53 @@ func (db *DB) removeTable(st *sstable) {
 }
 
 // openTable opens table id. data, if not nil, is the file's content
-// (just written); else the file is memory-mapped when the filesystem
-// allows it, read into memory otherwise. A table that cannot be read
-// (missing, truncated, failing Badger's checksums) is an error.
+// (just written); else the file is read whole with read(2), through the
+// store's filesystem, and held in memory.
+//
+// Tables are never memory-mapped: an I/O error on a mapped page is a
+// SIGBUS that kills the process, where read(2) returns EIO that Open can
+// report. Badger's table reader reads blocks only from a byte slice, so
+// the whole table is held (kvdemo/README.md, "Tables in memory").
+//
+// A table that cannot be read is an error wrapping the read's error (a
+// missing file, EIO, EMFILE: the table may be fine); one that reads but
+// fails to parse or its checksums wraps errDamagedTable.
 func (db *DB) openTable(id uint64, data []byte) (*sstable, error) {
-	path := fileName(db.dir, id, extTable)
-	var t *table.Table
-	var err error
-	if p, ok := db.fs.(vfs.OSPather); ok {
-		var mf *z.MmapFile
-		mf, err = z.OpenMmapFile(p.OSPath(path), os.O_RDONLY, 0)
-		if err == nil || errors.Is(err, z.NewFile) {
-			t, err = openBadgerTable(mf, db.tOpt)
-		}
-	} else {
-		if data == nil {
-			data, err = vfs.ReadFile(db.fs, path)
-		}
-		if err == nil {
-			t, err = openMemTable(data, id, db.tOpt)
+	if data == nil {
+		var err error
+		if data, err = vfs.ReadFile(db.fs, fileName(db.dir, id, extTable)); err != nil {
+			return nil, errorf("table %06d: %w", id, err)
 		}
 	}
+	t, err := openMemTable(data, id, db.tOpt)
 	if err != nil {
-		return nil, fmt.Errorf("kvdemo: table %06d: %w", id, err)
+		return nil, errorf("table %06d: %w", id, err)
 	}
-	st := &sstable{id: id, t: t, db: db, keys: int(t.KeyCount()), size: t.Size()}
-	if data != nil {
-		st.sum = xxhash.Sum64(data)
-	} else {
-		st.sum = xxhash.Sum64(t.Data)
-	}
+	st := &sstable{id: id, t: t, db: db, keys: int(t.KeyCount()), size: t.Size(), sum: xxhash.Sum64(data)}
 	return st, nil
 }
 
-// openBadgerTable is table.OpenTable, made safe for damaged files: Badger
-// re-panics when it cannot parse a table's index. (On some of its error
-// returns Badger has closed the mapping and on others not; a store that
-// fails to open over a damaged table may leak that one mapping, which is
-// better than unmapping it twice.)
-func openBadgerTable(mf *z.MmapFile, opt table.Options) (t *table.Table, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			mf.Close(-1)
-			t, err = nil, fmt.Errorf("damaged table: %v", firstLine(fmt.Sprint(r)))
-		}
-	}()
-	return table.OpenTable(mf, opt)
-}
+// errDamagedTable: a table's bytes were read and are not a valid table.
+var errDamagedTable = errors.New("damaged table")
 
-// openMemTable is openBadgerTable for a table held in memory (Badger
-// checks its checksums only for mapped tables, so it is done here).
+// openMemTable opens a table held in memory, made safe for damaged
+// bytes: Badger panics when it cannot parse a table's index, and checks
+// block checksums at open only for mapped tables, so both are done here.
 func openMemTable(data []byte, id uint64, opt table.Options) (t *table.Table, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			t, err = nil, fmt.Errorf("damaged table: %v", firstLine(fmt.Sprint(r)))
+			t, err = nil, fmt.Errorf("%w: %v", errDamagedTable, firstLine(fmt.Sprint(r)))
 		}
 	}()
 	if len(data) < 8 {
-		return nil, fmt.Errorf("damaged table: %d bytes", len(data))
+		return nil, fmt.Errorf("%w: %d bytes", errDamagedTable, len(data))
 	}
 	t, err = table.OpenInMemoryTable(data, id, &opt)
 	if err != nil {
-		return nil, fmt.Errorf("damaged table: %w", err)
+		return nil, fmt.Errorf("%w: %w", errDamagedTable, err)
 	}
 	if err := t.VerifyChecksum(); err != nil {
-		return nil, fmt.Errorf("damaged table: %w", err)
+		return nil, fmt.Errorf("%w: %w", errDamagedTable, err)
 	}
 	return t, nil
 }

@@ -55,9 +55,10 @@ func isFlagValue(fs *flag.FlagSet, args []string) bool {
 }
 
 // programPrefix starts every message this command prints, once. The store
-// package starts its errors with the same word, and wraps such errors in
-// others, so a message would otherwise say it two or three times
-// ("kvdemo get: kvdemo: key not found").
+// package starts its errors with the same word (once: errors it wraps are
+// quoted without it), and other packages wrap store errors in theirs
+// ("loading cuckoo store: kvdemo: ..."), so a message would otherwise say
+// it two or three times ("kvdemo get: kvdemo: key not found").
 const programPrefix = "kvdemo: "
 
 // withoutInnerPrefixes removes the store's own "kvdemo: " (and "kvdemo

@@ -40,10 +40,11 @@ const (
 	OpRemove
 	OpRead
 	OpTruncate
+	OpOpen // opening an existing file for reading or appending
 )
 
 func (o Op) String() string {
-	return [...]string{"", "write", "fsync", "create", "rename", "syncdir", "remove", "read", "truncate"}[o]
+	return [...]string{"", "write", "fsync", "create", "rename", "syncdir", "remove", "read", "truncate", "open"}[o]
 }
 
 // ENOSPC and EIO are the errors a full or failing disk returns.
@@ -173,7 +174,7 @@ func (fs *FS) Create(name string) (vfs.File, error) {
 }
 
 func (fs *FS) Open(name string) (vfs.File, error) {
-	if _, err := fs.check(0, name); err != nil {
+	if _, err := fs.check(OpOpen, name); err != nil {
 		return nil, err
 	}
 	f, err := fs.inner.Open(name)
@@ -184,7 +185,7 @@ func (fs *FS) Open(name string) (vfs.File, error) {
 }
 
 func (fs *FS) OpenAppend(name string) (vfs.File, error) {
-	if _, err := fs.check(0, name); err != nil {
+	if _, err := fs.check(OpOpen, name); err != nil {
 		return nil, err
 	}
 	f, err := fs.inner.OpenAppend(name)

@@ -631,8 +631,8 @@ func truncate(b []byte, n int) string {
 }
 
 // errReply turns a store error into an error reply. The store starts its
-// errors with "kvdemo: " and wraps such errors in others; the reply names
-// the program nowhere ("ERR memtable full ...: writing table ...").
+// errors with "kvdemo: " (once; errors it wraps are quoted without it);
+// the reply names the program nowhere ("ERR memtable full ...: writing table ...").
 func errReply(err error) string {
 	msg := err.Error()
 	for strings.HasPrefix(msg, "kvdemo: ") {

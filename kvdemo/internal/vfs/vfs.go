@@ -47,13 +47,6 @@ type FS interface {
 	Lock(name string) (io.Closer, error)
 }
 
-// OSPather is implemented by filesystems whose files are the operating
-// system's files under the same names, so that they may be memory-mapped.
-// A filesystem that does not implement it has its tables read into memory.
-type OSPather interface {
-	OSPath(name string) string
-}
-
 // ErrLocked: Lock found the file locked by another holder.
 var ErrLocked = errors.New("vfs: file is locked")
 
@@ -75,7 +68,6 @@ func (osFS) Rename(o, n string) error                    { return os.Rename(o, n
 func (osFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 func (osFS) ReadDir(dir string) ([]os.DirEntry, error)   { return os.ReadDir(dir) }
 func (osFS) Stat(name string) (os.FileInfo, error)       { return os.Stat(name) }
-func (osFS) OSPath(name string) string                   { return name }
 
 func (osFS) SyncDir(dir string) error {
 	d, err := os.Open(dir)

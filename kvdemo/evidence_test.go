@@ -1,0 +1,97 @@
+package kvdemo
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// dirSnapshot is the content of a store's tables, filters, logs, MANIFEST
+// and lost/ files, by path relative to the store directory.
+type dirSnapshot map[string][]byte
+
+func snapshotDir(t testing.TB, dir string) dirSnapshot {
+	t.Helper()
+	snap := dirSnapshot{}
+	for _, sub := range []string{"", lostDir} {
+		entries, _ := os.ReadDir(filepath.Join(dir, sub))
+		for _, e := range entries {
+			name := filepath.Join(sub, e.Name())
+			_, ext, ok := parseFileName(e.Name())
+			keep := sub == lostDir || e.Name() == manifestName || (ok && (ext == extTable || ext == extFilter || ext == extLog))
+			if !keep || !e.Type().IsRegular() {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap[name] = b
+		}
+	}
+	return snap
+}
+
+// filesKept holds what a fault test may allow beyond "unchanged".
+type filesKept struct {
+	// filtersRebuilt: filter files may have been rewritten.
+	filtersRebuilt bool
+	// manifestChanged: the MANIFEST may have been replaced.
+	manifestChanged bool
+}
+
+// checkNothingDestroyed asserts that every file of before is still in dir
+// (or moved to lost/ whole) with the same content, except what the store
+// documents: a log may have grown (appends), a log below the manifest's
+// oldest needed log has been removed (flushed: its records are in
+// tables), a table the manifest no longer names has been removed (a
+// compaction replaced it) with its filter, a filter may be rebuilt and the
+// MANIFEST replaced when the caller allows it. Files in lost/ never
+// vanish or change.
+func checkNothingDestroyed(t testing.TB, dir string, before dirSnapshot, allow filesKept) {
+	t.Helper()
+	after := snapshotDir(t, dir)
+	man, err := readManifestFS(vfs.Default, dir)
+	if err != nil {
+		t.Fatalf("manifest after the fault: %v", err)
+	}
+	movedWhole := func(b []byte) bool {
+		for name, a := range after {
+			if strings.HasPrefix(name, lostDir+string(filepath.Separator)) && bytes.Equal(a, b) {
+				return true
+			}
+		}
+		return false
+	}
+	for name, b := range before {
+		a, present := after[name]
+		id, ext, numbered := parseFileName(filepath.Base(name))
+		inLost := strings.HasPrefix(name, lostDir+string(filepath.Separator))
+		switch {
+		case present && bytes.Equal(a, b):
+		case inLost:
+			t.Errorf("%s in lost/ vanished or changed", name)
+		case name == manifestName:
+			if !allow.manifestChanged {
+				t.Errorf("MANIFEST changed")
+			}
+		case present && numbered && ext == extLog && bytes.HasPrefix(a, b):
+			// appended to
+		case present && numbered && ext == extFilter && allow.filtersRebuilt:
+		case present:
+			t.Errorf("%s changed (%d bytes, was %d)", name, len(a), len(b))
+		case movedWhole(b):
+		case numbered && ext == extLog && id < man.Log:
+			// flushed: documented removal
+		case numbered && (ext == extTable || ext == extFilter) && !slices.Contains(man.Tables, id):
+			// replaced by a compaction: documented removal
+		default:
+			t.Errorf("%s vanished (not moved to lost/, not a flushed log, not a compacted table)", name)
+		}
+	}
+}
