@@ -1,4 +1,4 @@
-package tablefilter
+package dynamic
 
 import (
 	"fmt"
@@ -107,7 +107,7 @@ func TestMemFilterBounceCaught(t *testing.T) {
 	for _, moves := range [][]int{{2, 1}, {2, 1, 2, 1}, {2, 1, 2, 1, 2, 1}} {
 		f := NewMemFilter(64)
 		key := []byte("bouncing key")
-		fp, hi := memKey(key)
+		_, fp, hi := f.memKey(key)
 		s := (*f.segments.Load())[0]
 		i1 := s.primary(hi)
 		i2 := s.alt(i1, fp)
