@@ -58,17 +58,24 @@ import (
 // i1, i2 of some segment.
 //
 //  1. The writer moves an entry copy-then-remove: it writes e into the new
-//     bucket, then increments that bucket's group counter, then clears e in
-//     the old bucket. At every instant e is in i1 or i2.
-//  2. Lookup reads i1's counter (t), then i1, then i2, then the counter
-//     again (t'). If e is in neither read, then e was in i1 when i2 was
-//     read (1) but not when i1 was read, so a move into i1 wrote e after
-//     the first read, and that move's counter increment came before the
-//     clear that hid e from the read of i2, so before the second counter
-//     read: t' ≠ t, and Lookup reads again. A writer writes only the slot
-//     it changes; a half-written slot can only be the one being moved or
-//     cleared, never another entry.
-//  3. Segments are published before entries are put in them, and a
+//     bucket, then clears it in the old one. At every instant e is in i1
+//     or i2 (or both).
+//  2. Every slot write happens inside its bucket group's seqlock: the
+//     group's counter is incremented before the write (odd: writing) and
+//     after (even). Lookup reads i1's counter, i1, i2's counter, i2, then
+//     both counters again, and reads again unless both were even and
+//     unchanged. If e is in neither read, then e was in i1 when i2 was
+//     read (1) but not when i1 was read, so the copy into i1 wrote after
+//     the first counter read and finished before the clear of i2 that
+//     hid e, which came before the second reads: i1's counter changed,
+//     and Lookup reads again. A slot spread over two words and read
+//     half-written is caught the same way.
+//  3. A lookup decodes entries with the codebook it loaded first, and
+//     reads the codebook again at the end: if another was published in
+//     between (a table's code lengthened, its entries rewritten), it reads
+//     again. So every entry it matched was written in a format its
+//     codebook knows.
+//  4. Segments are published before entries are put in them, and a
 //     segment is dropped only when it holds no entries; the codebook
 //     (codes → tables) is published before a table's entries are written
 //     and changed only after all of a removed table's entries are cleared.
@@ -115,6 +122,7 @@ const (
 	idxLoad       = 0.9
 	idxGrowLoad   = 0.75
 	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
+	idxMaxNodes   = 4096
 	idxStashSize  = 1024
 	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
 	idxMaxDepth   = 8
@@ -285,10 +293,20 @@ func (x *Index) Lookup(key []byte, dst []uint64) []uint64 {
 // LookupHash is Lookup for a key given by KeyHash(key).
 func (x *Index) LookupHash(h uint64, dst []uint64) []uint64 {
 	p := x.probeOf(h)
-	book := x.book.Load()
 	start := len(dst)
-	for _, s := range *x.segs.Load() {
-		dst = x.lookupSegment(s, p, book, dst)
+	var book *codebook
+	for {
+		book = x.book.Load()
+		for _, s := range *x.segs.Load() {
+			dst = x.lookupSegment(s, p, book, dst)
+		}
+		// Entries change format only between two codebook publications
+		// (lengthen): if none happened while we read, the codebook we
+		// decoded with describes every entry we saw.
+		if x.book.Load() == book {
+			break
+		}
+		dst = dst[:start]
 	}
 	if len(book.stash) > 0 {
 		// Sorted by hash: the first entry >= p.x, then its equals.
@@ -573,7 +591,7 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		code, length, ok = x.allocCode(want)
 	}
 	info := tableInfo{id: id, rank: rank, code: code, length: uint8(length), live: true, always: !ok, keys: len(hashes)}
-	// Publish the code before any entry that uses it (documentation, 3).
+	// Publish the code before any entry that uses it (documentation, 4).
 	x.publish(func(b *codebook) {
 		if t == len(b.tables) {
 			b.tables = append(b.tables, info)
@@ -716,7 +734,9 @@ func (x *Index) insert(p probe, v uint32) idxInsertResult {
 		if k < len(segs)-1 && float64(s.entries.Load()) >= 0.9*float64(s.n)*idxSlots {
 			continue
 		}
-		if x.insertSegment(s, p, v) {
+		// Older segments take an entry only where a bucket has room: a
+		// relocation search in each would multiply the cost of a full index.
+		if x.insertSegment(s, p, v, k == len(segs)-1) {
 			s.entries.Add(1)
 			return idxInserted
 		}
@@ -727,8 +747,8 @@ func (x *Index) insert(p probe, v uint32) idxInsertResult {
 	}
 	s := x.newSegment(2 * uint64(newest.n))
 	next := append(append([]*idxSegment(nil), segs...), s)
-	x.segs.Store(&next) // published before any entry goes in (documentation, 3)
-	if x.insertSegment(s, p, v) {
+	x.segs.Store(&next) // published before any entry goes in (documentation, 4)
+	if x.insertSegment(s, p, v, true) {
 		s.entries.Add(1)
 		return idxInserted
 	}
@@ -762,7 +782,7 @@ type idxMove struct {
 
 // insertSegment puts v in one of p's buckets of s, relocating other
 // entries along a shortest path if both are full.
-func (x *Index) insertSegment(s *idxSegment, p probe, v uint32) bool {
+func (x *Index) insertSegment(s *idxSegment, p probe, v uint32, relocate bool) bool {
 	i1 := s.primary(p.hi)
 	i2 := x.alt(s, i1, p.tag)
 	for _, i := range [2]uint32{i1, i2} {
@@ -770,6 +790,9 @@ func (x *Index) insertSegment(s *idxSegment, p probe, v uint32) bool {
 			x.setSlot(s, i, j, v)
 			return true
 		}
+	}
+	if !relocate {
+		return false
 	}
 	path, ok := x.findPath(s, i1, i2)
 	if !ok {
@@ -808,7 +831,7 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	nodes = append(nodes, node{i1, -1, 0}, node{i2, -1, 0})
 	for head, depth := 0, 0; head < len(nodes) && depth < idxMaxPath; depth++ {
 		end := len(nodes)
-		for ; head < end; head++ {
+		for ; head < end && len(nodes) < idxMaxNodes; head++ {
 			n := nodes[head]
 			b := x.bucket(s, n.bucket)
 			for j := 0; j < idxSlots; j++ {
@@ -836,7 +859,7 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 }
 
 // removeLocked clears every entry whose code is table t's, then frees the
-// code (documentation, 3) and drops segments left empty.
+// code (documentation, 4) and drops segments left empty.
 func (x *Index) removeLocked(t int) {
 	book := x.book.Load()
 	ti := book.tables[t]

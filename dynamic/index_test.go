@@ -367,7 +367,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	var stop atomic.Bool
 	var failures, checks atomic.Int64
 	var wg sync.WaitGroup
-	for r := 0; r < 3; r++ {
+	for r := 0; r < 2; r++ {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
@@ -408,7 +408,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	}
 	deadline := time.Now().Add(dur)
 	flushes, merges := 0, 0
-	for time.Now().Before(deadline) {
+	for time.Now().Before(deadline) || merges < 12 {
 		cur := *live.Load()
 		if len(cur) >= 6 {
 			// Merge a run of 2..4 adjacent tables (cur is newest first).
