@@ -27,6 +27,9 @@ fuzz:
 	$(GO) test ./codec -run XXX -fuzz FuzzMayContain -fuzztime 30s
 	$(GO) test ./codec -run XXX -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./codec -run XXX -fuzz FuzzBuildNoFalseNegatives -fuzztime 30s
+	$(GO) test ./kvdemo -run XXX -fuzz FuzzScanLog -fuzztime 30s
+	$(GO) test ./kvdemo -run XXX -fuzz FuzzParseManifest -fuzztime 30s
+	$(GO) test ./kvdemo -run XXX -fuzz FuzzFilterBinding -fuzztime 30s
 
 vet:
 	$(GO) vet $(PKGS)

@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -27,7 +28,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/membench"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
-	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/workload"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
@@ -40,23 +41,23 @@ func main() {
 
 // report is everything one run measured; results.json is this, verbatim.
 type report struct {
-	Machine string                 `json:"machine"`
-	Go      string                 `json:"go"`
-	Mode    string                 `json:"mode"`
-	Reps    int                    `json:"reps"`
-	Started time.Time              `json:"started"`
-	Seconds float64                `json:"seconds"`
-	Filters []filterbench.Result   `json:"filters"`
-	Sizes   []int                  `json:"sizes"`
-	Probes  int                    `json:"probes"`
-	ColdMiB int                    `json:"cold_mib"`
-	Pebble  []dbbench.PebbleResult `json:"pebble,omitempty"`
-	PebbleC *dbbench.PebbleConfig  `json:"pebble_config,omitempty"`
-	KV      []kvdemo.LookupResult  `json:"kvdemo,omitempty"`
-	KVKeys  int                    `json:"kvdemo_keys,omitempty"`
-	Mem     []membench.Result      `json:"memtable,omitempty"`
-	MemKeys int                    `json:"memtable_keys,omitempty"`
-	MemOps  int                    `json:"memtable_ops,omitempty"`
+	Machine string                  `json:"machine"`
+	Go      string                  `json:"go"`
+	Mode    string                  `json:"mode"`
+	Reps    int                     `json:"reps"`
+	Started time.Time               `json:"started"`
+	Seconds float64                 `json:"seconds"`
+	Filters []filterbench.Result    `json:"filters"`
+	Sizes   []int                   `json:"sizes"`
+	Probes  int                     `json:"probes"`
+	ColdMiB int                     `json:"cold_mib"`
+	Pebble  []dbbench.PebbleResult  `json:"pebble,omitempty"`
+	PebbleC *dbbench.PebbleConfig   `json:"pebble_config,omitempty"`
+	KV      []workload.LookupResult `json:"kvdemo,omitempty"`
+	KVKeys  int                     `json:"kvdemo_keys,omitempty"`
+	Mem     []membench.Result       `json:"memtable,omitempty"`
+	MemKeys int                     `json:"memtable_keys,omitempty"`
+	MemOps  int                     `json:"memtable_ops,omitempty"`
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -154,10 +155,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		rep.KV, err = runKV(root, kvKeys, kvGets, progress)
+		// One kvdemo store per filter kind, the same keys in about 20
+		// tables each, the absent and 50/50 lookup mixes run over the
+		// stores interleaved: kvdemo's own demo harness, with the report's
+		// settings.
+		res, err := workload.RunDemo(context.Background(), io.Discard, workload.DemoConfig{
+			Dir:           root,
+			Keys:          kvKeys,
+			Gets:          kvGets,
+			Misses:        []float64{1, 0.5},
+			MemtableBytes: int64(kvKeys) * 100 / 16,
+			Seed:          9,
+			Progress:      progress,
+		})
 		cleanup()
 		if err != nil {
 			return err
+		}
+		for _, r := range res {
+			rep.KV = append(rep.KV, r.LookupResult)
 		}
 		rep.KVKeys = kvKeys
 	}
@@ -214,47 +230,4 @@ func machineLine() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores, %s/%s", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
-}
-
-// runKV loads one kvdemo store per filter kind with the same keys (about 20
-// tables each) and runs the absent and 50/50 lookup workloads on each,
-// interleaving the stores per workload.
-func runKV(root string, keys, gets int, progress func(string)) ([]kvdemo.LookupResult, error) {
-	kinds := []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterBloom, kvdemo.FilterNone}
-	dbs := make([]*kvdemo.DB, len(kinds))
-	defer func() {
-		for _, db := range dbs {
-			if db != nil {
-				db.Close()
-			}
-		}
-	}()
-	for i, k := range kinds {
-		progress("kvdemo load " + string(k))
-		db, err := kvdemo.Open(filepath.Join(root, "kv-"+string(k)), &kvdemo.Options{
-			Filter:          k,
-			MemtableBytes:   int64(keys) * 100 / 16, // about 20 tables
-			MaxTables:       -1,                     // no compaction: the layout is the workload
-			NoSyncEachWrite: true,
-		})
-		if err != nil {
-			return nil, err
-		}
-		dbs[i] = db
-		if err := kvdemo.Load(db, keys, 64); err != nil {
-			return nil, err
-		}
-	}
-	var out []kvdemo.LookupResult
-	for _, miss := range []float64{1, 0.5} {
-		for i, db := range dbs {
-			progress(fmt.Sprintf("kvdemo lookups %s miss=%g", kinds[i], miss))
-			r, err := kvdemo.Lookups(db, keys, gets, miss, 9)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-	}
-	return out, nil
 }

@@ -2,8 +2,6 @@ package kvdemo
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -44,13 +42,11 @@ func (db *DB) flushLoop() {
 	}
 }
 
-// flushImm turns the immutable memtable into a table. Order matters for
-// crash safety: the table and its filter are durable (and the directory
-// synced) before the manifest names them, and the manifest has moved past
-// the memtable's logs before they are removed.
+// flushImm turns the immutable memtable into a table (see applyEdit for
+// the order of the steps), then retires the memtable's logs.
 func (db *DB) flushImm() error {
 	db.mu.RLock()
-	imm := db.cur.imm
+	imm, mem := db.cur.imm, db.cur.mem
 	db.mu.RUnlock()
 	if imm == nil {
 		return nil
@@ -65,80 +61,49 @@ func (db *DB) flushImm() error {
 	if err != nil {
 		return err
 	}
-	if err := syncDir(db.dir); err != nil {
-		db.discard(st)
+	// No memtable switch can happen while imm is pending, so mem's log is
+	// the oldest one still needed.
+	if err := db.applyEdit(tableEdit{add: st, flushed: imm, seq: ts.maxSeq, log: mem.log}); err != nil {
+		if !errorsIsRenamed(err) {
+			return err
+		}
+		// Applied in memory, but the store turned read-only: the logs
+		// stay, they may be all that holds these records after a crash.
+		db.flushDone()
 		return err
 	}
-
-	db.manMu.Lock()
-	db.mu.RLock()
-	mem, tables := db.cur.mem, db.cur.tables
-	db.mu.RUnlock()
-	if st != nil {
-		tables = append([]*sstable{st}, tables...)
-	}
-	man := db.man
-	man.Tables = tableIDsOldestFirst(tables)
-	man.Log = mem.log // no memtable switch can happen while imm is pending
-	man.Seq = max(man.Seq, ts.maxSeq)
-	man.NextFile = db.nextFile.Load()
-	if err := writeManifest(db.dir, man); err != nil {
-		db.manMu.Unlock()
-		db.discard(st)
-		return err
-	}
-	db.man = man
-	db.mu.Lock()
-	db.installLocked(db.cur.mem, nil, tables)
-	db.mu.Unlock()
-	db.manMu.Unlock()
-
-	imm.wal.close()
-	db.removeLogsBelow(man.Log)
+	db.flushDone()
 	db.stats.flushes.Add(1)
-	db.wmu.Lock()
-	db.flushing, db.flushErr = false, nil
-	db.wcond.Broadcast()
-	db.wmu.Unlock()
+	imm.wal().close()
+	db.removeLogsBelow(mem.log)
 	signal(db.compactCh)
 	return nil
 }
 
-// flushAtOpen writes a memtable rebuilt by replay as a table, records it
-// and the sequence numbers it covers in the manifest, and returns it.
-func (db *DB) flushAtOpen(m *memtable) (*sstable, error) {
+func (db *DB) flushDone() {
+	db.wmu.Lock()
+	db.flushing, db.flushErr = false, nil
+	db.wcond.Broadcast()
+	db.wmu.Unlock()
+}
+
+// flushAtOpen writes a memtable rebuilt by replay as a table and records
+// it, and the sequence numbers it covers, in the manifest. Its logs stay
+// until a later flush retires them: the manifest's Seq makes replay skip
+// what is in tables.
+func (db *DB) flushAtOpen(m *memtable) error {
 	id := db.allocFile()
 	it := m.sl.NewIterator()
 	st, ts, err := db.buildTable(id, sklSource{it}, false, nil)
 	it.Close()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := syncDir(db.dir); err != nil {
-		db.discard(st)
-		return nil, err
+	if err := db.applyEdit(tableEdit{add: st, seq: ts.maxSeq}); err != nil {
+		return err
 	}
-	man := db.man
-	man.Tables = append(slices.Clone(man.Tables), id)
-	man.Seq = max(man.Seq, ts.maxSeq)
-	man.NextFile = db.nextFile.Load()
-	if err := writeManifest(db.dir, man); err != nil {
-		db.discard(st)
-		return nil, err
-	}
-	db.man = man
 	db.stats.flushes.Add(1)
-	return st, nil
-}
-
-// discard closes and removes a table that never made it into a manifest.
-func (db *DB) discard(st *sstable) {
-	if st == nil {
-		return
-	}
-	st.t.Close(-1)
-	os.Remove(fileName(db.dir, st.id, extTable))
-	os.Remove(fileName(db.dir, st.id, extFilter))
+	return nil
 }
 
 func (db *DB) compactLoop() {
@@ -179,16 +144,20 @@ func pickRun(tables []*sstable, maxTables int) (start, width int, ok bool) {
 	}
 	width = min(compactionWidth, len(tables))
 	best := int64(-1)
+runs:
 	for i := 0; i+width <= len(tables); i++ {
 		var sum int64
 		for _, st := range tables[i : i+width] {
+			if st.damaged != nil {
+				continue runs // unreadable: it stays as it is, for check and repair
+			}
 			sum += st.size
 		}
 		if best < 0 || sum < best {
 			best, start = sum, i
 		}
 	}
-	return start, width, true
+	return start, width, best >= 0
 }
 
 // compactOnce merges one run of tables if there are too many. Readers keep
@@ -220,42 +189,35 @@ func (db *DB) compactOnce() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := syncDir(db.dir); err != nil {
-		db.discard(st)
+	if err := db.applyEdit(tableEdit{add: st, replace: slices.Clone(run)}); err != nil {
 		return false, err
 	}
-
-	db.manMu.Lock()
-	defer db.manMu.Unlock()
-	db.mu.RLock()
-	cur := db.cur.tables
-	db.mu.RUnlock()
-	// Flushes only add tables at the newest end, so the run is still
-	// contiguous; find where it is now.
-	at := slices.Index(cur, run[0])
-	if at < 0 || at+width > len(cur) || !slices.Equal(cur[at:at+width], run) {
-		db.discard(st)
-		return false, fmt.Errorf("kvdemo: tables changed under a compaction")
-	}
-	next := slices.Clone(cur[:at])
-	if st != nil {
-		next = append(next, st)
-	}
-	next = append(next, cur[at+width:]...)
-	man := db.man
-	man.Tables = tableIDsOldestFirst(next)
-	man.NextFile = db.nextFile.Load()
-	if err := writeManifest(db.dir, man); err != nil {
-		db.discard(st)
-		return false, err
-	}
-	db.man = man
-	for _, old := range run {
-		old.obsolete.Store(true)
-	}
-	db.mu.Lock()
-	db.installLocked(db.cur.mem, db.cur.imm, next)
-	db.mu.Unlock()
 	db.stats.compactions.Add(1)
 	return true, nil
+}
+
+// rebuildFilters rebuilds, in the background, the filters of tables opened
+// without a usable one, and attaches each as it is done. Until then Gets
+// probe those tables: slower, never wrong. A table a compaction retires
+// first is skipped (its replacement has its own filter).
+func (db *DB) rebuildFilters(tables []*sstable) {
+	defer db.bg.Done()
+	for _, st := range tables {
+		select {
+		case <-db.stop:
+			return
+		default:
+		}
+		v, err := db.acquire()
+		if err != nil {
+			return
+		}
+		if slices.Contains(v.tables, st) {
+			if err := db.filter.rebuild(st); err != nil {
+				db.opts.Logger.Printf("table %06d: saving rebuilt filter: %v (using it from memory)", st.id, err)
+			}
+			db.stats.rebuiltFilters.Add(1)
+		}
+		v.release()
+	}
 }

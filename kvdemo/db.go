@@ -6,52 +6,56 @@
 // filter, Badger's own bloom filter and none, everything else equal, so the
 // three can be compared like for like.
 //
-// On disk (one directory):
+// On disk (one directory; kvdemo/README.md has the byte layouts):
 //
 //	LOCK              flock'ed while a process has the store open
-//	MANIFEST          JSON: filter kind, compression, live tables (oldest
-//	                  first), oldest live log, highest flushed sequence
-//	                  number; replaced atomically
-//	NNNNNN.log        write-ahead logs not yet flushed (see wal.go)
-//	NNNNNN.sst        a table, written by Badger's table package
-//	NNNNNN.cf         the table's cuckoo filter block (Filter = cuckoo)
+//	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
+//	                  live tables (oldest first), oldest needed log,
+//	                  highest flushed sequence number; replaced atomically
+//	NNNNNN.log        write-ahead logs not yet flushed (wal.go, replay.go)
+//	NNNNNN.sst        a table in Badger's format
+//	NNNNNN.cf         the table's cuckoo filter, bound to the table by
+//	                  number, size and content hash (files.go)
 //	tmp/              files being written; emptied at Open
+//	lost/             files Open will not use but must not destroy
 //
-// Every table, filter and manifest is written to tmp/, fsynced, renamed
-// into place, and the directory fsynced before anything refers to it, so a
-// crash leaves either the old state or the new one plus unreferenced files,
-// which Open removes. Every filter file is verified (codec.Decode: header,
-// layout, CRC-32C) at Open; a missing or corrupt one is never trusted: the
-// table is read without a filter while a background goroutine rebuilds it
-// from the table's keys.
+// Every table, filter and manifest is written whole with write(2) to tmp/,
+// fsynced, renamed into place, and the directory fsynced before anything
+// refers to it (applyEdit in edit.go is the one place that orders this).
+// A crash leaves the old state or the new one, plus files Open can prove
+// unfinished and removes. Damage is never a reason to delete: a damaged
+// manifest or a log damaged in the middle stops Open with an error naming
+// the file; damaged logs and unexplained files are moved to lost/; a damaged
+// table is kept and reported by the Gets that need it; a filter that does
+// not match its table is not used and is rebuilt.
 //
 // Writes: each gets the next sequence number (Badger's version), is
 // appended to the log and, by default, fsynced before Put returns
-// (concurrent writers share fsyncs: group commit). A full memtable becomes
-// immutable and a background goroutine writes it as a table; another
-// merges tables when there are more than Options.MaxTables. Reads use a
-// reference-counted snapshot of the memtables and table list, so tables a
-// compaction replaces stay readable until the last Get using them ends.
+// (concurrent writers share fsyncs: group commit). A failed write says
+// whether it is certainly not stored (ErrNotStored) or may be
+// (ErrOutcomeUnknown). A full memtable becomes immutable and a background
+// goroutine writes it as a table; another merges tables when there are
+// more than Options.MaxTables. Reads use a reference-counted snapshot of
+// the memtables and table list, so tables a compaction replaces stay
+// readable until the last Get using them ends.
 package kvdemo
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"math"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/skl"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // FilterKind selects the per-table filter.
@@ -103,6 +107,12 @@ type Options struct {
 	// Logger receives warnings (torn WAL tail, rebuilt filters, failing
 	// flushes); default: the standard logger's output, prefixed "kvdemo: ".
 	Logger *log.Logger
+	// WALRecovery says what Open does with a damaged log record; default
+	// TolerateCorruptedTailRecords (see WALRecoveryMode).
+	WALRecovery WALRecoveryMode
+	// FS is the filesystem every file goes through; nil is the operating
+	// system's. Tests put a fault-injecting one here.
+	FS vfs.FS
 }
 
 var (
@@ -111,25 +121,61 @@ var (
 	ErrEmptyKey = errors.New("kvdemo: empty key")
 	ErrTooLarge = errors.New("kvdemo: key or value too large")
 	ErrLocked   = errors.New("kvdemo: store is in use by another process")
+	// ErrCorrupt: a file the answer depends on is damaged; the error
+	// names it.
+	ErrCorrupt = errors.New("kvdemo: corruption")
+	// ErrReadOnly: an fsync failed, or a failed write could not be undone,
+	// so the store can no longer vouch for what its files hold. It refuses
+	// writes until it is closed and opened again; Open then recovers from
+	// what is on disk.
+	ErrReadOnly = errors.New("kvdemo: store is read-only until it is closed and reopened")
+	// ErrNotStored: a Put or Delete failed and is certainly not in the
+	// store, now or after a restart (it was refused, or its log write
+	// failed and was undone). Retrying it is safe.
+	ErrNotStored = errors.New("kvdemo: write not stored")
+	// ErrOutcomeUnknown: a Put or Delete failed at a point where it may
+	// already be durable (an fsync failed, or a failed write could not be
+	// undone): after a restart it may or may not be there.
+	ErrOutcomeUnknown = errors.New("kvdemo: write outcome unknown")
 )
 
 const compactionWidth = 4 // tables merged at a time
 
 // DB is an open store; safe for concurrent use.
+//
+// Lock order. A goroutine holding one of these may take only those below
+// it, never one above:
+//
+//	manMu   table-list changes (applyEdit: flush, compaction)
+//	wmu     writers: sequence numbers, log appends, memtable switches;
+//	        wcond waits on it
+//	mu      the current view (readers take it shared, briefly)
+//	retMu   the set of retired tables not yet removed (leaf)
+//	roMu    the read-only error (leaf)
+//
+// and, inside one log (wal), bufMu may be taken under ioMu, never the
+// reverse; no DB lock is taken while holding either. A view's release can
+// close tables and remove files, so it runs under mu at most (never under
+// a wal lock). Long work (building a table, fsyncs) runs without wmu and
+// mu: applyEdit holds manMu across the manifest write, which only flushes
+// and compactions wait for.
 type DB struct {
-	dir  string
-	opts Options
-	tOpt table.Options
-	lock *os.File
+	dir    string
+	opts   Options
+	fs     vfs.FS
+	tOpt   table.Options
+	filter tableFilter
+	lock   io.Closer
 
 	// Writers. wmu serialises log appends, so that sequence numbers and
 	// log order agree, and memtable switches.
 	wmu      sync.Mutex
 	wcond    *sync.Cond // on wmu: a flush finished or failed
 	mem      *memtable
-	seq      uint64 // last sequence number handed out
-	flushing bool   // the immutable memtable awaits its flush
-	flushErr error  // the flush of it failed (it is being retried)
+	seq      uint64        // last sequence number handed out
+	acked    atomic.Uint64 // highest sequence number of a write that succeeded
+	flushing bool          // the immutable memtable awaits its flush
+	flushErr error         // the flush of it failed (it is being retried)
 	closing  bool
 
 	// Readers take a reference to cur under mu.
@@ -142,6 +188,12 @@ type DB struct {
 	manMu    sync.Mutex
 	man      manifest
 	nextFile atomic.Uint64
+
+	retMu   sync.Mutex
+	retired map[uint64]bool // compacted away, files not yet removed
+
+	roMu     sync.Mutex
+	readOnly error // wraps ErrReadOnly once set; never cleared
 
 	flushCh, compactCh chan struct{}
 	stop               chan struct{}
@@ -175,6 +227,8 @@ type counters struct {
 	flushes, compactions    atomic.Int64
 	rebuiltFilters, tornWAL atomic.Int64
 	walSyncs                atomic.Int64
+	damagedTables           atomic.Int64
+	movedAside              atomic.Int64
 }
 
 // Stats are the store's counters since Open, and its current shape.
@@ -195,6 +249,8 @@ type Stats struct {
 	RebuiltFilters          int64 // missing or corrupt filter files rebuilt since Open
 	UnfilteredTables        int   // tables read without a filter until theirs is rebuilt
 	TornWALTails            int64 // logs whose tail Open cut off
+	DamagedTables           int64 // tables Open found unreadable (Gets that need them fail)
+	MovedAside              int64 // files Open moved to lost/
 	// WALSyncs counts log fsyncs; below Puts+Deletes when concurrent
 	// writers shared them (group commit).
 	WALSyncs   int64
@@ -205,8 +261,8 @@ type Stats struct {
 	FilterBytes      int64
 	TableFilterBytes int64
 	MemFilterBytes   int64
-	MemtableEntries  int
-	Seq              uint64 // last sequence number written
+	MemtableEntries  int    // entries in the mutable memtable (writes that succeeded)
+	Seq              uint64 // sequence number of the newest write that succeeded
 	Filter           FilterKind
 	Compression      Compression
 }
@@ -231,9 +287,12 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Logger == nil {
 		c.Logger = log.New(log.Writer(), "kvdemo: ", log.LstdFlags)
 	}
+	if c.Filter != "" {
+		if _, err := newTableFilter(c.Filter, nil); err != nil {
+			return c, err
+		}
+	}
 	switch {
-	case c.Filter != "" && c.Filter != FilterCuckoo && c.Filter != FilterBloom && c.Filter != FilterNone:
-		return c, fmt.Errorf("kvdemo: unknown filter %q (want cuckoo, bloom or none)", c.Filter)
 	case c.BitsPerKey < 4 || c.BitsPerKey > 32:
 		return c, fmt.Errorf("kvdemo: BitsPerKey %g outside 4..32", c.BitsPerKey)
 	case c.MemtableBytes < 1<<10 || c.MemtableBytes > 1<<30:
@@ -242,6 +301,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("kvdemo: MaxKeySize %d outside 1..%d", c.MaxKeySize, maxKeyCap)
 	case c.MaxValueSize < 0 || c.MaxValueSize > maxValueCap:
 		return c, fmt.Errorf("kvdemo: MaxValueSize %d outside 1..%d", c.MaxValueSize, maxValueCap)
+	case !c.WALRecovery.valid():
+		return c, fmt.Errorf("kvdemo: unknown WAL recovery mode %q", c.WALRecovery)
 	case c.SyncInterval < 0:
 		return c, fmt.Errorf("kvdemo: negative SyncInterval")
 	}
@@ -253,213 +314,11 @@ func (o *Options) withDefaults() (Options, error) {
 	return c, nil
 }
 
-// Open opens the store in dir, creating it if dir holds none.
-func Open(dir string, opts *Options) (*DB, error) {
-	if opts == nil {
-		opts = &Options{}
-	}
-	o, err := opts.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	lock, err := lockDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	db := &DB{dir: dir, opts: o, lock: lock}
-	if err := db.open(); err != nil {
-		db.lock.Close()
-		return nil, err
-	}
-	return db, nil
-}
-
-func (db *DB) open() error {
-	o := &db.opts
-	if err := os.RemoveAll(filepath.Join(db.dir, tmpDir)); err != nil {
-		return err
-	}
-	if err := os.Mkdir(filepath.Join(db.dir, tmpDir), 0o755); err != nil {
-		return err
-	}
-	entries, err := os.ReadDir(db.dir)
-	if err != nil {
-		return err
-	}
-	files := map[string][]uint64{} // ext -> ids
-	var maxID uint64
-	for _, e := range entries {
-		if id, ext, ok := parseFileName(e.Name()); ok && e.Type().IsRegular() {
-			files[ext] = append(files[ext], id)
-			maxID = max(maxID, id)
-		}
-	}
-
-	man, err := readManifest(db.dir)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		if len(files[extLog])+len(files[extTable]) > 0 {
-			return fmt.Errorf("kvdemo: %s holds logs or tables but no MANIFEST; refusing to guess", db.dir)
-		}
-		man = manifest{Version: manifestVersion, Filter: o.Filter, Compression: o.Compression, NextFile: 1}
-		if man.Filter == "" {
-			man.Filter = FilterCuckoo
-		}
-		if man.Compression == "" {
-			man.Compression = CompressionZSTD
-		}
-		if err := writeManifest(db.dir, man); err != nil {
-			return err
-		}
-	case err != nil:
-		return err
-	case o.Filter != "" && man.Filter != o.Filter:
-		return fmt.Errorf("kvdemo: store in %s was created with filter %q, opened with %q", db.dir, man.Filter, o.Filter)
-	case o.Compression != "" && man.Compression != o.Compression:
-		return fmt.Errorf("kvdemo: store in %s was created with compression %q, opened with %q", db.dir, man.Compression, o.Compression)
-	}
-	o.Filter, o.Compression = man.Filter, man.Compression
-	ctype, err := man.Compression.badger()
-	if err != nil {
-		return err
-	}
-	db.man = man
-	db.nextFile.Store(max(man.NextFile, maxID+1))
-	db.tOpt = table.Options{
-		BlockSize:            4 << 10,
-		Compression:          ctype,
-		ZSTDCompressionLevel: 1,
-		ChkMode:              options.OnTableRead,
-	}
-	if o.Filter == FilterBloom {
-		db.tOpt.BloomFalsePositive = 0.01 // Badger's default
-	}
-
-	var tables []*sstable // newest first
-	closeAll := func() {
-		for _, st := range tables {
-			st.t.Close(-1)
-		}
-	}
-	live := map[uint64]bool{}
-	var unfiltered []*sstable
-	for _, id := range man.Tables {
-		st, needsFilter, err := db.openTable(id)
-		if err != nil {
-			closeAll()
-			return err
-		}
-		if needsFilter {
-			unfiltered = append(unfiltered, st)
-		}
-		live[id] = true
-		tables = append([]*sstable{st}, tables...)
-	}
-	// Files no manifest names are left over from a crash between writing
-	// them and naming them (or between retiring and removing them).
-	for _, ext := range []string{extTable, extFilter} {
-		for _, id := range files[ext] {
-			if !live[id] {
-				os.Remove(fileName(db.dir, id, ext))
-			}
-		}
-	}
-	var logs []uint64
-	for _, id := range files[extLog] {
-		if id < man.Log {
-			os.Remove(fileName(db.dir, id, extLog))
-		} else {
-			logs = append(logs, id)
-		}
-	}
-	slices.Sort(logs)
-
-	// Replay. Records at or below man.Seq are already in tables.
-	db.seq = man.Seq
-	memLog := man.Log
-	if len(logs) > 0 {
-		memLog = logs[0]
-	}
-	mem := db.newMemtable(memLog, nil)
-	for _, id := range logs {
-		cut, err := replayWAL(fileName(db.dir, id, extLog), func(r walRecord) error {
-			if r.seq <= db.man.Seq {
-				return nil
-			}
-			if len(r.key) > o.MaxKeySize || len(r.value) > o.MaxValueSize {
-				// The memtable's arena is sized by these caps; a record
-				// written under larger ones must not be dropped or
-				// overflow it.
-				return fmt.Errorf("record %d has a %d-byte key and a %d-byte value, over MaxKeySize %d or MaxValueSize %d: reopen with the limits it was written under",
-					r.seq, len(r.key), len(r.value), o.MaxKeySize, o.MaxValueSize)
-			}
-			est, worst := entryEstimate(r.key, r.value), entryWorst(r.key, r.value)
-			if !mem.fits(o.MemtableBytes, est, worst) {
-				// More than a memtable's worth was waiting (the crash
-				// came while a full memtable was being flushed): write it
-				// out now. Its logs stay until a later flush retires them;
-				// the manifest's Seq makes replay skip what is in tables.
-				st, err := db.flushAtOpen(mem)
-				if err != nil {
-					return err
-				}
-				tables = append([]*sstable{st}, tables...)
-				mem = db.newMemtable(memLog, nil)
-			}
-			mem.reserve(est, worst)
-			mem.apply(r)
-			db.seq = max(db.seq, r.seq)
-			return nil
-		})
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("kvdemo: replaying log %06d: %w", id, err)
-		}
-		if cut > 0 {
-			db.stats.tornWAL.Add(1)
-			o.Logger.Printf("WAL %06d.log: cut %d bytes of torn or corrupt tail after the last intact record", id, cut)
-		}
-	}
-	if len(logs) > 0 {
-		mem.wal, err = reopenWAL(db.dir, logs[len(logs)-1])
-	} else {
-		id := db.allocFile()
-		mem.log = id
-		mem.wal, err = createWAL(db.dir, id)
-	}
-	if err != nil {
-		closeAll()
-		return err
-	}
-	mem.wal.syncs = &db.stats.walSyncs
-	db.mem = mem
-	db.wcond = sync.NewCond(&db.wmu)
-	v := &view{mem: mem, tables: tables}
-	for _, st := range tables {
-		st.ref()
-	}
-	v.refs.Store(1)
-	db.cur = v
-
-	db.flushCh = make(chan struct{}, 1)
-	db.compactCh = make(chan struct{}, 1)
-	db.stop = make(chan struct{})
-	db.bg.Add(2)
-	go db.flushLoop()
-	go db.compactLoop()
-	if o.NoSyncEachWrite && o.SyncInterval > 0 {
-		db.bg.Add(1)
-		go db.syncLoop()
-	}
-	if len(unfiltered) > 0 {
-		db.bg.Add(1)
-		go db.rebuildFilters(unfiltered)
-	}
-	signal(db.compactCh)
-	return nil
+// MemtableBytesFor is the MemtableBytes that flushes a memtable after
+// about keys entries of the given sizes (the threshold counts each entry
+// as key + value + a fixed estimate of skiplist overhead).
+func MemtableBytesFor(keys, keySize, valueSize int) int64 {
+	return int64(keys) * entryEstimate(make([]byte, keySize), make([]byte, valueSize))
 }
 
 func (db *DB) allocFile() uint64 { return db.nextFile.Add(1) - 1 }
@@ -518,6 +377,10 @@ func (db *DB) Delete(key []byte) error {
 	return nil
 }
 
+// write appends one record to the log and, once it is committed, to the
+// memtable. Every error it returns other than ErrClosed wraps either
+// ErrNotStored (the write is not in the store and never will be) or
+// ErrOutcomeUnknown (it may be there after a restart).
 func (db *DB) write(kind recordKind, key, value []byte) error {
 	est, worst := entryEstimate(key, value), entryWorst(key, value)
 	db.wmu.Lock()
@@ -525,16 +388,21 @@ func (db *DB) write(kind recordKind, key, value []byte) error {
 		db.wmu.Unlock()
 		return ErrClosed
 	}
+	if err := db.writableLocked(); err != nil {
+		db.wmu.Unlock()
+		return notStored(err)
+	}
 	if !db.mem.fits(db.opts.MemtableBytes, est, worst) {
 		if err := db.rotateLocked(); err != nil {
 			db.wmu.Unlock()
-			return err
+			return notStored(err)
 		}
 	}
 	m := db.mem
+	w := m.wal()
 	db.seq++
 	r := walRecord{seq: db.seq, kind: kind, key: key, value: value}
-	pos := m.wal.append(r)
+	pos := w.append(r)
 	m.reserve(est, worst)
 	m.writers.Add(1)
 	db.wmu.Unlock()
@@ -544,11 +412,50 @@ func (db *DB) write(kind recordKind, key, value []byte) error {
 	// The record goes into the memtable only once committed, so no reader
 	// sees a write that a crash could still take back.
 	defer m.writers.Done()
-	if err := m.wal.commit(pos, !db.opts.NoSyncEachWrite); err != nil {
+	if err := w.commit(pos, !db.opts.NoSyncEachWrite); err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			db.setReadOnly(err)
+		}
 		return err
 	}
 	m.apply(r)
+	for {
+		a := db.acked.Load()
+		if a >= r.seq || db.acked.CompareAndSwap(a, r.seq) {
+			break
+		}
+	}
 	return nil
+}
+
+// writableLocked is nil if a write may be appended: the store is not
+// read-only, and the memtable's log works. A log whose last write failed
+// and was cleanly undone is replaced by a new one (the memtable then
+// spans both), so a full disk stops writes only while it is full.
+func (db *DB) writableLocked() error {
+	if err := db.readOnlyErr(); err != nil {
+		return err
+	}
+	old := db.mem.wal()
+	if !old.failedCleanly() {
+		return nil
+	}
+	id := db.allocFile()
+	w, err := createWAL(db.fs, db.dir, id)
+	if err != nil {
+		return fmt.Errorf("kvdemo: starting log %06d after a failed write: %w", id, err)
+	}
+	w.syncs = &db.stats.walSyncs
+	db.mem.wlog.Store(w)
+	old.close()
+	return nil
+}
+
+func notStored(err error) error {
+	if errors.Is(err, ErrNotStored) || errors.Is(err, ErrOutcomeUnknown) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrNotStored, err)
 }
 
 // rotateLocked makes the full memtable immutable, hands it to the flusher
@@ -568,8 +475,17 @@ func (db *DB) rotateLocked() error {
 	if db.closing {
 		return ErrClosed
 	}
+	// The full memtable's log is made durable before any record goes to
+	// the next one, so that at Open a damaged log followed by a later log
+	// is known to be damage, not a torn tail.
+	if err := db.mem.wal().sync(); err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			db.setReadOnly(err)
+		}
+		return err
+	}
 	id := db.allocFile()
-	w, err := createWAL(db.dir, id)
+	w, err := createWAL(db.fs, db.dir, id)
 	if err != nil {
 		return fmt.Errorf("kvdemo: starting log %06d: %w", id, err)
 	}
@@ -651,28 +567,24 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 			db.stats.filterFalsePositives.Add(falsePos)
 		}
 	}()
+	q := filterQuery{key: key}
 	for _, st := range v.tables {
-		filtered := true
-		switch db.opts.Filter {
-		case FilterCuckoo:
-			if f := st.filter.Load(); f == nil {
-				filtered = false
-			} else if !f.MayContain(key) {
-				negatives++
-				continue
-			}
-		case FilterBloom:
-			if st.t.DoesNotHave(y.Hash(key)) {
-				negatives++
-				continue
-			}
-		default:
-			filtered = false
+		ans := db.filter.mayContain(st, &q)
+		if ans == filterAbsent {
+			negatives++
+			continue
+		}
+		if st.damaged != nil {
+			// It may hold a newer version of key than any older table.
+			return nil, fmt.Errorf("kvdemo: table %06d is needed for this key and is damaged: %w", st.id, st.damaged)
 		}
 		probed++
-		vs, ok := st.get(seek, key)
+		vs, ok, err := st.get(seek, key)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
-			if filtered {
+			if ans == filterMaybe {
 				falsePos++
 			}
 			continue
@@ -694,7 +606,7 @@ func (db *DB) Sync() error {
 	defer v.release()
 	for _, m := range [2]*memtable{v.imm, v.mem} {
 		if m != nil {
-			if err := m.wal.sync(); err != nil {
+			if err := m.wal().sync(); err != nil {
 				return err
 			}
 		}
@@ -740,7 +652,9 @@ func (db *DB) Flush() error {
 		}
 		db.wcond.Wait()
 	}
-	return nil
+	// The flush may have turned the store read-only (its manifest could
+	// not be made durable): then it is not known to be durable either.
+	return db.readOnlyErr()
 }
 
 // Stats returns the counters.
@@ -759,13 +673,15 @@ func (db *DB) Stats() Stats {
 		RebuiltFilters:          db.stats.rebuiltFilters.Load(),
 		TornWALTails:            db.stats.tornWAL.Load(),
 		WALSyncs:                db.stats.walSyncs.Load(),
+		DamagedTables:           db.stats.damagedTables.Load(),
+		MovedAside:              db.stats.movedAside.Load(),
 		Filter:                  db.opts.Filter,
 		Compression:             db.opts.Compression,
 	}
 	s.FilterNegatives = s.MemFilterNegatives + s.TableFilterNegatives
 	db.wmu.Lock()
-	s.Seq = db.seq
-	s.MemtableEntries = db.mem.entries
+	s.Seq = db.acked.Load()
+	s.MemtableEntries = int(db.mem.applied.Load())
 	db.wmu.Unlock()
 	v, err := db.acquire()
 	if err != nil {
@@ -774,8 +690,12 @@ func (db *DB) Stats() Stats {
 	defer v.release()
 	s.Tables = len(v.tables)
 	for _, st := range v.tables {
-		s.TableFilterBytes += st.fbytes.Load()
-		if s.Filter == FilterCuckoo && st.filter.Load() == nil {
+		if st.damaged != nil {
+			continue
+		}
+		fb := db.filter.memoryBytes(st)
+		s.TableFilterBytes += fb
+		if s.Filter != FilterNone && fb == 0 {
 			s.UnfilteredTables++
 		}
 		s.TableKeys += int64(st.keys)
@@ -815,10 +735,10 @@ func (db *DB) Close() error {
 			continue
 		}
 		m.writers.Wait() // writes that got their log position before closing
-		if e := m.wal.sync(); e != nil && err == nil {
+		if e := m.wal().sync(); e != nil && err == nil {
 			err = e
 		}
-		if e := m.wal.close(); e != nil && err == nil {
+		if e := m.wal().close(); e != nil && err == nil {
 			err = e
 		}
 	}
@@ -827,26 +747,37 @@ func (db *DB) Close() error {
 	return err
 }
 
-// tableIDsOldestFirst lists tables (newest first) as the manifest does.
-func tableIDsOldestFirst(tables []*sstable) []uint64 {
-	ids := make([]uint64, len(tables))
-	for i, st := range tables {
-		ids[len(tables)-1-i] = st.id
-	}
-	return ids
-}
-
 // removeLogsBelow deletes logs the manifest no longer needs.
 func (db *DB) removeLogsBelow(id uint64) {
-	names, _ := filepath.Glob(filepath.Join(db.dir, "*."+extLog))
-	sort.Strings(names)
-	for _, n := range names {
-		if lid, _, ok := parseFileName(filepath.Base(n)); ok && lid < id {
-			if err := os.Remove(n); err != nil {
-				db.opts.Logger.Printf("removing flushed log: %v", err)
-			}
+	entries, err := db.fs.ReadDir(db.dir)
+	if err != nil {
+		db.opts.Logger.Printf("listing flushed logs: %v", err)
+		return
+	}
+	for _, e := range entries {
+		if lid, ext, ok := parseFileName(e.Name()); ok && ext == extLog && lid < id {
+			db.removeFile(lid, extLog)
 		}
 	}
+}
+
+// setReadOnly turns the store read-only (see ErrReadOnly); the first
+// cause is kept.
+func (db *DB) setReadOnly(cause error) {
+	db.roMu.Lock()
+	defer db.roMu.Unlock()
+	if db.readOnly == nil {
+		// The cause as text only: a refused write's error must not also
+		// match the ErrOutcomeUnknown of the write that caused it.
+		db.readOnly = fmt.Errorf("%w (since: %v)", ErrReadOnly, cause)
+		db.opts.Logger.Printf("%v", db.readOnly)
+	}
+}
+
+func (db *DB) readOnlyErr() error {
+	db.roMu.Lock()
+	defer db.roMu.Unlock()
+	return db.readOnly
 }
 
 // sklSource adapts Badger's skiplist iterator to entrySource.

@@ -1,53 +1,47 @@
 package kvdemo
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"hash/crc32"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
-
-// File names: every file but MANIFEST and LOCK is NNNNNN.ext, numbered
-// from one counter, so a number is never reused for another file.
-const (
-	extLog    = "log"
-	extTable  = "sst" // Badger's table.ParseFileID insists on this suffix
-	extFilter = "cf"
-	tmpDir    = "tmp"
-)
-
-func fileName(dir string, id uint64, ext string) string {
-	return filepath.Join(dir, fmt.Sprintf("%06d.%s", id, ext))
-}
-
-// parseFileName splits NNNNNN.ext; ok is false for any other name.
-func parseFileName(name string) (id uint64, ext string, ok bool) {
-	base, ext, found := strings.Cut(name, ".")
-	if !found || len(base) < 6 {
-		return 0, "", false
-	}
-	id, err := strconv.ParseUint(base, 10, 64)
-	return id, ext, err == nil
-}
 
 // manifest names the live state: which tables exist (oldest first: after
 // compaction, file numbers no longer tell age) and which logs still hold
 // records not in any table. It is JSON because a person debugging a store
-// should be able to read it; it is replaced atomically, so it is either the
-// old one or the new one, never torn.
+// should be able to read it, followed by a line
+//
+//	crc32c XXXXXXXX
+//
+// the CRC-32C (Castagnoli) of every byte before that line, in hex. It is
+// replaced atomically (temporary file, fsync, rename, directory fsync), so
+// it is either the old one or the new one, never torn; a manifest that
+// fails its checksum or does not parse is an error that Open reports, and
+// never a reason to delete anything. Version 1 manifests (no checksum
+// line) are still read, and rewritten as version 2 at Open.
 type manifest struct {
 	Version     int         `json:"version"`
 	Filter      FilterKind  `json:"filter"`
 	Compression Compression `json:"compression,omitempty"` // empty: zstd (stores from before it was recorded)
 	BitsPerKey  float64     `json:"bits_per_key,omitempty"`
-	Tables      []uint64    `json:"tables"`    // oldest first
-	NextFile    uint64      `json:"next_file"` // a lower bound; Open also scans the directory
-	// Log is the oldest log that may hold records not yet in a table. Open
-	// replays every log numbered Log or higher, in order.
+	Tables      []uint64    `json:"tables"` // oldest first
+	// NextFile is above every file number allocated when it was written:
+	// a table or filter numbered NextFile or higher that the manifest does
+	// not name is the output of a flush or compaction that did not finish.
+	NextFile uint64 `json:"next_file"`
+	// Retired: tables a compaction replaced whose files may not be
+	// removed yet (a reader was still using them). Open removes them.
+	Retired []uint64 `json:"retired,omitempty"`
+	// Log is the oldest log that may hold records not yet in a table; it
+	// must exist (0: none yet). Open replays every log numbered Log or
+	// higher, in order.
 	Log uint64 `json:"log"`
 	// Seq is the highest sequence number in a table. Replay skips records
 	// at or below it: they are in a table already (a flush during replay
@@ -55,27 +49,60 @@ type manifest struct {
 	Seq uint64 `json:"seq"`
 }
 
-const manifestVersion = 1
+const manifestVersion = 2
 
-func readManifest(dir string) (manifest, error) {
-	var m manifest
-	b, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
+const manifestSumPrefix = "crc32c "
+
+func (db *DB) readManifest() (manifest, error) { return readManifestFS(db.fs, db.dir) }
+
+func readManifestFS(fs vfs.FS, dir string) (manifest, error) {
+	b, err := vfs.ReadFile(fs, filepath.Join(dir, manifestName))
 	if err != nil {
-		return m, err
+		return manifest{}, err
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("kvdemo: corrupt MANIFEST in %s: %w", dir, err)
+	return parseManifest(b, dir)
+}
+
+func parseManifest(b []byte, dir string) (manifest, error) {
+	var m manifest
+	corrupt := func(format string, args ...any) error {
+		return fmt.Errorf("kvdemo: MANIFEST in %s is damaged (%s); nothing was changed or deleted: restore it from a backup, or move the store aside", dir, fmt.Sprintf(format, args...))
 	}
-	if m.Version != manifestVersion {
-		return m, fmt.Errorf("kvdemo: MANIFEST version %d not supported (want %d)", m.Version, manifestVersion)
+	body := b
+	sumAt := bytes.LastIndex(b, []byte("\n"+manifestSumPrefix))
+	if sumAt >= 0 {
+		body = b[:sumAt+1]
+		line := strings.TrimSpace(string(b[sumAt+1+len(manifestSumPrefix):]))
+		want, err := strconv.ParseUint(line, 16, 32)
+		if err != nil {
+			return m, corrupt("unreadable checksum line %q", line)
+		}
+		if got := crc32.Checksum(body, crcTable); uint32(want) != got {
+			return m, corrupt("checksum %08x, content hashes to %08x", want, got)
+		}
 	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return m, corrupt("%v", err)
+	}
+	switch {
+	case m.Version == 1 && sumAt < 0: // from before checksums
+	case m.Version == manifestVersion && sumAt >= 0:
+	case m.Version == manifestVersion:
+		return m, corrupt("checksum line missing")
+	default:
+		return m, fmt.Errorf("kvdemo: MANIFEST in %s has version %d, not supported (want %d)", dir, m.Version, manifestVersion)
+	}
+	m.Version = manifestVersion
 	if m.Compression == "" {
 		m.Compression = CompressionZSTD
 	}
 	seen := map[uint64]bool{}
 	for _, id := range m.Tables {
 		if seen[id] {
-			return m, fmt.Errorf("kvdemo: corrupt MANIFEST in %s: table %d listed twice", dir, id)
+			return m, corrupt("table %d listed twice", id)
+		}
+		if id >= m.NextFile {
+			return m, corrupt("table %d at or above next_file %d", id, m.NextFile)
 		}
 		seen[id] = true
 	}
@@ -83,63 +110,25 @@ func readManifest(dir string) (manifest, error) {
 }
 
 // writeManifest replaces MANIFEST atomically and durably.
-func writeManifest(dir string, m manifest) error {
+func (db *DB) writeManifest(m manifest) error {
+	m.Version = manifestVersion
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(dir, "MANIFEST", append(b, '\n')); err != nil {
+	b = append(b, '\n')
+	b = fmt.Appendf(b, "%s%08x\n", manifestSumPrefix, crc32.Checksum(b, crcTable))
+	if err := db.writeFileAtomic(manifestName, b); err != nil {
 		return fmt.Errorf("kvdemo: writing MANIFEST: %w", err)
 	}
-	return syncDir(dir)
+	if err := db.syncDir(); err != nil {
+		return fmt.Errorf("%w: %w", errManifestUnsynced, err)
+	}
+	return nil
 }
 
-// writeFileAtomic writes name in dir through a fsynced temporary file and
-// a rename; the caller fsyncs dir (once for several files).
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, tmpDir, name)
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, name))
-}
+// errManifestUnsynced: the new MANIFEST was renamed into place but the
+// directory fsync failed, so a crash may leave either the old or the new.
+var errManifestUnsynced = errors.New("kvdemo: MANIFEST replaced but not made durable (directory fsync failed)")
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// lockDir takes an exclusive advisory lock on dir/LOCK, so a second
-// process (or a second Open in this one) cannot interleave its writes
-// with ours. The kernel drops the lock when the process dies, so a crash
-// never leaves the store locked.
-func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
-		}
-		return nil, fmt.Errorf("kvdemo: locking %s: %w", dir, err)
-	}
-	return f, nil
-}
+func errorsIsRenamed(err error) bool { return errors.Is(err, errManifestUnsynced) }

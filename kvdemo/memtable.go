@@ -2,6 +2,7 @@ package kvdemo
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4/skl"
 	"github.com/dgraph-io/badger/v4/y"
@@ -29,8 +30,12 @@ type memtable struct {
 	// memtable rebuilt at Open may span several logs), wal the one it
 	// appends to. Once it is a table, every log below the next memtable's
 	// log can go.
-	log uint64
-	wal *wal
+	log  uint64
+	wlog atomic.Pointer[wal] // replaced (under the DB's write lock) when a write to it fails cleanly
+
+	// applied counts entries inserted: writes that happened, for Stats
+	// (entries also counts reservations of writes that may yet fail).
+	applied atomic.Int64
 
 	// Accounting for the arena, under the DB's write lock. estimate
 	// drives the flush threshold; worst counts every entry at its largest
@@ -57,14 +62,19 @@ func entryWorst(key, value []byte) int64 {
 // estimate, plus one entry of the largest allowed size.
 func newMemtable(threshold int64, maxEntry int64, keysHint int, log uint64, w *wal) *memtable {
 	limit := 3*threshold + maxEntry + 1<<10
-	return &memtable{
+	m := &memtable{
 		sl:     skl.NewSkiplist(limit),
 		filter: tablefilter.NewMemFilter(keysHint),
 		log:    log,
-		wal:    w,
 		limit:  limit,
 	}
+	if w != nil {
+		m.wlog.Store(w)
+	}
+	return m
 }
+
+func (m *memtable) wal() *wal { return m.wlog.Load() }
 
 // fits says whether one more entry may go into this memtable: always into
 // an empty one (the arena has room for one entry of the largest size),
@@ -92,6 +102,7 @@ func (m *memtable) apply(r walRecord) {
 		vs = y.ValueStruct{Meta: metaDelete}
 	}
 	m.sl.Put(y.KeyWithTs(r.key, r.seq), vs)
+	m.applied.Add(1)
 }
 
 // get looks key up; found says whether any version was there (a tombstone

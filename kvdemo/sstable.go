@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
@@ -16,32 +16,38 @@ import (
 	"github.com/dgraph-io/ristretto/v2/z"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // sstable is one immutable table: a Badger SST holding the newest version
-// of each of its keys (tombstones included), and for Filter = cuckoo its
-// codec filter block, kept in memory.
+// of each of its keys (tombstones included), and whatever its table
+// filter keeps beside it.
 //
 // Lifetime: each view (snapshot of the table list) that lists the table
 // holds one reference. A Get holds its view, so a table a compaction
-// retires stays mapped until the last Get that could be reading it is
+// retires stays readable until the last Get that could be reading it is
 // done; then it is closed, and its files removed if it is obsolete.
 type sstable struct {
 	id   uint64
-	t    *table.Table
+	t    *table.Table // nil when damaged
 	keys int
 	size int64
+	sum  uint64 // xxhash64 of the table file: its identity, with id and size
 
-	// filter is the cuckoo filter (Filter = cuckoo); nil means "no usable
-	// filter: probe". It is set once more when a missing or corrupt
-	// filter has been rebuilt in the background, hence atomic.
-	filter atomic.Pointer[codec.Filter]
-	fbytes atomic.Int64 // bytes of filter held in memory
+	// damaged is why the table cannot be read (set at Open; t is nil):
+	// a Get that reaches it returns this instead of guessing.
+	damaged error
+
+	// cf is the cuckoo filter (Filter = cuckoo); nil means "no usable
+	// filter: probe". It is set once more when a missing, corrupt or
+	// unbound filter has been rebuilt in the background, hence atomic.
+	cf      atomic.Pointer[codec.Filter]
+	cfBytes atomic.Int64
 
 	refs     atomic.Int32
 	obsolete atomic.Bool // replaced by a compaction: delete the files at the last unref
-	dir      string
-	logf     func(string, ...any)
+	closed   atomic.Bool
+	db       *DB
 }
 
 func (st *sstable) ref() { st.refs.Add(1) }
@@ -50,27 +56,36 @@ func (st *sstable) unref() {
 	if st.refs.Add(-1) != 0 {
 		return
 	}
-	if err := st.t.Close(-1); err != nil {
-		st.logf("closing table %06d: %v", st.id, err)
-	}
 	if st.obsolete.Load() {
-		for _, ext := range []string{extTable, extFilter} {
-			if err := os.Remove(fileName(st.dir, st.id, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				st.logf("removing compacted table %06d: %v", st.id, err)
-			}
-		}
+		st.db.removeTable(st)
+	} else {
+		st.close()
+	}
+}
+
+// close unmaps the table, once: a second munmap could unmap whatever the
+// address range has been reused for since.
+func (st *sstable) close() {
+	if st.t == nil || !st.closed.CompareAndSwap(false, true) {
+		return
+	}
+	if err := st.t.Close(-1); err != nil {
+		st.db.opts.Logger.Printf("closing table %06d: %v", st.id, err)
 	}
 }
 
 // get finds the newest version of key in the table.
-func (st *sstable) get(seek, key []byte) (y.ValueStruct, bool) {
+func (st *sstable) get(seek, key []byte) (vs y.ValueStruct, found bool, err error) {
+	if st.damaged != nil {
+		return vs, false, st.damaged
+	}
 	it := st.t.NewIterator(0)
 	defer it.Close()
 	it.Seek(seek)
 	if !it.Valid() || !bytes.Equal(y.ParseKey(it.Key()), key) {
-		return y.ValueStruct{}, false
+		return vs, false, nil
 	}
-	return it.ValueCopy(), true
+	return it.ValueCopy(), true, nil
 }
 
 // Compression is the block compression of a store's tables. Badger's SST
@@ -114,19 +129,20 @@ type tableStats struct {
 }
 
 // buildTable writes the newest version of each key from src as table id
-// (and its filter), each atomically: temporary file, fsync, rename. The
-// caller fsyncs the directory before naming the table in the manifest.
-// With dropTombstones (nothing older than src exists) deleted keys are
-// left out. It returns nil and no error when nothing was left to write.
-// Closing stop abandons the build (errAborted).
+// (and its filter). The table is built in memory and written with
+// write(2), never through a growing memory map: on a full disk a mapped
+// write is a SIGBUS that kills the process, a write(2) is an ENOSPC that
+// the flush can report and retry. Table and filter are each written
+// atomically (temporary file, fsync, rename); the caller fsyncs the
+// directory before naming the table in the manifest, and calls
+// removeTable if it never does. With dropTombstones (nothing older than
+// src exists) deleted keys are left out. It returns nil and no error when
+// nothing was left to write. Closing stop abandons the build (errAborted).
 func (db *DB) buildTable(id uint64, src entrySource, dropTombstones bool, stop <-chan struct{}) (*sstable, tableStats, error) {
 	var ts tableStats
 	b := table.NewTableBuilder(db.tOpt)
 	defer b.Close()
-	var fb *codec.Builder
-	if db.opts.Filter == FilterCuckoo {
-		fb = codec.NewBuilder(codec.Options{BitsPerKey: db.opts.BitsPerKey})
-	}
+	fb := db.filter.newBuilder()
 	var last []byte
 	n := 0
 	for src.Rewind(); src.Valid(); src.Next() {
@@ -154,132 +170,72 @@ func (db *DB) buildTable(id uint64, src entrySource, dropTombstones bool, stop <
 		}
 		ts.keys++
 		b.Add(k, vs, 0)
-		if fb != nil {
-			fb.Add(user)
-		}
+		fb.add(user)
 	}
 	if ts.keys == 0 {
 		return nil, ts, nil
 	}
-	tmp := filepath.Join(db.dir, tmpDir, fmt.Sprintf("%06d.%s", id, extTable))
-	os.Remove(tmp) // left over from a crash: CreateTable refuses to overwrite
-	t, err := table.CreateTable(tmp, b)
-	if err != nil {
+	data := b.Finish()
+	name := fmt.Sprintf("%06d.%s", id, extTable)
+	if err := db.writeFileAtomic(name, data); err != nil {
 		return nil, ts, fmt.Errorf("kvdemo: writing table %06d: %w", id, err)
 	}
-	// CreateTable msyncs the mapping; fsync the file too, for its size.
-	if err := t.Fd.Sync(); err != nil {
-		t.Close(-1)
+	st, err := db.openTable(id, data)
+	if err != nil {
+		db.removeFile(id, extTable)
 		return nil, ts, err
 	}
-	if err := os.Rename(tmp, fileName(db.dir, id, extTable)); err != nil {
-		t.Close(-1)
+	if err := fb.finish(st); err != nil {
+		db.removeTable(st)
 		return nil, ts, err
-	}
-	st := db.newSSTable(id, t)
-	if fb != nil {
-		block := fb.Finish(nil)
-		if err := writeFileAtomic(db.dir, fmt.Sprintf("%06d.%s", id, extFilter), block); err != nil {
-			t.Close(-1)
-			return nil, ts, fmt.Errorf("kvdemo: writing filter %06d: %w", id, err)
-		}
-		f, err := codec.Decode(block)
-		if err != nil {
-			t.Close(-1)
-			return nil, ts, fmt.Errorf("kvdemo: filter %06d does not decode: %w", id, err)
-		}
-		st.setFilter(f, len(block))
 	}
 	return st, ts, nil
 }
 
-func (db *DB) newSSTable(id uint64, t *table.Table) *sstable {
-	st := &sstable{id: id, t: t, dir: db.dir, logf: db.opts.Logger.Printf, keys: int(t.KeyCount()), size: t.Size()}
-	if db.opts.Filter == FilterBloom {
-		st.fbytes.Store(int64(t.BloomFilterSize()))
-	}
-	return st
-}
-
-func (st *sstable) setFilter(f *codec.Filter, bytes int) {
-	st.fbytes.Store(int64(bytes))
-	st.filter.Store(f)
-}
-
-// openTable opens table id and its filter. A missing or corrupt filter is
-// never trusted: the table is opened without one (every Get probes it) and
-// needsFilter is set, for rebuildFilters.
-func (db *DB) openTable(id uint64) (st *sstable, needsFilter bool, err error) {
-	path := fileName(db.dir, id, extTable)
-	mf, err := z.OpenMmapFile(path, os.O_RDWR, 0)
-	if err != nil && !errors.Is(err, z.NewFile) {
-		return nil, false, fmt.Errorf("kvdemo: opening table %06d: %w", id, err)
-	}
-	t, err := openBadgerTable(mf, db.tOpt)
-	if err != nil {
-		return nil, false, fmt.Errorf("kvdemo: opening table %06d: %w", id, err)
-	}
-	st = db.newSSTable(id, t)
-	if db.opts.Filter != FilterCuckoo {
-		return st, false, nil
-	}
-	block, err := os.ReadFile(fileName(db.dir, id, extFilter))
-	if err == nil {
-		var f *codec.Filter
-		if f, err = codec.Decode(block); err == nil {
-			st.setFilter(f, len(block))
-			return st, false, nil
-		}
-	}
-	db.opts.Logger.Printf("table %06d: filter unusable (%v); reading the table without it until it is rebuilt", id, err)
-	return st, true, nil
-}
-
-// rebuildFilters rebuilds, in the background, the filters of tables opened
-// without one, and installs each as it is done. Until then Gets probe
-// those tables: slower, never wrong. A table a compaction retires first is
-// skipped (its replacement has its own filter).
-func (db *DB) rebuildFilters(tables []*sstable) {
-	defer db.bg.Done()
-	for _, st := range tables {
-		select {
-		case <-db.stop:
-			return
-		default:
-		}
-		v, err := db.acquire()
-		if err != nil {
-			return
-		}
-		if slices.Contains(v.tables, st) {
-			db.rebuildFilter(st)
-		}
-		v.release()
-	}
-}
-
-func (db *DB) rebuildFilter(st *sstable) {
-	fb := codec.NewBuilder(codec.Options{BitsPerKey: db.opts.BitsPerKey})
-	it := st.t.NewIterator(table.NOCACHE)
-	for it.Rewind(); it.Valid(); it.Next() {
-		fb.Add(y.ParseKey(it.Key()))
-	}
-	it.Close()
-	block := fb.Finish(nil)
-	f, err := codec.Decode(block)
-	if err != nil {
-		// Our own builder's output always decodes; if it ever did not,
-		// the table stays correct, only unfiltered.
-		db.opts.Logger.Printf("table %06d: rebuilt filter does not decode: %v", st.id, err)
+// removeTable closes a table and removes its files: it was never named by
+// a manifest, or a manifest has stopped naming it.
+func (db *DB) removeTable(st *sstable) {
+	if st == nil {
 		return
 	}
-	if err := writeFileAtomic(db.dir, fmt.Sprintf("%06d.%s", st.id, extFilter), block); err != nil {
-		db.opts.Logger.Printf("table %06d: saving rebuilt filter: %v (using it from memory)", st.id, err)
-	} else if err := syncDir(db.dir); err != nil {
-		db.opts.Logger.Printf("table %06d: saving rebuilt filter: %v", st.id, err)
+	st.close()
+	db.removeFile(st.id, extTable)
+	db.filter.drop(st)
+	db.forgetRetired(st.id)
+}
+
+// openTable opens table id. data, if not nil, is the file's content
+// (just written); else the file is memory-mapped when the filesystem
+// allows it, read into memory otherwise. A table that cannot be read
+// (missing, truncated, failing Badger's checksums) is an error.
+func (db *DB) openTable(id uint64, data []byte) (*sstable, error) {
+	path := fileName(db.dir, id, extTable)
+	var t *table.Table
+	var err error
+	if p, ok := db.fs.(vfs.OSPather); ok {
+		var mf *z.MmapFile
+		mf, err = z.OpenMmapFile(p.OSPath(path), os.O_RDONLY, 0)
+		if err == nil || errors.Is(err, z.NewFile) {
+			t, err = openBadgerTable(mf, db.tOpt)
+		}
+	} else {
+		if data == nil {
+			data, err = vfs.ReadFile(db.fs, path)
+		}
+		if err == nil {
+			t, err = openMemTable(data, id, db.tOpt)
+		}
 	}
-	st.setFilter(f, len(block))
-	db.stats.rebuiltFilters.Add(1)
+	if err != nil {
+		return nil, fmt.Errorf("kvdemo: table %06d: %w", id, err)
+	}
+	st := &sstable{id: id, t: t, db: db, keys: int(t.KeyCount()), size: t.Size()}
+	if data != nil {
+		st.sum = xxhash.Sum64(data)
+	} else {
+		st.sum = xxhash.Sum64(t.Data)
+	}
+	return st, nil
 }
 
 // openBadgerTable is table.OpenTable, made safe for damaged files: Badger
@@ -295,6 +251,27 @@ func openBadgerTable(mf *z.MmapFile, opt table.Options) (t *table.Table, err err
 		}
 	}()
 	return table.OpenTable(mf, opt)
+}
+
+// openMemTable is openBadgerTable for a table held in memory (Badger
+// checks its checksums only for mapped tables, so it is done here).
+func openMemTable(data []byte, id uint64, opt table.Options) (t *table.Table, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, fmt.Errorf("damaged table: %v", firstLine(fmt.Sprint(r)))
+		}
+	}()
+	if len(data) < 8 {
+		return nil, fmt.Errorf("damaged table: %d bytes", len(data))
+	}
+	t, err = table.OpenInMemoryTable(data, id, &opt)
+	if err != nil {
+		return nil, fmt.Errorf("damaged table: %w", err)
+	}
+	if err := t.VerifyChecksum(); err != nil {
+		return nil, fmt.Errorf("damaged table: %w", err)
+	}
+	return t, nil
 }
 
 func firstLine(s string) string {

@@ -1,14 +1,13 @@
 package kvdemo
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
-	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // The write-ahead log is a sequence of records, each
@@ -18,10 +17,9 @@ import (
 // little-endian, where length counts the bytes after the length field and
 // the CRC-32C (Castagnoli) covers the length field and those bytes. A
 // record is acknowledged only after it is written (and, unless
-// Options.NoSyncEachWrite, fsynced). On open, replay stops at the first
-// record that is short, implausibly long or fails its checksum: everything
-// before it was written whole, everything from it on was never
-// acknowledged (a crash tore it), and the file is truncated there.
+// Options.NoSyncEachWrite, fsynced). Sequence numbers rise within a log
+// and from one log to the next. What Open does with a record that is
+// short, implausibly long or fails its checksum is in replay.go.
 
 const (
 	walHeader = 4 + 4     // crc + length
@@ -59,7 +57,7 @@ type walRecord struct {
 // and serialise the writers.
 type wal struct {
 	id uint64
-	f  *os.File
+	f  vfs.File
 
 	bufMu    sync.Mutex
 	pend     []byte // encoded records not yet written to the file
@@ -71,20 +69,25 @@ type wal struct {
 	synced  atomic.Int64
 	err     error // first write or fsync failure; sticky (guarded by ioMu)
 	closed  bool  // (ioMu)
+	// clean: the failure was a write that was undone (the file cut back
+	// to its last whole batch and fsynced), so the file holds exactly the
+	// records acknowledged before it; the DB moves on to a new log.
+	clean atomic.Bool
 
 	syncs *atomic.Int64 // the DB's fsync counter, if any
 }
 
 // createWAL makes a new, empty log and makes its directory entry durable,
 // so that records acknowledged in it cannot vanish with the file.
-func createWAL(dir string, id uint64) (*wal, error) {
+func createWAL(fs vfs.FS, dir string, id uint64) (*wal, error) {
 	path := fileName(dir, id, extLog)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := fs.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fs.SyncDir(dir); err != nil {
 		f.Close()
+		fs.Remove(path)
 		return nil, err
 	}
 	return &wal{id: id, f: f}, nil
@@ -92,8 +95,8 @@ func createWAL(dir string, id uint64) (*wal, error) {
 
 // reopenWAL opens an existing log (already replayed and truncated) to
 // append to it.
-func reopenWAL(dir string, id uint64) (*wal, error) {
-	f, err := os.OpenFile(fileName(dir, id, extLog), os.O_WRONLY|os.O_APPEND, 0)
+func reopenWAL(fs vfs.FS, dir string, id uint64) (*wal, error) {
+	f, err := fs.OpenAppend(fileName(dir, id, extLog))
 	if err != nil {
 		return nil, err
 	}
@@ -131,10 +134,12 @@ func (w *wal) append(r walRecord) int64 {
 }
 
 // commit returns once the first pos bytes of the log are in the file and,
-// with durable, on stable storage. A failure is sticky: after a failed
-// write part of a record may be in the file, and after a failed fsync the
-// kernel may have dropped the dirty pages, so nothing appended later could
-// be vouched for.
+// with durable, on stable storage. A failure is sticky. A failed write
+// (ENOSPC, say) may have put part of the batch in the file: it is undone
+// (truncate to the last whole batch, fsync), and every record of the batch
+// and after it is reported ErrNotStored. If that undo fails, or an fsync
+// fails (the kernel may have dropped the dirty pages, so what the file
+// holds is unknown), the records are reported ErrOutcomeUnknown.
 func (w *wal) commit(pos int64, durable bool) error {
 	done := &w.written
 	if durable {
@@ -145,11 +150,13 @@ func (w *wal) commit(pos int64, durable bool) error {
 	}
 	w.ioMu.Lock()
 	defer w.ioMu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
+	// Covered first: a batch that made this record durable may have been
+	// followed by one that failed; the failure is not this record's.
 	if done.Load() >= pos {
 		return nil // the batch we queued behind covered us
+	}
+	if w.err != nil {
+		return w.err
 	}
 	if w.closed {
 		// A log is closed only once its records are durable elsewhere (in
@@ -161,8 +168,8 @@ func (w *wal) commit(pos int64, durable bool) error {
 	w.pend = w.spare[:0]
 	w.bufMu.Unlock()
 	if len(batch) > 0 {
-		if _, err := w.f.Write(batch); err != nil {
-			w.err = fmt.Errorf("kvdemo: write to log %06d failed, store is read-only until reopened: %w", w.id, err)
+		if n, err := w.f.Write(batch); err != nil {
+			w.err = w.undo(n, err)
 			return w.err
 		}
 		w.written.Store(end)
@@ -174,7 +181,7 @@ func (w *wal) commit(pos int64, durable bool) error {
 	}
 	if durable {
 		if err := w.f.Sync(); err != nil {
-			w.err = fmt.Errorf("kvdemo: fsync of log %06d failed, store is read-only until reopened: %w", w.id, err)
+			w.err = fmt.Errorf("%w: fsync of log %06d failed: %w", ErrOutcomeUnknown, w.id, err)
 			return w.err
 		}
 		w.synced.Store(end)
@@ -185,8 +192,31 @@ func (w *wal) commit(pos int64, durable bool) error {
 	return nil
 }
 
+// undo cuts the log back to its length before a failed write of which n
+// bytes reached the file, and makes that durable, so that no part of the
+// failed batch can be replayed after a crash.
+func (w *wal) undo(n int, cause error) error {
+	good := w.written.Load()
+	if err := w.f.Truncate(good); err != nil {
+		return fmt.Errorf("%w: write to log %06d failed (%w) and %d written bytes could not be cut off: %w", ErrOutcomeUnknown, w.id, cause, n, err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("%w: write to log %06d failed (%w) and cutting it back could not be made durable: %w", ErrOutcomeUnknown, w.id, cause, err)
+	}
+	w.synced.Store(good)
+	w.clean.Store(true)
+	return fmt.Errorf("%w: write to log %06d failed: %w", ErrNotStored, w.id, cause)
+}
+
+// failedCleanly says the log stopped at a write that was undone: every
+// record in it is intact and durable, and no more go into it.
+func (w *wal) failedCleanly() bool { return w.clean.Load() }
+
 // sync makes everything appended so far durable.
 func (w *wal) sync() error {
+	if w.failedCleanly() {
+		return nil // what it holds is durable; the rest was reported not stored
+	}
 	w.bufMu.Lock()
 	end := w.appended
 	w.bufMu.Unlock()
@@ -202,69 +232,4 @@ func (w *wal) close() error {
 	}
 	w.closed = true
 	return w.f.Close()
-}
-
-// replayWAL calls fn for every intact record of the log at path, in order,
-// and truncates the log after the last one. It reports how many bytes of
-// torn or corrupt tail it cut off. fn must copy what it keeps.
-func replayWAL(path string, fn func(walRecord) error) (cut int64, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	r := bufio.NewReaderSize(f, 1<<20)
-	var good int64
-	var hdr [walHeader]byte
-	var body []byte
-	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			break
-		}
-		n := binary.LittleEndian.Uint32(hdr[4:])
-		if n < walFixed || n > walMaxRec || int64(n) > st.Size()-good-walHeader {
-			break // a length no record has, or longer than the file: never allocate it
-		}
-		if cap(body) < int(n) {
-			body = make([]byte, n)
-		}
-		body = body[:n]
-		if _, err := io.ReadFull(r, body); err != nil {
-			break
-		}
-		crc := crc32.Update(crc32.Checksum(hdr[4:], crcTable), crcTable, body)
-		if crc != binary.LittleEndian.Uint32(hdr[:]) {
-			break
-		}
-		keyLen := binary.LittleEndian.Uint32(body[9:])
-		if uint64(keyLen) > uint64(n-walFixed) {
-			break
-		}
-		rec := walRecord{
-			seq:   binary.LittleEndian.Uint64(body),
-			kind:  recordKind(body[8]),
-			key:   body[walFixed : walFixed+keyLen],
-			value: body[walFixed+keyLen:],
-		}
-		if rec.kind != kindPut && rec.kind != kindDel {
-			break
-		}
-		if err := fn(rec); err != nil {
-			return 0, err
-		}
-		good += int64(walHeader) + int64(n)
-	}
-	if cut = st.Size() - good; cut > 0 {
-		if err := f.Truncate(good); err != nil {
-			return cut, fmt.Errorf("truncating torn WAL tail: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			return cut, err
-		}
-	}
-	return cut, nil
 }

@@ -8,6 +8,7 @@
 //	kvdemo load   -dir DIR -n N [-value-size 64]
 //	kvdemo lookup -dir DIR -n N [-miss 0.9] [-gets 100000]
 //	kvdemo stats  -dir DIR
+//	kvdemo check  DIR
 //	kvdemo serve  -dir DIR [-addr 127.0.0.1:6380]
 //	kvdemo demo   [-n 1000000] [-gets 100000] [-miss 0.9]
 //
@@ -32,6 +33,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/resp"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/server"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/workload"
 )
 
 const usage = `usage: kvdemo <command> [flags] [args]
@@ -44,6 +46,8 @@ commands:
   lookup -dir DIR -n N           point-lookup workload over a store loaded with load -n N;
                                  prints throughput and the filter counters
   stats  -dir DIR                print the store's shape and counters
+  check  DIR                     verify every file of the store, change nothing
+                                 (exit 1 if anything is damaged)
   serve  -dir DIR                RESP2 server for redis-cli / redis-benchmark
                                  (-addr, default 127.0.0.1:6380; SIGTERM closes cleanly)
   demo                           1M keys into cuckoo, bloom and none stores; lookups;
@@ -62,19 +66,20 @@ type command struct {
 	args string // positional arguments, for the usage line
 	run  func(ctx context.Context, c *command, out io.Writer) error
 
-	dir        string
-	filter     string
-	memtable   int64
-	maxTables  int
-	n, gets    int
-	valueSize  int
-	miss       float64
-	seed       uint64
-	addr       string
-	maxConns   int
-	memKeys    int
-	stderr     io.Writer
-	positional []string
+	dir         string
+	filter      string
+	memtable    int64
+	maxTables   int
+	n, gets     int
+	valueSize   int
+	miss        float64
+	seed        uint64
+	addr        string
+	maxConns    int
+	memKeys     int
+	walRecovery string
+	stderr      io.Writer
+	positional  []string
 }
 
 func newCommand(name string, stderr io.Writer) *command {
@@ -90,6 +95,7 @@ func newCommand(name string, stderr io.Writer) *command {
 			c.fs.StringVar(&c.filter, "filter", "", "per-table filter for a new store: cuckoo, bloom or none (default cuckoo; an existing store keeps its own)")
 			c.fs.Int64Var(&c.memtable, "memtable", 0, "memtable flush threshold in bytes (default 8 MiB)")
 			c.fs.IntVar(&c.maxTables, "max-tables", 0, "compact when there are more tables than this (default 24; -1 never)")
+			c.fs.StringVar(&c.walRecovery, "wal-recovery", "", "what opening does with a damaged log: tolerate-tail (default), absolute, point-in-time or skip-any")
 		}
 	}
 	switch name {
@@ -117,6 +123,8 @@ func newCommand(name string, stderr io.Writer) *command {
 	case "stats":
 		store(true)
 		c.run = runStats
+	case "check":
+		c.args, c.run = "DIR", runCheck
 	case "serve":
 		store(true)
 		c.fs.StringVar(&c.addr, "addr", "127.0.0.1:6380", "listen address (loopback unless told otherwise; port 0 picks a free one)")
@@ -192,13 +200,18 @@ func (c *command) check() error {
 		}
 		return misuse("want %d argument(s) (%s), got %d", want, c.args, len(c.positional))
 	}
-	if name != "demo" && c.dir == "" {
+	if name != "demo" && name != "check" && c.dir == "" {
 		return misuse("-dir is required")
 	}
 	switch c.filter {
 	case "", "cuckoo", "bloom", "none":
 	default:
 		return misuse("-filter %q: want cuckoo, bloom or none", c.filter)
+	}
+	switch kvdemo.WALRecoveryMode(c.walRecovery) {
+	case "", kvdemo.TolerateCorruptedTailRecords, kvdemo.AbsoluteConsistency, kvdemo.PointInTimeRecovery, kvdemo.SkipAnyCorruptedRecords:
+	default:
+		return misuse("-wal-recovery %q: want tolerate-tail, absolute, point-in-time or skip-any", c.walRecovery)
 	}
 	switch {
 	case c.memtable < 0:
@@ -223,6 +236,7 @@ func (c *command) open(batched bool) (*kvdemo.DB, error) {
 		MemtableBytes:   c.memtable,
 		MaxTables:       c.maxTables,
 		NoSyncEachWrite: batched,
+		WALRecovery:     kvdemo.WALRecoveryMode(c.walRecovery),
 		Logger:          log.New(c.stderr, "kvdemo: ", 0),
 	})
 }
@@ -265,7 +279,7 @@ func runDel(_ context.Context, c *command, out io.Writer) error {
 func runLoad(_ context.Context, c *command, out io.Writer) error {
 	return c.withDB(true, func(db *kvdemo.DB) error {
 		start := time.Now()
-		if err := kvdemo.Load(db, c.n, c.valueSize); err != nil {
+		if err := workload.Load(db, c.n, c.valueSize); err != nil {
 			return err
 		}
 		el := time.Since(start)
@@ -278,7 +292,7 @@ func runLoad(_ context.Context, c *command, out io.Writer) error {
 
 func runLookup(_ context.Context, c *command, out io.Writer) error {
 	return c.withDB(false, func(db *kvdemo.DB) error {
-		r, err := kvdemo.Lookups(db, c.n, c.gets, c.miss, c.seed)
+		r, err := workload.Lookups(db, c.n, c.gets, c.miss, c.seed)
 		if err != nil {
 			return fmt.Errorf("%w (was the store loaded with load -n %d?)", err, c.n)
 		}
@@ -359,7 +373,7 @@ func runDemo(ctx context.Context, c *command, out io.Writer) error {
 	if miss == 0 {
 		miss = -1 // DemoConfig reads 0 as "the default" and a negative share as 0
 	}
-	_, err := kvdemo.RunDemo(ctx, out, kvdemo.DemoConfig{
+	_, err := workload.RunDemo(ctx, out, workload.DemoConfig{
 		Dir:          c.dir,
 		Keys:         c.n,
 		Gets:         c.gets,
@@ -368,4 +382,16 @@ func runDemo(ctx context.Context, c *command, out io.Writer) error {
 		ValueSize:    c.valueSize,
 	})
 	return err
+}
+
+func runCheck(_ context.Context, c *command, out io.Writer) error {
+	res, err := kvdemo.Check(c.positional[0], out, nil)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d files checked, %d problems\n", res.Files, res.Problems)
+	if res.Problems > 0 {
+		return fmt.Errorf("%d problems in %s", res.Problems, c.positional[0])
+	}
+	return nil
 }

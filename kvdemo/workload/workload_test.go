@@ -1,17 +1,25 @@
-package kvdemo
+package workload
 
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"strings"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
 )
 
+func quiet() *log.Logger { return log.New(io.Discard, "", 0) }
+
 func TestLookupWorkload(t *testing.T) {
-	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
-		db := open(t, t.TempDir(), Options{Filter: f, MemtableBytes: 64 << 10, NoSyncEachWrite: true})
+	for _, f := range []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterBloom, kvdemo.FilterNone} {
+		db, err := kvdemo.Open(t.TempDir(), &kvdemo.Options{Filter: f, MemtableBytes: 64 << 10, NoSyncEachWrite: true, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := Load(db, 10_000, 32); err != nil {
 			t.Fatal(err)
 		}
@@ -21,7 +29,7 @@ func TestLookupWorkload(t *testing.T) {
 		}
 		t.Logf("%+v", res)
 		switch f {
-		case FilterNone:
+		case kvdemo.FilterNone:
 			if res.ProbedPerGet < float64(res.Tables)/2 {
 				t.Errorf("none: %.2f tables probed per Get of %d tables", res.ProbedPerGet, res.Tables)
 			}
@@ -29,7 +37,7 @@ func TestLookupWorkload(t *testing.T) {
 			// Badger's default bloom (BloomFalsePositive 0.01) spends 7
 			// bits/key for about 4-5%; the cuckoo filter 10 bits/key for
 			// about 0.7%.
-			maxFPR := map[FilterKind]float64{FilterCuckoo: 0.015, FilterBloom: 0.08}[f]
+			maxFPR := map[kvdemo.FilterKind]float64{kvdemo.FilterCuckoo: 0.015, kvdemo.FilterBloom: 0.08}[f]
 			if res.FPR > maxFPR || res.ProbedPerGet > 0.1+float64(res.Tables)*maxFPR || res.FilterBytes == 0 {
 				t.Errorf("%s: %.2f tables probed per Get, FPR %.3f, %d filter bytes", f, res.ProbedPerGet, res.FPR, res.FilterBytes)
 			}
@@ -42,8 +50,8 @@ func TestLookupWorkload(t *testing.T) {
 // benchstat. ns/get is the Get loop alone; ns/op also counts key generation.
 func BenchmarkLookups(b *testing.B) {
 	const n = 100_000
-	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
-		db, err := Open(b.TempDir(), &Options{Filter: f, MemtableBytes: n * 100 / 16, NoSyncEachWrite: true, Logger: quiet()})
+	for _, f := range []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterBloom, kvdemo.FilterNone} {
+		db, err := kvdemo.Open(b.TempDir(), &kvdemo.Options{Filter: f, MemtableBytes: n * 100 / 16, NoSyncEachWrite: true, Logger: quiet()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -78,14 +86,14 @@ func TestRunDemo(t *testing.T) {
 	if len(res) != 3 {
 		t.Fatalf("%d results", len(res))
 	}
-	byKind := map[FilterKind]DemoResult{}
+	byKind := map[kvdemo.FilterKind]DemoResult{}
 	for _, r := range res {
 		byKind[r.Filter] = r
 		if r.Tables != res[0].Tables || r.Tables < 9 || r.Tables > 11 {
 			t.Errorf("%s: %d tables (cuckoo %d), want the same ~10 everywhere", r.Filter, r.Tables, res[0].Tables)
 		}
 	}
-	c, b, n := byKind[FilterCuckoo], byKind[FilterBloom], byKind[FilterNone]
+	c, b, n := byKind[kvdemo.FilterCuckoo], byKind[kvdemo.FilterBloom], byKind[kvdemo.FilterNone]
 	if !(c.ProbedPerGet < b.ProbedPerGet && b.ProbedPerGet < n.ProbedPerGet) {
 		t.Errorf("tables probed per Get: cuckoo %.3f, bloom %.3f, none %.3f", c.ProbedPerGet, b.ProbedPerGet, n.ProbedPerGet)
 	}

@@ -1,4 +1,4 @@
-package kvdemo
+package workload
 
 import (
 	"context"
@@ -9,18 +9,29 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
 )
 
 // DemoConfig sizes RunDemo. Zero fields take the defaults in brackets.
 type DemoConfig struct {
-	Dir          string       // parent of the three stores; "" = a temporary directory, removed afterwards
-	Keys         int          // keys loaded into each store [1_000_000]
-	Gets         int          // point lookups per store [100_000]
-	Miss         float64      // share of lookups for absent keys [0.9]; negative means 0
-	MemtableKeys int          // keys per memtable, so Keys/MemtableKeys tables [65_536]
-	ValueSize    int          // bytes per value [64]
-	Filters      []FilterKind // [cuckoo, bloom, none]
-	Seed         uint64       // lookup key choice [1]
+	Dir          string              // parent of the three stores; "" = a temporary directory, removed afterwards
+	Keys         int                 // keys loaded into each store [1_000_000]
+	Gets         int                 // point lookups per store [100_000]
+	Miss         float64             // share of lookups for absent keys [0.9]; negative means 0
+	MemtableKeys int                 // keys per memtable, so Keys/MemtableKeys tables [65_536]
+	ValueSize    int                 // bytes per value [64]
+	Filters      []kvdemo.FilterKind // [cuckoo, bloom, none]
+	Seed         uint64              // lookup key choice [1]
+	// Misses, if set, runs the lookups once per share of absent keys
+	// (each over every store in turn, interleaved) instead of once with
+	// Miss: one result per store and share, in that order.
+	Misses []float64
+	// MemtableBytes, if set, is the stores' flush threshold instead of
+	// the one MemtableKeys implies.
+	MemtableBytes int64
+	// Progress, if set, is told what runs.
+	Progress func(string)
 }
 
 // DemoResult is one store's outcome.
@@ -53,7 +64,7 @@ func (c DemoConfig) withDefaults() DemoConfig {
 		c.ValueSize = 64
 	}
 	if len(c.Filters) == 0 {
-		c.Filters = []FilterKind{FilterCuckoo, FilterBloom, FilterNone}
+		c.Filters = []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterBloom, kvdemo.FilterNone}
 	}
 	if c.Seed == 0 {
 		c.Seed = 1
@@ -77,12 +88,19 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 		defer os.RemoveAll(tmp)
 		root = tmp
 	}
-	memBytes := MemtableBytesFor(cfg.MemtableKeys, len(WorkloadKey(0)), cfg.ValueSize)
+	memBytes := kvdemo.MemtableBytesFor(cfg.MemtableKeys, len(Key(0)), cfg.ValueSize)
+	if cfg.MemtableBytes > 0 {
+		memBytes = cfg.MemtableBytes
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
 	fmt.Fprintf(w, "kvdemo demo: %d keys (16-byte keys, %d-byte values) per store, memtable ≈ %d keys (%d bytes), compaction off, in %s\n",
 		cfg.Keys, cfg.ValueSize, cfg.MemtableKeys, memBytes, root)
 
-	var out []DemoResult
-	var dbs []*DB
+	var out, loads []DemoResult
+	var dbs []*kvdemo.DB
 	defer func() {
 		for _, db := range dbs {
 			db.Close()
@@ -98,7 +116,7 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 			// tables and compare nothing like for like.
 			return out, fmt.Errorf("kvdemo demo: %s is not empty; remove it or choose another directory", dir)
 		}
-		db, err := Open(dir, &Options{
+		db, err := kvdemo.Open(dir, &kvdemo.Options{
 			Filter:          f,
 			MemtableBytes:   memBytes,
 			NoSyncEachWrite: true, // bulk load: one fsync per table, not per key
@@ -109,6 +127,7 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 			return out, err
 		}
 		dbs = append(dbs, db)
+		progress("kvdemo load " + string(f))
 		start := time.Now()
 		if err := Load(db, cfg.Keys, cfg.ValueSize); err != nil {
 			return out, fmt.Errorf("loading %s store: %w", f, err)
@@ -117,22 +136,31 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 		st := db.Stats()
 		fmt.Fprintf(w, "  loaded %-6s in %5.1fs (%4.0fk puts/s): %d tables, %.1f MiB of tables\n",
 			f, el.Seconds(), float64(cfg.Keys)/el.Seconds()/1e3, st.Tables, float64(st.TableBytes)/(1<<20))
-		out = append(out, DemoResult{
+		loads = append(loads, DemoResult{
 			LoadSeconds:      el.Seconds(),
 			TableFilterBytes: st.TableFilterBytes,
 			BitsPerKey:       float64(st.TableFilterBytes*8) / float64(cfg.Keys),
 		})
 	}
-	fmt.Fprintf(w, "point lookups: %d Gets per store, %.0f%% for absent keys, one goroutine\n", cfg.Gets, 100*cfg.Miss)
-	for i, db := range dbs {
-		if err := ctx.Err(); err != nil {
-			return out, err
+	misses := cfg.Misses
+	if len(misses) == 0 {
+		misses = []float64{cfg.Miss}
+	}
+	for _, miss := range misses {
+		fmt.Fprintf(w, "point lookups: %d Gets per store, %.0f%% for absent keys, one goroutine\n", cfg.Gets, 100*miss)
+		for i, db := range dbs {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			progress(fmt.Sprintf("kvdemo lookups %s miss=%g", cfg.Filters[i], miss))
+			r, err := Lookups(db, cfg.Keys, cfg.Gets, miss, cfg.Seed)
+			if err != nil {
+				return out, err
+			}
+			res := loads[i]
+			res.LookupResult = r
+			out = append(out, res)
 		}
-		r, err := Lookups(db, cfg.Keys, cfg.Gets, cfg.Miss, cfg.Seed)
-		if err != nil {
-			return out, err
-		}
-		out[i].LookupResult = r
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// Names padded by hand: the tabwriter right-aligns every column.
@@ -148,7 +176,7 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 }
 
 func fprString(r DemoResult) string {
-	if r.Filter == FilterNone {
+	if r.Filter == kvdemo.FilterNone {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f%%", 100*r.FPR)

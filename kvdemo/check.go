@@ -1,0 +1,167 @@
+package kvdemo
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// CheckResult is what Check found.
+type CheckResult struct {
+	Files    int // files examined
+	Problems int // files damaged, missing or not where they belong
+}
+
+// Check verifies every file of the store in dir without changing
+// anything, and writes one line per file to w: the MANIFEST (checksum,
+// sense), every table it names (opens, Badger's block checksums), their
+// filters (bound to the table, codec checksum), the logs still needed
+// (every record intact, or where the damage is and whether it is a torn
+// tail), and files no manifest names. It takes the store's lock, so it
+// refuses a store another process has open.
+func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
+	var res CheckResult
+	if opts == nil {
+		opts = &Options{}
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return res, err
+	}
+	o.Logger = log.New(io.Discard, "", 0)
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if _, err := fs.Stat(filepath.Join(dir, manifestName)); err != nil {
+		return res, fmt.Errorf("kvdemo: %s holds no store: %w", dir, err)
+	}
+	lock, err := fs.Lock(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return res, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return res, err
+	}
+	defer lock.Close()
+	db := &DB{dir: dir, opts: o, fs: fs}
+	report := func(ok bool, name, format string, args ...any) {
+		res.Files++
+		tag := "ok  "
+		if !ok {
+			tag = "BAD "
+			res.Problems++
+		}
+		fmt.Fprintf(w, "%s %-22s %s\n", tag, name, fmt.Sprintf(format, args...))
+	}
+
+	man, err := db.readManifest()
+	if err != nil {
+		report(false, manifestName, "%v", err)
+		return res, nil
+	}
+	db.man = man
+	db.opts.Filter, db.opts.Compression = man.Filter, man.Compression
+	report(true, manifestName, "version %d, filter %s, compression %s, %d tables, log %06d, seq %d",
+		man.Version, man.Filter, man.Compression, len(man.Tables), man.Log, man.Seq)
+	if err := db.configure(); err != nil {
+		return res, err
+	}
+
+	entries, err := fs.ReadDir(dir)
+	if err != nil {
+		return res, err
+	}
+	files := map[string][]uint64{}
+	for _, e := range entries {
+		if id, ext, ok := parseFileName(e.Name()); ok && e.Type().IsRegular() {
+			files[ext] = append(files[ext], id)
+		}
+	}
+	for _, ids := range files {
+		slices.Sort(ids)
+	}
+
+	for _, id := range man.Tables {
+		name := fmt.Sprintf("%06d.%s", id, extTable)
+		st, err := db.openTable(id, nil)
+		if err != nil {
+			report(false, name, "%v", err)
+			continue
+		}
+		report(true, name, "%d keys, %d bytes", st.keys, st.size)
+		if man.Filter == FilterCuckoo {
+			fname := fmt.Sprintf("%06d.%s", id, extFilter)
+			block, err := db.readFilterFile(st)
+			if err == nil {
+				_, err = codec.Decode(block)
+			}
+			if err != nil {
+				report(false, fname, "unusable, Open will read the table without it and rebuild it: %v", err)
+			} else {
+				report(true, fname, "bound to its table, %d bytes", len(block))
+			}
+		}
+		st.close()
+	}
+
+	if man.Log != 0 && !slices.Contains(files[extLog], man.Log) {
+		report(false, fmt.Sprintf("%06d.%s", man.Log, extLog), "named by the MANIFEST and missing: acknowledged writes may be lost")
+	}
+	var needed []uint64
+	for _, id := range files[extLog] {
+		if id >= man.Log {
+			needed = append(needed, id)
+		} else {
+			report(true, fmt.Sprintf("%06d.%s", id, extLog), "flushed; Open removes it")
+		}
+	}
+	for i, id := range needed {
+		name := fmt.Sprintf("%06d.%s", id, extLog)
+		data, err := vfs.ReadFile(fs, fileName(dir, id, extLog))
+		if err != nil {
+			report(false, name, "%v", err)
+			continue
+		}
+		records := 0
+		sc, _ := scanLog(data, true, func(walRecord) error { records++; return nil })
+		switch {
+		case sc.damageAt < 0:
+			report(true, name, "%d records intact, %d bytes", records, sc.size)
+		case i == len(needed)-1 && sc.nextValid == -1:
+			report(true, name, "%d records intact; torn tail of %d bytes at offset %d (never acknowledged; Open cuts it off)", records, sc.size-sc.damageAt, sc.damageAt)
+		default:
+			report(false, name, "%v", damagedLogError(name, sc, i < len(needed)-1, TolerateCorruptedTailRecords))
+		}
+	}
+
+	live := map[uint64]bool{}
+	for _, id := range man.Tables {
+		live[id] = true
+	}
+	for _, ext := range []string{extTable, extFilter} {
+		for _, id := range files[ext] {
+			name := fmt.Sprintf("%06d.%s", id, ext)
+			switch {
+			case live[id]:
+			case id >= man.NextFile || slices.Contains(man.Retired, id):
+				report(true, name, "left by an unfinished flush or compaction; Open removes it")
+			default:
+				report(false, name, "not named by the MANIFEST; Open moves it to lost/")
+			}
+		}
+	}
+	if lost, err := fs.ReadDir(filepath.Join(dir, lostDir)); err == nil && len(lost) > 0 {
+		fmt.Fprintf(w, "note %d files in %s kept as evidence by earlier recoveries\n", len(lost), filepath.Join(dir, lostDir))
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return res, err
+	}
+	return res, nil
+}

@@ -1,0 +1,145 @@
+package kvdemo
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// File names: every file but MANIFEST and LOCK is NNNNNN.ext, numbered
+// from one counter, so a number is never reused for another file.
+const (
+	extLog       = "log"
+	extTable     = "sst" // Badger's table.ParseFileID insists on this suffix
+	extFilter    = "cf"
+	tmpDir       = "tmp"
+	lostDir      = "lost"
+	manifestName = "MANIFEST"
+)
+
+func fileName(dir string, id uint64, ext string) string {
+	return filepath.Join(dir, fmt.Sprintf("%06d.%s", id, ext))
+}
+
+// parseFileName splits NNNNNN.ext; ok is false for any other name.
+func parseFileName(name string) (id uint64, ext string, ok bool) {
+	base, ext, found := strings.Cut(name, ".")
+	if !found || len(base) < 6 {
+		return 0, "", false
+	}
+	id, err := strconv.ParseUint(base, 10, 64)
+	return id, ext, err == nil
+}
+
+func (db *DB) syncDir() error { return db.fs.SyncDir(db.dir) }
+
+// removeFile removes NNNNNN.ext; a file already gone is not an error.
+func (db *DB) removeFile(id uint64, ext string) {
+	if err := db.fs.Remove(fileName(db.dir, id, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		db.opts.Logger.Printf("removing %06d.%s: %v", id, ext, err)
+	}
+}
+
+// writeFileAtomic writes name in the store's directory through a fsynced
+// temporary file and a rename; a failed write leaves nothing behind. The
+// caller fsyncs the directory (once for several files).
+func (db *DB) writeFileAtomic(name string, data []byte) error {
+	tmp := filepath.Join(db.dir, tmpDir, name)
+	db.fs.Remove(tmp) // left over from an earlier failure
+	if err := vfs.WriteFile(db.fs, tmp, data); err != nil {
+		return err
+	}
+	if err := db.fs.Rename(tmp, filepath.Join(db.dir, name)); err != nil {
+		db.fs.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// moveAside moves a file Open will not use, but must not destroy, into
+// lost/, and says so: a damaged log, a file no manifest names. The
+// operator decides what to do with it.
+func (db *DB) moveAside(name, why string) error {
+	dst := filepath.Join(db.dir, lostDir, name)
+	if _, err := db.fs.Stat(dst); err == nil {
+		dst += "." + strconv.FormatInt(time.Now().UnixNano(), 10)
+	}
+	if err := db.fs.MkdirAll(filepath.Join(db.dir, lostDir), 0o755); err != nil {
+		return err
+	}
+	if err := db.fs.Rename(filepath.Join(db.dir, name), dst); err != nil {
+		return fmt.Errorf("kvdemo: moving %s aside: %w", name, err)
+	}
+	db.opts.Logger.Printf("%s: %s; moved to %s", name, why, dst)
+	db.stats.movedAside.Add(1)
+	return nil
+}
+
+// A filter file binds its filter block to one table:
+//
+//	magic "KVCF" | version u8 (1) | 3 zero bytes | table number u64 |
+//	table size u64 | xxhash64 of the table file u64 |
+//	CRC-32C of the 32 bytes before it u32 | codec filter block
+//
+// little-endian. A filter is used only for the table it names, with that
+// exact size and content hash: a filter copied over another table's, or a
+// table rewritten under the same number, fails the check, and the table is
+// read unfiltered until its filter is rebuilt. (The codec block carries
+// its own CRC-32C.)
+const (
+	filterMagic   = "KVCF"
+	filterVersion = 1
+	filterHeader  = 4 + 4 + 8 + 8 + 8 + 4
+)
+
+func (db *DB) writeFilterFile(st *sstable, block []byte) error {
+	b := make([]byte, filterHeader, filterHeader+len(block))
+	copy(b, filterMagic)
+	b[4] = filterVersion
+	binary.LittleEndian.PutUint64(b[8:], st.id)
+	binary.LittleEndian.PutUint64(b[16:], uint64(st.size))
+	binary.LittleEndian.PutUint64(b[24:], st.sum)
+	binary.LittleEndian.PutUint32(b[32:], crc32.Checksum(b[:32], crcTable))
+	b = append(b, block...)
+	return db.writeFileAtomic(fmt.Sprintf("%06d.%s", st.id, extFilter), b)
+}
+
+// readFilterFile returns the filter block bound to st, or why there is
+// none it may use.
+func (db *DB) readFilterFile(st *sstable) ([]byte, error) {
+	b, err := vfs.ReadFile(db.fs, fileName(db.dir, st.id, extFilter))
+	if err != nil {
+		return nil, err
+	}
+	return checkFilterBinding(b, st)
+}
+
+func checkFilterBinding(b []byte, st *sstable) ([]byte, error) {
+	switch {
+	case len(b) < filterHeader || string(b[:4]) != filterMagic:
+		return nil, errors.New("not a bound filter file (no KVCF header)")
+	case binary.LittleEndian.Uint32(b[32:]) != crc32.Checksum(b[:32], crcTable):
+		return nil, errors.New("filter file header fails its checksum")
+	case b[4] != filterVersion:
+		return nil, fmt.Errorf("filter file version %d not supported", b[4])
+	}
+	id := binary.LittleEndian.Uint64(b[8:])
+	size := binary.LittleEndian.Uint64(b[16:])
+	sum := binary.LittleEndian.Uint64(b[24:])
+	// A damaged table's content hash cannot match any more; its filter
+	// still describes the keys it was built with, so number and size
+	// suffice to let it rule keys out (see openTables).
+	if id != st.id || size != uint64(st.size) || (st.damaged == nil && sum != st.sum) {
+		return nil, fmt.Errorf("filter belongs to table %06d of %d bytes (hash %016x), not this one (%d bytes, hash %016x)",
+			id, size, sum, st.size, st.sum)
+	}
+	return b[filterHeader:], nil
+}

@@ -1,0 +1,240 @@
+package kvdemo
+
+import (
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/badger/v4/y"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
+)
+
+// tableFilter is how a store skips tables on a Get. One implementation per
+// FilterKind, chosen once at Open from the manifest; the rest of the store
+// never switches on the kind. Its life cycle follows the table's:
+//
+//   - configure, once, before any table is built or opened (a kind that
+//     lives inside Badger's table, like bloom, sets its options here);
+//   - newBuilder at every flush and compaction: it sees each user key the
+//     table will hold, and finish makes the filter durable (bound to the
+//     table's identity) before the manifest names the table;
+//   - attach at Open for each listed table; false means "no trustworthy
+//     filter": the table is read unfiltered and rebuild is called in the
+//     background;
+//   - mayContain at every Get, for each table the Get reaches;
+//   - drop when the table leaves the store (compacted away, or a build
+//     abandoned before the manifest named it);
+//   - memoryBytes for Stats.
+//
+// A store-wide kind (one index over every table) fits the same shape:
+// finish and drop add and remove a table's keys from the index, and
+// mayContain may answer for all tables from one lookup cached in the
+// query (q is the same for every table of one Get).
+//
+// The contract every implementation keeps: mayContain answers filterAbsent
+// only if the table certainly does not hold the key. Anything doubtful
+// (a filter not yet attached, not bound to this table, damaged) answers
+// filterNone and the table is searched.
+type tableFilter interface {
+	kind() FilterKind
+	configure(o *table.Options)
+	newBuilder() filterBuilder
+	attach(st *sstable) bool
+	rebuild(st *sstable) error
+	mayContain(st *sstable, q *filterQuery) filterAnswer
+	drop(st *sstable)
+	memoryBytes(st *sstable) int64
+}
+
+// filterBuilder collects a new table's keys (each user key once, in order).
+type filterBuilder interface {
+	add(userKey []byte)
+	// finish makes the filter durable beside st (the table's file is
+	// written, its identity known) and attaches it. The caller syncs the
+	// directory before the manifest names the table.
+	finish(st *sstable) error
+}
+
+// filterQuery is one Get's key, with what the kinds derive from it
+// computed at most once per Get however many tables it reaches.
+type filterQuery struct {
+	key       []byte
+	bloomHash uint32
+	hashed    bool
+}
+
+func (q *filterQuery) badgerHash() uint32 {
+	if !q.hashed {
+		q.bloomHash, q.hashed = y.Hash(q.key), true
+	}
+	return q.bloomHash
+}
+
+type filterAnswer uint8
+
+const (
+	filterNone   filterAnswer = iota // no usable filter: search the table
+	filterMaybe                      // the filter says the key may be there
+	filterAbsent                     // certainly not in the table
+)
+
+// newTableFilter is the implementation of kind for db (nil: only check
+// that kind exists).
+func newTableFilter(kind FilterKind, db *DB) (tableFilter, error) {
+	switch kind {
+	case FilterCuckoo:
+		c := &cuckooFilter{db: db}
+		if db != nil {
+			c.bitsPerKey = db.opts.BitsPerKey
+		}
+		return c, nil
+	case FilterBloom:
+		return bloomFilter{}, nil
+	case FilterNone:
+		return noFilter{}, nil
+	}
+	return nil, fmt.Errorf("kvdemo: unknown filter %q (want cuckoo, bloom or none)", kind)
+}
+
+// noFilter: every table is searched.
+type noFilter struct{}
+
+func (noFilter) kind() FilterKind                               { return FilterNone }
+func (noFilter) configure(*table.Options)                       {}
+func (noFilter) newBuilder() filterBuilder                      { return nopBuilder{} }
+func (noFilter) attach(*sstable) bool                           { return true }
+func (noFilter) rebuild(*sstable) error                         { return nil }
+func (noFilter) mayContain(*sstable, *filterQuery) filterAnswer { return filterNone }
+func (noFilter) drop(*sstable)                                  {}
+func (noFilter) memoryBytes(*sstable) int64                     { return 0 }
+
+type nopBuilder struct{}
+
+func (nopBuilder) add([]byte)            {}
+func (nopBuilder) finish(*sstable) error { return nil }
+
+// bloomFilter is Badger's own bloom filter, written by Badger's table
+// builder into the table's index: nothing to build, keep or remove beside
+// the table, and it is as trustworthy as the table's checksummed index.
+type bloomFilter struct{}
+
+func (bloomFilter) kind() FilterKind { return FilterBloom }
+func (bloomFilter) configure(o *table.Options) {
+	o.BloomFalsePositive = 0.01 // Badger's default
+}
+func (bloomFilter) newBuilder() filterBuilder { return nopBuilder{} }
+func (bloomFilter) attach(*sstable) bool      { return true }
+func (bloomFilter) rebuild(*sstable) error    { return nil }
+func (bloomFilter) mayContain(st *sstable, q *filterQuery) filterAnswer {
+	if st.t == nil {
+		return filterNone
+	}
+	if st.t.DoesNotHave(q.badgerHash()) {
+		return filterAbsent
+	}
+	return filterMaybe
+}
+func (bloomFilter) drop(*sstable) {}
+func (bloomFilter) memoryBytes(st *sstable) int64 {
+	if st.t == nil {
+		return 0
+	}
+	return int64(st.t.BloomFilterSize())
+}
+
+// cuckooFilter is lsmcuckoo's codec block in a file beside each table
+// (NNNNNN.cf), held in memory while the table is live.
+type cuckooFilter struct {
+	db         *DB
+	bitsPerKey float64
+}
+
+func (*cuckooFilter) kind() FilterKind         { return FilterCuckoo }
+func (*cuckooFilter) configure(*table.Options) {}
+
+func (c *cuckooFilter) newBuilder() filterBuilder {
+	return &cuckooBuilder{c: c, b: codec.NewBuilder(codec.Options{BitsPerKey: c.bitsPerKey})}
+}
+
+type cuckooBuilder struct {
+	c *cuckooFilter
+	b *codec.Builder
+}
+
+func (b *cuckooBuilder) add(userKey []byte) { b.b.Add(userKey) }
+
+func (b *cuckooBuilder) finish(st *sstable) error {
+	return b.c.install(st, b.b.Finish(nil))
+}
+
+// install saves block as st's filter and attaches it.
+func (c *cuckooFilter) install(st *sstable, block []byte) error {
+	f, err := codec.Decode(block)
+	if err != nil {
+		// Our own builder's output always decodes; if it ever did not,
+		// the table stays correct, only unfiltered.
+		return fmt.Errorf("kvdemo: filter %06d does not decode: %w", st.id, err)
+	}
+	if err := c.db.writeFilterFile(st, block); err != nil {
+		return fmt.Errorf("kvdemo: writing filter %06d: %w", st.id, err)
+	}
+	st.cf.Store(f)
+	st.cfBytes.Store(int64(len(block)))
+	return nil
+}
+
+func (c *cuckooFilter) attach(st *sstable) bool {
+	block, err := c.db.readFilterFile(st)
+	if err == nil {
+		var f *codec.Filter
+		if f, err = codec.Decode(block); err == nil {
+			st.cf.Store(f)
+			st.cfBytes.Store(int64(len(block)))
+			return true
+		}
+	}
+	c.db.opts.Logger.Printf("table %06d: filter unusable (%v); reading the table without it until it is rebuilt", st.id, err)
+	return false
+}
+
+func (c *cuckooFilter) rebuild(st *sstable) error {
+	b := codec.NewBuilder(codec.Options{BitsPerKey: c.bitsPerKey})
+	it := st.t.NewIterator(table.NOCACHE)
+	for it.Rewind(); it.Valid(); it.Next() {
+		b.Add(y.ParseKey(it.Key()))
+	}
+	it.Close()
+	block := b.Finish(nil)
+	if err := c.install(st, block); err != nil {
+		// Keep using it from memory: it was built from the table itself.
+		if f, derr := codec.Decode(block); derr == nil {
+			st.cf.Store(f)
+			st.cfBytes.Store(int64(len(block)))
+		}
+		return err
+	}
+	return c.db.syncDir()
+}
+
+func (*cuckooFilter) mayContain(st *sstable, q *filterQuery) filterAnswer {
+	f := st.cf.Load()
+	if f == nil {
+		return filterNone
+	}
+	if f.MayContain(q.key) {
+		return filterMaybe
+	}
+	return filterAbsent
+}
+
+func (c *cuckooFilter) drop(st *sstable) {
+	st.cf.Store(nil)
+	c.db.removeFile(st.id, extFilter)
+}
+
+func (*cuckooFilter) memoryBytes(st *sstable) int64 {
+	if st.cf.Load() == nil {
+		return 0
+	}
+	return st.cfBytes.Load()
+}

@@ -1,0 +1,442 @@
+// Package errorfs is a fault-injecting vfs.FS for kvdemo's tests, modelled
+// on Pebble's vfs/errorfs and its crash-testing filesystem. It wraps a real
+// filesystem and can:
+//
+//   - fail the Nth write, fsync, create, rename or directory fsync of
+//     matching files with an error of the test's choice (ENOSPC, EIO);
+//   - make a failing write short: part of the buffer reaches the file;
+//   - limit the space writes may use (a full disk: writes beyond the limit
+//     write what fits and fail with ENOSPC), and give space back later;
+//   - crash: drop everything not yet made durable (file data past the last
+//     fsync, creations and renames past the last directory fsync), after
+//     which every operation fails;
+//   - flip a bit in what reads return.
+//
+// It tracks durability per path, which is exact for how kvdemo writes:
+// whole files written once, and logs that are only appended to.
+package errorfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// Op is a kind of filesystem operation a Rule can fail.
+type Op uint8
+
+const (
+	OpWrite Op = iota + 1
+	OpSync
+	OpCreate
+	OpRename
+	OpSyncDir
+	OpRemove
+	OpRead
+	OpTruncate
+)
+
+func (o Op) String() string {
+	return [...]string{"", "write", "fsync", "create", "rename", "syncdir", "remove", "read", "truncate"}[o]
+}
+
+// ENOSPC and EIO are the errors a full or failing disk returns.
+var (
+	ENOSPC = syscall.ENOSPC
+	EIO    = syscall.EIO
+)
+
+// ErrCrashed is returned by every operation after Crash.
+var ErrCrashed = errors.New("errorfs: filesystem crashed")
+
+// Rule fails operations: the matching operations after the first Skip
+// ones, Times of them (0: all); with Every, only every Every-th of those.
+type Rule struct {
+	Op    Op
+	Match func(path string) bool // nil matches every path
+	Skip  int
+	Times int
+	Every int
+	Err   error // default EIO
+	// Short: a failing write first writes half its buffer.
+	Short bool
+	// FlipAt (OpRead): instead of failing, reads of matching files return
+	// the byte at this file offset with its lowest bit flipped.
+	FlipAt int64
+
+	seen, fired int
+}
+
+// FS is the fault-injecting filesystem.
+type FS struct {
+	inner vfs.FS
+
+	mu      sync.Mutex
+	rules   []*Rule
+	space   int64 // bytes writes may still add; < 0: unlimited
+	crashed bool
+	synced  map[string]int64 // durable length of files written through us
+	pending []dirOp          // creations and renames not yet made durable
+	counts  map[Op]int
+}
+
+type dirOp struct {
+	create   string // a file created
+	from, to string // a rename
+	oldTo    []byte // the rename's target content before it was replaced
+	hadTo    bool
+}
+
+// New wraps inner.
+func New(inner vfs.FS) *FS {
+	return &FS{inner: inner, space: -1, synced: map[string]int64{}, counts: map[Op]int{}}
+}
+
+// Add installs a rule.
+func (fs *FS) Add(r *Rule) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.rules = append(fs.rules, r)
+}
+
+// Clear removes every rule.
+func (fs *FS) Clear() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.rules = nil
+}
+
+// SetSpace limits the bytes writes may still add (< 0: unlimited).
+func (fs *FS) SetSpace(n int64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.space = n
+}
+
+// Count says how many operations of a kind were attempted.
+func (fs *FS) Count(op Op) int {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.counts[op]
+}
+
+// check counts an operation on path and returns the error a rule makes it
+// fail with, if any.
+func (fs *FS) check(op Op, path string) (*Rule, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.checkLocked(op, path)
+}
+
+func (fs *FS) checkLocked(op Op, path string) (*Rule, error) {
+	if fs.crashed {
+		return nil, ErrCrashed
+	}
+	fs.counts[op]++
+	for _, r := range fs.rules {
+		if r.Op != op || (r.Match != nil && !r.Match(path)) || op == OpRead {
+			continue
+		}
+		r.seen++
+		if r.seen <= r.Skip || (r.Times > 0 && r.fired >= r.Times) || (r.Every > 1 && (r.seen-r.Skip)%r.Every != 0) {
+			continue
+		}
+		r.fired++
+		err := r.Err
+		if err == nil {
+			err = EIO
+		}
+		return r, &os.PathError{Op: op.String(), Path: path, Err: err}
+	}
+	return nil, nil
+}
+
+func (fs *FS) Create(name string) (vfs.File, error) {
+	if _, err := fs.check(OpCreate, name); err != nil {
+		return nil, err
+	}
+	f, err := fs.inner.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	fs.mu.Lock()
+	fs.synced[name] = 0
+	fs.pending = append(fs.pending, dirOp{create: name})
+	fs.mu.Unlock()
+	return &file{fs: fs, f: f, path: name}, nil
+}
+
+func (fs *FS) Open(name string) (vfs.File, error) {
+	if _, err := fs.check(0, name); err != nil {
+		return nil, err
+	}
+	f, err := fs.inner.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &file{fs: fs, f: f, path: name}, nil
+}
+
+func (fs *FS) OpenAppend(name string) (vfs.File, error) {
+	if _, err := fs.check(0, name); err != nil {
+		return nil, err
+	}
+	f, err := fs.inner.OpenAppend(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err == nil {
+		fs.mu.Lock()
+		if _, ok := fs.synced[name]; !ok {
+			fs.synced[name] = st.Size()
+		}
+		fs.mu.Unlock()
+	}
+	return &file{fs: fs, f: f, path: name}, nil
+}
+
+func (fs *FS) Remove(name string) error {
+	if _, err := fs.check(OpRemove, name); err != nil {
+		return err
+	}
+	err := fs.inner.Remove(name)
+	if err == nil {
+		fs.mu.Lock()
+		delete(fs.synced, name)
+		fs.mu.Unlock()
+	}
+	return err
+}
+
+func (fs *FS) RemoveAll(name string) error {
+	if _, err := fs.check(OpRemove, name); err != nil {
+		return err
+	}
+	return fs.inner.RemoveAll(name)
+}
+
+func (fs *FS) Rename(oldname, newname string) error {
+	if _, err := fs.check(OpRename, newname); err != nil {
+		return err
+	}
+	op := dirOp{from: oldname, to: newname}
+	if b, err := vfs.ReadFile(fs.inner, newname); err == nil {
+		op.oldTo, op.hadTo = b, true
+	}
+	if err := fs.inner.Rename(oldname, newname); err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	if n, ok := fs.synced[oldname]; ok {
+		fs.synced[newname] = n
+		delete(fs.synced, oldname)
+	}
+	fs.pending = append(fs.pending, op)
+	fs.mu.Unlock()
+	return nil
+}
+
+func (fs *FS) MkdirAll(dir string, perm os.FileMode) error {
+	if _, err := fs.check(0, dir); err != nil {
+		return err
+	}
+	return fs.inner.MkdirAll(dir, perm)
+}
+
+func (fs *FS) ReadDir(dir string) ([]os.DirEntry, error) {
+	if _, err := fs.check(0, dir); err != nil {
+		return nil, err
+	}
+	return fs.inner.ReadDir(dir)
+}
+
+func (fs *FS) Stat(name string) (os.FileInfo, error) {
+	if _, err := fs.check(0, name); err != nil {
+		return nil, err
+	}
+	return fs.inner.Stat(name)
+}
+
+// SyncDir makes durable the creations and renames of entries in dir.
+func (fs *FS) SyncDir(dir string) error {
+	if _, err := fs.check(OpSyncDir, dir); err != nil {
+		return err
+	}
+	if err := fs.inner.SyncDir(dir); err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	kept := fs.pending[:0]
+	for _, op := range fs.pending {
+		p := op.create
+		if p == "" {
+			p = op.to
+		}
+		if filepath.Dir(p) != filepath.Clean(dir) {
+			kept = append(kept, op)
+		}
+	}
+	fs.pending = kept
+	return nil
+}
+
+func (fs *FS) Lock(name string) (io.Closer, error) {
+	if _, err := fs.check(0, name); err != nil {
+		return nil, err
+	}
+	return fs.inner.Lock(name)
+}
+
+// Crash simulates losing power now: renames and creations not made
+// durable by a directory fsync are undone, files are cut back to what
+// their last fsync made durable, and every later operation fails with
+// ErrCrashed. (The test then opens the store again through a new FS.)
+func (fs *FS) Crash() error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.crashed {
+		return nil
+	}
+	fs.crashed = true
+	var first error
+	note := func(err error) {
+		if err != nil && first == nil && !errors.Is(err, os.ErrNotExist) {
+			first = err
+		}
+	}
+	for i := len(fs.pending) - 1; i >= 0; i-- {
+		op := fs.pending[i]
+		switch {
+		case op.create != "":
+			note(fs.inner.Remove(op.create))
+			delete(fs.synced, op.create)
+		default:
+			note(fs.inner.Rename(op.to, op.from))
+			if n, ok := fs.synced[op.to]; ok {
+				fs.synced[op.from] = n
+				delete(fs.synced, op.to)
+			}
+			if op.hadTo {
+				note(writeWhole(op.to, op.oldTo))
+				fs.synced[op.to] = int64(len(op.oldTo))
+			}
+		}
+	}
+	for path, n := range fs.synced {
+		if st, err := os.Stat(path); err == nil && st.Size() > n {
+			note(os.Truncate(path, n))
+		}
+	}
+	return first
+}
+
+func writeWhole(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
+
+// file wraps an open file.
+type file struct {
+	fs   *FS
+	f    vfs.File
+	path string
+	off  int64 // for Read
+}
+
+func (f *file) Write(p []byte) (int, error) {
+	fs := f.fs
+	fs.mu.Lock()
+	r, err := fs.checkLocked(OpWrite, f.path)
+	allowed := len(p)
+	if err == nil && fs.space >= 0 && int64(len(p)) > fs.space {
+		allowed = int(fs.space)
+		err = &os.PathError{Op: "write", Path: f.path, Err: ENOSPC}
+	} else if err != nil && !errors.Is(err, ErrCrashed) {
+		allowed = 0
+		if r != nil && r.Short {
+			allowed = len(p) / 2
+		}
+	}
+	if errors.Is(err, ErrCrashed) {
+		allowed = 0
+	}
+	if fs.space >= 0 {
+		fs.space -= int64(allowed)
+	}
+	fs.mu.Unlock()
+	n, werr := f.f.Write(p[:allowed])
+	if werr != nil {
+		return n, werr
+	}
+	if err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+func (f *file) Sync() error {
+	if _, err := f.fs.check(OpSync, f.path); err != nil {
+		return err
+	}
+	if err := f.f.Sync(); err != nil {
+		return err
+	}
+	st, err := f.f.Stat()
+	if err != nil {
+		return err
+	}
+	f.fs.mu.Lock()
+	if _, ok := f.fs.synced[f.path]; ok {
+		f.fs.synced[f.path] = st.Size()
+	}
+	f.fs.mu.Unlock()
+	return nil
+}
+
+func (f *file) Truncate(size int64) error {
+	if _, err := f.fs.check(OpTruncate, f.path); err != nil {
+		return err
+	}
+	return f.f.Truncate(size)
+}
+
+func (f *file) Read(p []byte) (int, error) {
+	n, err := f.ReadAt(p, f.off)
+	f.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
+}
+
+func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.mu.Lock()
+	if f.fs.crashed {
+		f.fs.mu.Unlock()
+		return 0, ErrCrashed
+	}
+	var flips []int64
+	for _, r := range f.fs.rules {
+		if r.Op == OpRead && (r.Match == nil || r.Match(f.path)) {
+			flips = append(flips, r.FlipAt)
+		}
+	}
+	f.fs.mu.Unlock()
+	n, err := f.f.ReadAt(p, off)
+	for _, at := range flips {
+		if at >= off && at < off+int64(n) {
+			p[at-off] ^= 1
+		}
+	}
+	return n, err
+}
+
+func (f *file) Close() error               { return f.f.Close() }
+func (f *file) Stat() (os.FileInfo, error) { return f.f.Stat() }
+func (f *file) String() string             { return fmt.Sprintf("errorfs file %s", f.path) }
+
+var _ vfs.FS = (*FS)(nil)

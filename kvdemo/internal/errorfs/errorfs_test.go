@@ -1,0 +1,95 @@
+package errorfs
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// TestCrashDropsWhatIsNotDurable: data written after the last fsync is
+// cut, a file created without a directory fsync vanishes, a rename without
+// one is undone (the replaced file's old content comes back), and what was
+// made durable stays.
+func TestCrashDropsWhatIsNotDurable(t *testing.T) {
+	dir := t.TempDir()
+	fs := New(vfs.Default)
+	p := func(n string) string { return filepath.Join(dir, n) }
+
+	os.WriteFile(p("target"), []byte("old"), 0o644)
+	f, _ := fs.Create(p("log"))
+	f.Write([]byte("durable"))
+	f.Sync()
+	fs.SyncDir(dir)
+	f.Write([]byte("-lost"))
+
+	g, _ := fs.Create(p("new"))
+	g.Write([]byte("x"))
+	g.Sync() // data synced, directory entry not
+
+	h, _ := fs.Create(p("tmp"))
+	h.Write([]byte("replacement"))
+	h.Sync()
+	fs.Rename(p("tmp"), p("target")) // not made durable
+
+	if err := fs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p("log")); string(b) != "durable" {
+		t.Errorf("log after crash: %q", b)
+	}
+	if _, err := os.Stat(p("new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a file whose directory entry was never synced survived: %v", err)
+	}
+	if b, _ := os.ReadFile(p("target")); string(b) != "old" {
+		t.Errorf("an unsynced rename survived: %q", b)
+	}
+	if _, err := fs.Create(p("after")); !errors.Is(err, ErrCrashed) {
+		t.Errorf("operation after a crash: %v", err)
+	}
+}
+
+// TestRulesAndSpace: a rule fails the chosen operation once after Skip;
+// a short failing write leaves half its buffer; a space limit writes what
+// fits and returns ENOSPC; a read rule flips one bit at its offset.
+func TestRulesAndSpace(t *testing.T) {
+	dir := t.TempDir()
+	fs := New(vfs.Default)
+	name := filepath.Join(dir, "f")
+	f, _ := fs.Create(name)
+	fs.Add(&Rule{Op: OpWrite, Skip: 1, Times: 1, Short: true, Err: ENOSPC})
+	if _, err := f.Write([]byte("aaaa")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.Write([]byte("bbbb")); n != 2 || !errors.Is(err, ENOSPC) {
+		t.Fatalf("short failing write: %d, %v", n, err)
+	}
+	if _, err := f.Write([]byte("cc")); err != nil {
+		t.Fatalf("the rule fired twice: %v", err)
+	}
+	fs.SetSpace(3)
+	if n, err := f.Write([]byte("dddd")); n != 3 || !errors.Is(err, ENOSPC) {
+		t.Fatalf("write past the space limit: %d, %v", n, err)
+	}
+	if _, err := f.Write([]byte("e")); !errors.Is(err, ENOSPC) {
+		t.Fatalf("write on a full disk: %v", err)
+	}
+	fs.SetSpace(-1)
+	f.Close()
+	want := []byte("aaaabbccddd")
+	if b, _ := os.ReadFile(name); !bytes.Equal(b, want) {
+		t.Fatalf("file %q, want %q", b, want)
+	}
+	fs.Add(&Rule{Op: OpRead, FlipAt: 5})
+	got, err := vfs.ReadFile(fs, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[5] ^= 1
+	if !bytes.Equal(got, want) {
+		t.Errorf("read %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,293 @@
+package kvdemo
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// Open opens the store in dir, creating it if dir holds none.
+func Open(dir string, opts *Options) (*DB, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := fs.Lock(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		if errors.Is(err, vfs.ErrLocked) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, fmt.Errorf("kvdemo: locking %s: %w", dir, err)
+	}
+	db := &DB{dir: dir, opts: o, fs: fs, lock: lock, retired: map[uint64]bool{}}
+	if err := db.open(); err != nil {
+		db.abandonOpen()
+		return nil, err
+	}
+	return db, nil
+}
+
+// open brings a store up in named steps; each leaves what it built in db
+// for the next, and abandonOpen undoes any of them.
+func (db *DB) open() error {
+	files, err := db.prepareDir()
+	if err != nil {
+		return err
+	}
+	if err := db.loadManifest(files); err != nil {
+		return err
+	}
+	if err := db.configure(); err != nil {
+		return err
+	}
+	unfiltered, err := db.openTables()
+	if err != nil {
+		return err
+	}
+	if err := db.sweepUnlisted(files); err != nil {
+		return err
+	}
+	mem, err := db.replayLogs(files[extLog])
+	if err != nil {
+		return err
+	}
+	if err := db.startLog(mem, files[extLog]); err != nil {
+		return err
+	}
+	db.startBackground(unfiltered)
+	return nil
+}
+
+// abandonOpen releases what a failed open acquired.
+func (db *DB) abandonOpen() {
+	if db.cur != nil {
+		for _, st := range db.cur.tables {
+			st.close()
+		}
+	}
+	db.lock.Close()
+}
+
+// prepareDir empties tmp/ (files being written when a process stopped)
+// and lists the store's numbered files by extension.
+func (db *DB) prepareDir() (map[string][]uint64, error) {
+	if err := db.fs.RemoveAll(filepath.Join(db.dir, tmpDir)); err != nil {
+		return nil, err
+	}
+	if err := db.fs.MkdirAll(filepath.Join(db.dir, tmpDir), 0o755); err != nil {
+		return nil, err
+	}
+	entries, err := db.fs.ReadDir(db.dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]uint64{} // ext -> ids, ascending
+	var maxID uint64
+	for _, e := range entries {
+		if id, ext, ok := parseFileName(e.Name()); ok && e.Type().IsRegular() {
+			files[ext] = append(files[ext], id)
+			maxID = max(maxID, id)
+		}
+	}
+	for _, ids := range files {
+		slices.Sort(ids)
+	}
+	db.nextFile.Store(maxID + 1)
+	return files, nil
+}
+
+// loadManifest reads the manifest, or writes the first one of a new store.
+func (db *DB) loadManifest(files map[string][]uint64) error {
+	o := &db.opts
+	man, err := db.readManifest()
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if len(files[extLog])+len(files[extTable])+len(files[extFilter]) > 0 {
+			return fmt.Errorf("kvdemo: %s holds logs, tables or filters but no MANIFEST; refusing to guess", db.dir)
+		}
+		man = manifest{Filter: o.Filter, Compression: o.Compression, NextFile: 1}
+		if man.Filter == "" {
+			man.Filter = FilterCuckoo
+		}
+		if man.Compression == "" {
+			man.Compression = CompressionZSTD
+		}
+		if err := db.writeManifest(man); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case o.Filter != "" && man.Filter != o.Filter:
+		return fmt.Errorf("kvdemo: store in %s was created with filter %q, opened with %q", db.dir, man.Filter, o.Filter)
+	case o.Compression != "" && man.Compression != o.Compression:
+		return fmt.Errorf("kvdemo: store in %s was created with compression %q, opened with %q", db.dir, man.Compression, o.Compression)
+	}
+	o.Filter, o.Compression = man.Filter, man.Compression
+	db.man = man
+	db.nextFile.Store(max(man.NextFile, db.nextFile.Load()))
+	return nil
+}
+
+// configure sets up what the manifest decides: Badger's table options and
+// the table filter.
+func (db *DB) configure() error {
+	ctype, err := db.opts.Compression.badger()
+	if err != nil {
+		return err
+	}
+	db.tOpt = table.Options{
+		BlockSize:            4 << 10,
+		Compression:          ctype,
+		ZSTDCompressionLevel: 1,
+		ChkMode:              options.OnTableRead,
+	}
+	if db.filter, err = newTableFilter(db.opts.Filter, db); err != nil {
+		return err
+	}
+	db.filter.configure(&db.tOpt)
+	return nil
+}
+
+// openTables opens every table the manifest names, and their filters, and
+// publishes them as the first view (no memtable yet). A table that is
+// missing is an error; one that is damaged is kept, unreadable, so that
+// the rest of the store is served (Gets that reach it report it). It
+// returns the tables whose filter must be rebuilt.
+func (db *DB) openTables() (unfiltered []*sstable, err error) {
+	db.cur = &view{}
+	db.cur.refs.Store(1)
+	for _, id := range db.man.Tables {
+		path := fileName(db.dir, id, extTable)
+		if _, err := db.fs.Stat(path); err != nil {
+			return nil, fmt.Errorf("kvdemo: table %06d named by the MANIFEST: %w", id, err)
+		}
+		st, err := db.openTable(id, nil)
+		if err != nil {
+			st = &sstable{id: id, db: db, damaged: fmt.Errorf("%w: %v", ErrCorrupt, err)}
+			if fi, serr := db.fs.Stat(path); serr == nil {
+				st.size = fi.Size()
+			}
+			db.opts.Logger.Printf("table %06d is damaged, serving every other table: %v", id, err)
+			db.stats.damagedTables.Add(1)
+			// Its filter, if bound to it, still rules out the keys it
+			// never held, so Gets for them need not fail.
+			db.filter.attach(st)
+		} else if !db.filter.attach(st) {
+			unfiltered = append(unfiltered, st)
+		}
+		st.ref()
+		db.cur.tables = append([]*sstable{st}, db.cur.tables...)
+	}
+	return unfiltered, nil
+}
+
+// sweepUnlisted deals with tables and filters no manifest names. Those
+// numbered at or above the manifest's NextFile were allocated after it
+// was written, so they are provably the output of a flush or compaction
+// that did not finish: removed. Those the manifest lists as Retired were
+// replaced by a compaction: removed. Anything else is not ours to judge:
+// moved aside to lost/ and reported.
+func (db *DB) sweepUnlisted(files map[string][]uint64) error {
+	live := map[uint64]bool{}
+	for _, id := range db.man.Tables {
+		live[id] = true
+	}
+	retired := map[uint64]bool{}
+	for _, id := range db.man.Retired {
+		retired[id] = true
+	}
+	changed := false
+	for _, ext := range []string{extTable, extFilter} {
+		for _, id := range files[ext] {
+			switch {
+			case live[id]:
+			case id >= db.man.NextFile || retired[id]:
+				db.removeFile(id, ext)
+				changed = true
+			default:
+				if err := db.moveAside(fmt.Sprintf("%06d.%s", id, ext), "not named by the MANIFEST"); err != nil {
+					return err
+				}
+				changed = true
+			}
+		}
+	}
+	if changed {
+		return db.syncDir()
+	}
+	return nil
+}
+
+// startLog opens the log the memtable appends to: the newest replayed
+// one, or a new one.
+func (db *DB) startLog(mem *memtable, logs []uint64) error {
+	if mem.wal() == nil {
+		var w *wal
+		var err error
+		if last := lastLogAtLeast(logs, db.man.Log); last != 0 {
+			w, err = reopenWAL(db.fs, db.dir, last)
+		} else {
+			id := db.allocFile()
+			mem.log = id
+			w, err = createWAL(db.fs, db.dir, id)
+		}
+		if err != nil {
+			return err
+		}
+		w.syncs = &db.stats.walSyncs
+		mem.wlog.Store(w)
+	}
+	db.acked.Store(db.seq)
+	db.mem = mem
+	db.wcond = sync.NewCond(&db.wmu)
+	db.mu.Lock()
+	db.installLocked(mem, nil, db.cur.tables)
+	db.mu.Unlock()
+	return nil
+}
+
+func lastLogAtLeast(logs []uint64, min uint64) uint64 {
+	if len(logs) > 0 && logs[len(logs)-1] >= min {
+		return logs[len(logs)-1]
+	}
+	return 0
+}
+
+// startBackground starts the flusher, the compactor, the periodic syncer
+// and the rebuild of missing filters.
+func (db *DB) startBackground(unfiltered []*sstable) {
+	o := &db.opts
+	db.flushCh = make(chan struct{}, 1)
+	db.compactCh = make(chan struct{}, 1)
+	db.stop = make(chan struct{})
+	db.bg.Add(2)
+	go db.flushLoop()
+	go db.compactLoop()
+	if o.NoSyncEachWrite && o.SyncInterval > 0 {
+		db.bg.Add(1)
+		go db.syncLoop()
+	}
+	if len(unfiltered) > 0 {
+		db.bg.Add(1)
+		go db.rebuildFilters(unfiltered)
+	}
+	signal(db.compactCh)
+}

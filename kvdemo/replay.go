@@ -1,0 +1,317 @@
+package kvdemo
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// WALRecoveryMode says what Open does with a damaged log record. The names
+// and meanings follow RocksDB's WALRecoveryMode.
+//
+// Damage is told apart from a torn tail by what follows it. A crash can
+// only tear the end of the newest log: records are appended in order, and
+// a log is made durable before any record goes to the next one. So a bad
+// record followed by an intact one, or by a later log, is damage in the
+// middle of the history, and replaying around it would leave a hole.
+type WALRecoveryMode string
+
+const (
+	// TolerateCorruptedTailRecords (the default): a torn tail of the
+	// newest log is cut off (those bytes were never acknowledged; they are
+	// kept in lost/ first). Damage in the middle refuses to open, with an
+	// error naming the log and the offset.
+	TolerateCorruptedTailRecords WALRecoveryMode = "tolerate-tail"
+	// AbsoluteConsistency: any bad record, torn tail included, refuses to
+	// open.
+	AbsoluteConsistency WALRecoveryMode = "absolute"
+	// PointInTimeRecovery: replay stops at the first bad record; the store
+	// opens with everything before it, nothing after (a consistent prefix
+	// of the history). The damaged log and every later one are moved to
+	// lost/.
+	PointInTimeRecovery WALRecoveryMode = "point-in-time"
+	// SkipAnyCorruptedRecords: every intact record is replayed, bad ones
+	// skipped (the history may have holes). Damaged logs are moved to
+	// lost/.
+	SkipAnyCorruptedRecords WALRecoveryMode = "skip-any"
+)
+
+func (m WALRecoveryMode) valid() bool {
+	switch m {
+	case "", TolerateCorruptedTailRecords, AbsoluteConsistency, PointInTimeRecovery, SkipAnyCorruptedRecords:
+		return true
+	}
+	return false
+}
+
+// logScan is what scanning one log found.
+type logScan struct {
+	size      int64
+	damageAt  int64 // offset of the first bad record; -1: none
+	nextValid int64 // offset of an intact record after it; -1: none, -2: could not rule one out
+	lastSeq   uint64
+}
+
+// parseRecord decodes the record at off, if an intact one starts there.
+// minSeq (if not 0) also requires a sequence number above it: used when
+// searching for a record after damage, where a plausible-looking one with
+// a sequence number from the past is a false match.
+func parseRecord(data []byte, off int64, minSeq uint64) (r walRecord, n int64, ok bool) {
+	if int64(len(data))-off < walHeader+walFixed {
+		return r, 0, false
+	}
+	hdr := data[off : off+walHeader]
+	l := binary.LittleEndian.Uint32(hdr[4:])
+	if l < walFixed || l > walMaxRec || int64(l) > int64(len(data))-off-walHeader {
+		return r, 0, false
+	}
+	body := data[off+walHeader : off+walHeader+int64(l)]
+	kind := recordKind(body[8])
+	keyLen := binary.LittleEndian.Uint32(body[9:])
+	seq := binary.LittleEndian.Uint64(body)
+	if (kind != kindPut && kind != kindDel) || uint64(keyLen) > uint64(l-walFixed) || (minSeq != 0 && seq <= minSeq) {
+		return r, 0, false
+	}
+	if crc32.Update(crc32.Checksum(hdr[4:], crcTable), crcTable, body) != binary.LittleEndian.Uint32(hdr) {
+		return r, 0, false
+	}
+	return walRecord{seq: seq, kind: kind, key: body[walFixed : walFixed+keyLen], value: body[walFixed+keyLen:]},
+		walHeader + int64(l), true
+}
+
+// scanLog calls fn for each intact record of data in order, up to the
+// first bad one or, with skip, past bad ones to every intact record. fn
+// must copy what it keeps.
+func scanLog(data []byte, skip bool, fn func(walRecord) error) (logScan, error) {
+	sc := logScan{size: int64(len(data)), damageAt: -1, nextValid: -1}
+	off := int64(0)
+	for off < sc.size {
+		r, n, ok := parseRecord(data, off, 0)
+		if ok {
+			if err := fn(r); err != nil {
+				return sc, err
+			}
+			sc.lastSeq = r.seq
+			off += n
+			continue
+		}
+		next := findRecord(data, off+1, sc.lastSeq)
+		if sc.damageAt < 0 {
+			sc.damageAt, sc.nextValid = off, next
+		}
+		if !skip || next < 0 {
+			break
+		}
+		off = next
+	}
+	return sc, nil
+}
+
+// findRecord searches from off for the start of an intact record with a
+// sequence number above minSeq: -1 if there is none. The search is
+// bounded: if the content makes it too costly (many plausible-looking
+// lengths), it gives up with -2, which callers treat as "a record may
+// follow", the cautious answer.
+func findRecord(data []byte, off int64, minSeq uint64) int64 {
+	budget := 64*int64(len(data)) + 1<<20 // bytes checksummed
+	for ; off+walHeader+walFixed <= int64(len(data)); off++ {
+		l := int64(binary.LittleEndian.Uint32(data[off+4:]))
+		if l < walFixed || l > int64(len(data))-off-walHeader {
+			continue
+		}
+		if budget -= l; budget < 0 {
+			return -2
+		}
+		if _, _, ok := parseRecord(data, off, minSeq); ok {
+			return off
+		}
+	}
+	return -1
+}
+
+// damagedLogError is the refusal to open over a damaged log.
+func damagedLogError(path string, sc logScan, laterLogs bool, mode WALRecoveryMode) error {
+	var what string
+	switch {
+	case sc.nextValid >= 0:
+		what = fmt.Sprintf("an intact record follows at offset %d", sc.nextValid)
+	case sc.nextValid == -2:
+		what = "an intact record may follow"
+	case laterLogs:
+		what = "a later log follows"
+	default:
+		what = "it is the torn tail of the newest log"
+	}
+	return fmt.Errorf("%w: log %s is damaged at offset %d of %d (%s); refusing to open under WAL recovery mode %q. Nothing was changed. To open anyway, choose a recovery mode: %q keeps the history up to the damage, %q keeps every intact record",
+		ErrCorrupt, path, sc.damageAt, sc.size, what, mode, PointInTimeRecovery, SkipAnyCorruptedRecords)
+}
+
+// replayLogs rebuilds the memtable from the logs the manifest needs
+// (numbered Log or higher), in order; records at or below the manifest's
+// Seq are in tables already. Logs below Log were flushed: removed. A log
+// the manifest names that is missing is an error.
+func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
+	o := &db.opts
+	mode := o.WALRecovery
+	if mode == "" {
+		mode = TolerateCorruptedTailRecords
+	}
+	if db.man.Log != 0 && !slices.Contains(logs, db.man.Log) {
+		return nil, fmt.Errorf("%w: log %06d, named by the MANIFEST as holding records not yet in a table, is missing", ErrCorrupt, db.man.Log)
+	}
+	db.seq = db.man.Seq
+	var replay []uint64
+	for _, id := range logs {
+		if id < db.man.Log {
+			db.removeFile(id, extLog)
+		} else {
+			replay = append(replay, id)
+		}
+	}
+	memLog := db.man.Log
+	if len(replay) > 0 {
+		memLog = replay[0]
+	}
+	mem := db.newMemtable(memLog, nil)
+	apply := func(r walRecord) error {
+		if r.seq <= db.man.Seq {
+			return nil
+		}
+		if len(r.key) > o.MaxKeySize || len(r.value) > o.MaxValueSize {
+			// The memtable's arena is sized by these caps; a record
+			// written under larger ones must not be dropped or
+			// overflow it.
+			return fmt.Errorf("record %d has a %d-byte key and a %d-byte value, over MaxKeySize %d or MaxValueSize %d: reopen with the limits it was written under",
+				r.seq, len(r.key), len(r.value), o.MaxKeySize, o.MaxValueSize)
+		}
+		est, worst := entryEstimate(r.key, r.value), entryWorst(r.key, r.value)
+		if !mem.fits(o.MemtableBytes, est, worst) {
+			// More than a memtable's worth was waiting (the crash came
+			// while a full memtable was being flushed): write it out now.
+			if err := db.flushAtOpen(mem); err != nil {
+				return err
+			}
+			mem = db.newMemtable(memLog, nil)
+		}
+		mem.reserve(est, worst)
+		mem.apply(r)
+		db.seq = max(db.seq, r.seq)
+		return nil
+	}
+	var aside []uint64 // damaged logs (and, point in time, the ones after)
+	for i, id := range replay {
+		path := fileName(db.dir, id, extLog)
+		data, err := vfs.ReadFile(db.fs, path)
+		if err != nil {
+			return nil, fmt.Errorf("kvdemo: reading log %06d: %w", id, err)
+		}
+		sc, err := scanLog(data, mode == SkipAnyCorruptedRecords, apply)
+		if err != nil {
+			return nil, fmt.Errorf("kvdemo: replaying log %06d: %w", id, err)
+		}
+		if sc.damageAt < 0 {
+			continue
+		}
+		newest := i == len(replay)-1
+		torn := newest && sc.nextValid == -1
+		switch {
+		case mode == PointInTimeRecovery:
+			aside = append(aside, replay[i:]...)
+		case mode == SkipAnyCorruptedRecords:
+			aside = append(aside, id)
+			continue
+		case mode == TolerateCorruptedTailRecords && torn:
+			if err := db.cutTornTail(id, data, sc.damageAt); err != nil {
+				return nil, err
+			}
+			continue
+		default:
+			return nil, damagedLogError(path, sc, !newest, mode)
+		}
+		break
+	}
+	if len(aside) > 0 {
+		return db.recoverPast(mem, aside)
+	}
+	return mem, nil
+}
+
+// cutTornTail keeps the torn tail of the newest log in lost/ and cuts it
+// off the log, so that new records follow the last intact one.
+func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
+	name := fmt.Sprintf("%06d.%s.tail-at-%d", id, extLog, at)
+	lost := filepath.Join(db.dir, lostDir)
+	if err := db.fs.MkdirAll(lost, 0o755); err != nil {
+		return err
+	}
+	db.fs.Remove(filepath.Join(lost, name))
+	kept := "kept as lost/" + name
+	err := vfs.WriteFile(db.fs, filepath.Join(lost, name), data[at:])
+	if err == nil {
+		err = db.fs.SyncDir(lost)
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		// A torn tail was never acknowledged; refusing to restart on a
+		// full disk for its sake would leave the store down until an
+		// operator frees space. Its first bytes go to the log instead.
+		kept = fmt.Sprintf("NOT kept: no space (it began %x)", data[at:min(int64(len(data)), at+32)])
+	case err != nil:
+		return fmt.Errorf("kvdemo: keeping the torn tail of log %06d (%d bytes at offset %d) in lost/ before cutting it off: %w", id, len(data)-int(at), at, err)
+	}
+	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(at); err != nil {
+		return fmt.Errorf("kvdemo: cutting the torn tail of log %06d: %w", id, err)
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	db.stats.tornWAL.Add(1)
+	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; %s)", id, len(data)-int(at), at, kept)
+	return nil
+}
+
+// recoverPast finishes a recovery that skipped damage: what replay
+// rebuilt is written as a table and the manifest moves to a new log, so
+// that no log is needed any more; then the damaged logs are moved to
+// lost/ (evidence, never deleted) and the intact replayed ones removed.
+func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
+	id := db.allocFile()
+	w, err := createWAL(db.fs, db.dir, id)
+	if err != nil {
+		return nil, err
+	}
+	w.syncs = &db.stats.walSyncs
+	it := mem.sl.NewIterator()
+	st, ts, err := db.buildTable(db.allocFile(), sklSource{it}, false, nil)
+	it.Close()
+	if err == nil {
+		err = db.applyEdit(tableEdit{add: st, seq: ts.maxSeq, log: id})
+	}
+	if err != nil {
+		w.close()
+		db.removeFile(id, extLog)
+		return nil, fmt.Errorf("kvdemo: recovering past damaged logs: %w", err)
+	}
+	for _, lid := range aside {
+		if err := db.moveAside(fmt.Sprintf("%06d.%s", lid, extLog), fmt.Sprintf("damaged log, recovered under %q", db.opts.WALRecovery)); err != nil {
+			return nil, err
+		}
+	}
+	db.removeLogsBelow(id)
+	if err := db.syncDir(); err != nil {
+		return nil, err
+	}
+	next := db.newMemtable(id, w)
+	return next, nil
+}
