@@ -43,6 +43,8 @@ type sstable struct {
 	// unbound filter has been rebuilt in the background, hence atomic.
 	cf      atomic.Pointer[codec.Filter]
 	cfBytes atomic.Int64
+	// indexed: the table's keys are in the global index (Filter = global).
+	indexed atomic.Bool
 
 	refs     atomic.Int32
 	obsolete atomic.Bool // replaced by a compaction: delete the files at the last unref

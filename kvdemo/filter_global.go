@@ -1,0 +1,174 @@
+package kvdemo
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/badger/v4/y"
+
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
+)
+
+// FilterGlobal is one store-wide cuckoo index (dynamic.Index) over every
+// table instead of a filter per table: a Get probes it once and reads only
+// the tables it names.
+const FilterGlobal FilterKind = "global"
+
+// globalFilter keeps the store's dynamic.Index. Nothing is written beside
+// the tables: at Open the index is rebuilt from the tables' keys (Open logs
+// how long that took), sized for all of them at once. A flush or
+// compaction adds the new table's keys when the table is finished, before
+// the manifest names it; a table leaves the index only when the last view
+// that lists it is released (drop), so a Get holding an older view still
+// finds its tables named (the order dynamic.Index's documentation asks a
+// store to keep).
+type globalFilter struct {
+	db         *DB
+	bitsPerKey float64
+
+	mu      sync.Mutex // guards idx creation and pending
+	idx     *dynamic.Index
+	pending []*sstable // attached at Open, indexed by attachedAll
+}
+
+// indexed marks a table whose keys are in the index: until then its
+// answer is filterNone.
+func (g *globalFilter) index() *dynamic.Index {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.idx == nil {
+		g.idx = dynamic.NewIndex(1<<16, g.bitsPerKey)
+	}
+	return g.idx
+}
+
+func (*globalFilter) kind() FilterKind         { return FilterGlobal }
+func (*globalFilter) configure(*table.Options) {}
+
+func (g *globalFilter) newBuilder() filterBuilder { return &globalBuilder{g: g} }
+
+type globalBuilder struct {
+	g      *globalFilter
+	hashes []uint64
+}
+
+func (b *globalBuilder) add(userKey []byte) { b.hashes = append(b.hashes, dynamic.KeyHash(userKey)) }
+
+func (b *globalBuilder) finish(st *sstable) error {
+	start := time.Now()
+	if err := b.g.index().AddTable(st.id, b.hashes); err != nil {
+		return fmt.Errorf("kvdemo: indexing table %06d: %w", st.id, err)
+	}
+	b.g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	b.g.db.stats.indexUpdateKeys.Add(int64(len(b.hashes)))
+	st.indexed.Store(true)
+	return nil
+}
+
+// attach defers a table listed at Open to attachedAll, which indexes them
+// all at once.
+func (g *globalFilter) attach(st *sstable) bool {
+	if st.t == nil {
+		return true // damaged: never indexed, every Get reaching it is told
+	}
+	g.mu.Lock()
+	g.pending = append(g.pending, st)
+	g.mu.Unlock()
+	return true
+}
+
+// attachedAll builds the index from the keys of the tables attached at
+// Open, oldest first, in one index sized for all of them.
+func (g *globalFilter) attachedAll() error {
+	g.mu.Lock()
+	pending := g.pending
+	g.pending = nil
+	total := 0
+	for _, st := range pending {
+		total += int(st.t.KeyCount())
+	}
+	if g.idx == nil {
+		g.idx = dynamic.NewIndex(total+total/20+1024, g.bitsPerKey)
+	}
+	g.mu.Unlock()
+	start := time.Now()
+	keys := 0
+	for _, st := range pending {
+		n, err := g.indexTable(st)
+		if err != nil {
+			return err
+		}
+		keys += n
+	}
+	if len(pending) > 0 {
+		g.db.opts.Logger.Printf("global index rebuilt from %d tables (%d keys) in %v", len(pending), keys, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// indexTable adds st's keys to the index, read from the table itself.
+func (g *globalFilter) indexTable(st *sstable) (int, error) {
+	hashes := make([]uint64, 0, st.t.KeyCount())
+	it := st.t.NewIterator(table.NOCACHE)
+	for it.Rewind(); it.Valid(); it.Next() {
+		hashes = append(hashes, dynamic.KeyHash(y.ParseKey(it.Key())))
+	}
+	it.Close()
+	if err := g.index().AddTable(st.id, hashes); err != nil {
+		return 0, fmt.Errorf("kvdemo: indexing table %06d: %w", st.id, err)
+	}
+	st.indexed.Store(true)
+	return len(hashes), nil
+}
+
+func (g *globalFilter) rebuild(st *sstable) error {
+	if st.t == nil || st.indexed.Load() {
+		return nil
+	}
+	_, err := g.indexTable(st)
+	return err
+}
+
+func (g *globalFilter) mayContain(st *sstable, q *filterQuery) filterAnswer {
+	if !st.indexed.Load() {
+		return filterNone
+	}
+	if !q.looked {
+		q.candidates = g.idx.Lookup(q.key, q.candBuf[:0])
+		q.looked = true
+	}
+	if slices.Contains(q.candidates, st.id) {
+		return filterMaybe
+	}
+	return filterAbsent
+}
+
+func (g *globalFilter) drop(st *sstable) {
+	if !st.indexed.Load() {
+		return
+	}
+	if err := g.index().RemoveTable(st.id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
+		g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", st.id, err)
+	}
+	st.indexed.Store(false)
+}
+
+// memoryBytes is 0 per table: the index is store-wide (storeBytes).
+func (*globalFilter) memoryBytes(*sstable) int64 { return 0 }
+
+// IndexStats describes the global index (zero for other kinds).
+func (db *DB) IndexStats() dynamic.IndexStats {
+	if g, ok := db.filter.(*globalFilter); ok {
+		g.mu.Lock()
+		idx := g.idx
+		g.mu.Unlock()
+		if idx != nil {
+			return idx.Stats()
+		}
+	}
+	return dynamic.IndexStats{}
+}
