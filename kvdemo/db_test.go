@@ -195,7 +195,7 @@ func TestEveryFilterFindsEveryKey(t *testing.T) {
 	if testing.Short() {
 		n = 2_000
 	}
-	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
+	for _, f := range []FilterKind{FilterCuckoo, FilterGlobal, FilterBloom, FilterNone} {
 		for _, maxTables := range []int{-1, 4} {
 			t.Run(fmt.Sprintf("%s/maxTables=%d", f, maxTables), func(t *testing.T) {
 				dir := t.TempDir()
@@ -256,7 +256,7 @@ func TestEveryFilterFindsEveryKey(t *testing.T) {
 // shape is known: for an absent key every table is either skipped by its
 // filter or probed in vain.
 func TestFilterCounters(t *testing.T) {
-	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
+	for _, f := range []FilterKind{FilterCuckoo, FilterGlobal, FilterBloom, FilterNone} {
 		db := open(t, t.TempDir(), Options{Filter: f, MemtableBytes: 16 << 10, NoSyncEachWrite: true, MaxTables: -1})
 		if err := loadEven(db, 3000, 16); err != nil {
 			t.Fatal(err)
@@ -614,7 +614,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // whose Put returned, across memtable switches, flushes and merges that
 // retire the tables they are reading. Run with -race.
 func TestReadersDuringFlushesAndCompactions(t *testing.T) {
-	db := open(t, t.TempDir(), Options{MemtableBytes: 8 << 10, MaxTables: 2, NoSyncEachWrite: true})
+	for _, f := range []FilterKind{FilterCuckoo, FilterGlobal} {
+		t.Run(string(f), func(t *testing.T) { readersDuringFlushesAndCompactions(t, f) })
+	}
+}
+
+func readersDuringFlushesAndCompactions(t *testing.T, f FilterKind) {
+	db := open(t, t.TempDir(), Options{Filter: f, MemtableBytes: 8 << 10, MaxTables: 2, NoSyncEachWrite: true})
 	defer db.Close()
 	const writers = 2
 	perWriter := 2000

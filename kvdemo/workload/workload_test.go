@@ -15,7 +15,7 @@ import (
 func quiet() *log.Logger { return log.New(io.Discard, "", 0) }
 
 func TestLookupWorkload(t *testing.T) {
-	for _, f := range []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterBloom, kvdemo.FilterNone} {
+	for _, f := range []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterGlobal, kvdemo.FilterBloom, kvdemo.FilterNone} {
 		db, err := kvdemo.Open(t.TempDir(), &kvdemo.Options{Filter: f, MemtableBytes: 64 << 10, NoSyncEachWrite: true, Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func TestLookupWorkload(t *testing.T) {
 // benchstat. ns/get is the Get loop alone; ns/op also counts key generation.
 func BenchmarkLookups(b *testing.B) {
 	const n = 100_000
-	for _, f := range []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterBloom, kvdemo.FilterNone} {
+	for _, f := range []kvdemo.FilterKind{kvdemo.FilterCuckoo, kvdemo.FilterGlobal, kvdemo.FilterBloom, kvdemo.FilterNone} {
 		db, err := kvdemo.Open(b.TempDir(), &kvdemo.Options{Filter: f, MemtableBytes: n * 100 / 16, NoSyncEachWrite: true, Logger: quiet()})
 		if err != nil {
 			b.Fatal(err)
