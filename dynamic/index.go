@@ -114,6 +114,7 @@ type Index struct {
 	byID     map[uint64]int // table ID -> table slot in the codebook
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
+	bfs      []idxNode // the relocation search's queue, reused
 }
 
 const (
@@ -122,7 +123,7 @@ const (
 	idxLoad       = 0.9
 	idxGrowLoad   = 0.75
 	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
-	idxMaxNodes   = 4096
+	idxMaxNodes   = 1024
 	idxStashSize  = 1024
 	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
 	idxMaxDepth   = 8
@@ -722,26 +723,27 @@ const (
 // enough to justify one; idxStash otherwise.
 func (x *Index) insert(p probe, v uint32) idxInsertResult {
 	segs := *x.segs.Load()
-	for _, s := range segs {
-		i1 := s.primary(p.hi)
-		i2 := x.alt(s, i1, p.tag)
-		if x.bucketHas(s, i1, v) || x.bucketHas(s, i2, v) {
-			return idxDuplicate
-		}
+	// The newest segment first, relocating if need be: its two buckets
+	// are all a typical insert reads (older segments would cost a cache
+	// miss each). Repeats of one key in one AddTable meet in the same
+	// segment, so the duplicate check there is enough; a repeat split by
+	// a growth costs a slot, never an entry.
+	newest := segs[len(segs)-1]
+	if x.dupOrFree(newest, p, v) == idxDuplicate {
+		return idxDuplicate
 	}
-	for k := len(segs) - 1; k >= 0; k-- {
-		s := segs[k]
-		if k < len(segs)-1 && float64(s.entries.Load()) >= 0.9*float64(s.n)*idxSlots {
-			continue
-		}
-		// Older segments take an entry only where a bucket has room: a
-		// relocation search in each would multiply the cost of a full index.
-		if x.insertSegment(s, p, v, k == len(segs)-1) {
-			s.entries.Add(1)
+	if x.insertSegment(newest, p, v, true) {
+		newest.entries.Add(1)
+		return idxInserted
+	}
+	// The newest is full around this key: a free slot in an older segment
+	// (one that compactions have drained) before growing.
+	for k := len(segs) - 2; k >= 0; k-- {
+		if x.insertSegment(segs[k], p, v, false) {
+			segs[k].entries.Add(1)
 			return idxInserted
 		}
 	}
-	newest := segs[len(segs)-1]
 	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
 		return idxStash
 	}
@@ -775,9 +777,27 @@ func (x *Index) emptySlot(s *idxSegment, i uint32) int {
 	return -1
 }
 
+// idxNode is a bucket reached by the relocation search: from its parent's
+// bucket, entry val moves here.
+type idxNode struct {
+	bucket uint32
+	parent int32
+	val    uint32
+}
+
 type idxMove struct {
 	from, to uint32
 	val      uint32
+}
+
+// dupOrFree reports idxDuplicate if v is already in one of p's buckets
+// of s.
+func (x *Index) dupOrFree(s *idxSegment, p probe, v uint32) idxInsertResult {
+	i1 := s.primary(p.hi)
+	if x.bucketHas(s, i1, v) || x.bucketHas(s, x.alt(s, i1, p.tag), v) {
+		return idxDuplicate
+	}
+	return idxInserted
 }
 
 // insertSegment puts v in one of p's buckets of s, relocating other
@@ -822,13 +842,9 @@ func (x *Index) move(s *idxSegment, m idxMove) {
 }
 
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
-	type node struct {
-		bucket uint32
-		parent int32
-		val    uint32
-	}
-	nodes := make([]node, 0, 64)
-	nodes = append(nodes, node{i1, -1, 0}, node{i2, -1, 0})
+	nodes := x.bfs[:0]
+	defer func() { x.bfs = nodes[:0] }()
+	nodes = append(nodes, idxNode{i1, -1, 0}, idxNode{i2, -1, 0})
 	for head, depth := 0, 0; head < len(nodes) && depth < idxMaxPath; depth++ {
 		end := len(nodes)
 		for ; head < end && len(nodes) < idxMaxNodes; head++ {
@@ -840,7 +856,7 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 				if to == n.bucket {
 					continue
 				}
-				nodes = append(nodes, node{to, int32(head), v})
+				nodes = append(nodes, idxNode{to, int32(head), v})
 				if x.emptySlot(s, to) >= 0 {
 					var path []idxMove
 					for c := int32(len(nodes) - 1); nodes[c].parent >= 0; c = nodes[c].parent {
