@@ -123,7 +123,7 @@ const (
 	idxLoad       = 0.9
 	idxGrowLoad   = 0.75
 	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
-	idxMaxNodes   = 1024
+	idxMaxNodes   = 2048
 	idxStashSize  = 1024
 	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
 	idxMaxDepth   = 8
