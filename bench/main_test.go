@@ -40,7 +40,7 @@ func TestReportTiny(t *testing.T) {
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Filters) == 0 || len(rep.Pebble) != 6 || len(rep.Mem) == 0 || len(rep.KV) != 6 {
+	if len(rep.Filters) == 0 || len(rep.Pebble) != 6 || len(rep.Mem) == 0 || len(rep.KV) != 8 {
 		t.Fatalf("results.json: %d filter results, %d pebble results, %d memtable results, %d kvdemo results", len(rep.Filters), len(rep.Pebble), len(rep.Mem), len(rep.KV))
 	}
 	for _, r := range rep.Filters {

@@ -75,7 +75,7 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 	}
 	if len(rep.KV) > 0 {
 		fmt.Fprintf(w, "## kvdemo level\n\n")
-		fmt.Fprintf(w, "The project's demo store (package kvdemo: WAL, memtable behind a MemFilter, Badger-format SSTs) loaded with %d keys into about 20 tables per store, once per per-table filter, everything else equal: *cuckoo* = lsmcuckoo at 10 bits/key beside each table, *bloom* = Badger's own `y.Filter` inside the table at Badger's default `BloomFalsePositive` 0.01, *none*. *FPR*: the share of tables without the key that the filter did not skip. Filter bytes include the memtable's filter.\n\n", rep.KVKeys)
+		fmt.Fprintf(w, "The project's demo store (package kvdemo: WAL, memtable behind a MemFilter, Badger-format SSTs) loaded with %d keys into about 20 tables per store, once per filter kind, everything else equal: *cuckoo* = lsmcuckoo at 10 bits/key beside each table, *global* = one store-wide `dynamic.Index` naming the tables that may hold each key (10 bits/key budget, table codes included; one probe per Get), *bloom* = Badger's own `y.Filter` inside the table at Badger's default `BloomFalsePositive` 0.01, *none*. *FPR*: the share of tables without the key that the filter did not skip. Filter bytes include the memtable's filter (for *global*, they are the index's).\n\n", rep.KVKeys)
 		fmt.Fprintf(w, "| filter | absent share | Gets/s | tables probed/Get | FPR | filter bytes | tables | Gets/s ×bloom |\n|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rep.KV {
 			ratio := "–"

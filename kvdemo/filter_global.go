@@ -35,13 +35,14 @@ type globalFilter struct {
 	pending []*sstable // attached at Open, indexed by attachedAll
 }
 
-// indexed marks a table whose keys are in the index: until then its
-// answer is filterNone.
-func (g *globalFilter) index() *dynamic.Index {
+// index returns the store's index, creating it for a store that had no
+// tables at Open: sized for a few tables like the first one (keys), it
+// grows by segments as the store does.
+func (g *globalFilter) index(keys int) *dynamic.Index {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.idx == nil {
-		g.idx = dynamic.NewIndex(1<<16, g.bitsPerKey)
+		g.idx = dynamic.NewIndex(max(4*keys, 1024), g.bitsPerKey)
 	}
 	return g.idx
 }
@@ -60,7 +61,7 @@ func (b *globalBuilder) add(userKey []byte) { b.hashes = append(b.hashes, dynami
 
 func (b *globalBuilder) finish(st *sstable) error {
 	start := time.Now()
-	if err := b.g.index().AddTable(st.id, b.hashes); err != nil {
+	if err := b.g.index(len(b.hashes)).AddTable(st.id, b.hashes); err != nil {
 		return fmt.Errorf("kvdemo: indexing table %06d: %w", st.id, err)
 	}
 	b.g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
@@ -118,7 +119,7 @@ func (g *globalFilter) indexTable(st *sstable) (int, error) {
 		hashes = append(hashes, dynamic.KeyHash(y.ParseKey(it.Key())))
 	}
 	it.Close()
-	if err := g.index().AddTable(st.id, hashes); err != nil {
+	if err := g.index(len(hashes)).AddTable(st.id, hashes); err != nil {
 		return 0, fmt.Errorf("kvdemo: indexing table %06d: %w", st.id, err)
 	}
 	st.indexed.Store(true)
@@ -151,7 +152,7 @@ func (g *globalFilter) drop(st *sstable) {
 	if !st.indexed.Load() {
 		return
 	}
-	if err := g.index().RemoveTable(st.id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
+	if err := g.index(0).RemoveTable(st.id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
 		g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", st.id, err)
 	}
 	st.indexed.Store(false)
