@@ -47,7 +47,7 @@ import (
 // is named by every lookup instead: a correct "maybe".
 //
 // Layout. A segment is n buckets of four slots, packed at 4w bits each into
-// 64-bit words (a bucket may straddle two), with one 32-bit relocation
+// 64-bit words (a bucket may straddle two), with one 32-bit seqlock
 // counter per 16 buckets. The index grows by adding segments, which
 // lookups probe in turn; a segment that its tables' removals have emptied
 // is dropped.
@@ -119,7 +119,7 @@ type Index struct {
 
 const (
 	idxSlots      = 4
-	idxGroupShift = 4 // one relocation counter per 16 buckets
+	idxGroupShift = 4 // one seqlock counter per 16 buckets
 	idxLoad       = 0.9
 	idxGrowLoad   = 0.75
 	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
