@@ -580,16 +580,34 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 	}
 	want := x.codeLength(len(hashes), leaving)
 	code, length, ok := x.allocCode(want)
-	for !ok {
-		// Make room: lengthen the code of the table holding the largest
-		// share of the code tree, which frees half of its subtree.
-		victim := x.recodeCandidate(old, leaving)
-		if victim < 0 {
-			break
+	if !ok {
+		// Make room: lengthen, one bit at a time, the code of the table
+		// holding the largest share of the code tree (each bit frees half
+		// of its subtree) until the new table fits; then rewrite all the
+		// lengthened tables' entries in one pass over the index.
+		plan := map[int]uint{}
+		for !ok {
+			victim := x.recodeCandidate(old, leaving, plan)
+			if victim < 0 {
+				break
+			}
+			ti := old.tables[victim]
+			l := uint(ti.length)
+			if pl, ok := plan[victim]; ok {
+				l = pl
+			}
+			c := ti.code << (l - uint(ti.length))
+			freed := int(c<<1|1) << (x.d - l - 1)
+			for i := freed; i < freed+1<<(x.d-l-1); i++ {
+				x.leafUsed[i] = false
+			}
+			plan[victim] = l + 1
+			code, length, ok = x.allocCode(want)
 		}
-		x.lengthen(victim)
-		old = x.book.Load()
-		code, length, ok = x.allocCode(want)
+		if len(plan) > 0 {
+			x.lengthen(plan)
+			old = x.book.Load()
+		}
 	}
 	info := tableInfo{id: id, rank: rank, code: code, length: uint8(length), live: true, always: !ok, keys: len(hashes)}
 	// Publish the code before any entry that uses it (documentation, 4).
@@ -642,44 +660,59 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 	})
 }
 
-// recodeCandidate is the live table with the shortest code that can still
-// grow, preferring tables that are not leaving; -1 if none.
-func (x *Index) recodeCandidate(book *codebook, leaving []int) int {
-	best := -1
-	score := func(t int) int {
-		l := int(book.tables[t].length)
-		if contains(leaving, t) {
-			l += 100
-		}
-		return l
-	}
+// recodeCandidate is the live table with the shortest code (as planned)
+// that can still grow, preferring tables that are not leaving; -1 if none.
+func (x *Index) recodeCandidate(book *codebook, leaving []int, plan map[int]uint) int {
+	best, bestScore := -1, 0
 	for t, ti := range book.tables {
-		if !ti.live || ti.length == 0 || uint(ti.length) >= x.d {
+		l := uint(ti.length)
+		if pl, ok := plan[t]; ok {
+			l = pl
+		}
+		if !ti.live || l == 0 || l >= x.d {
 			continue
 		}
-		if best < 0 || score(t) < score(best) {
-			best = t
+		score := int(l)
+		if contains(leaving, t) {
+			score += 100
+		}
+		if best < 0 || score < bestScore {
+			best, bestScore = t, score
 		}
 	}
 	return best
 }
 
-// lengthen moves table t to the first child of its code node, one bit
-// longer, taking one fingerprint bit from each of its entries: the bits
-// after the code are the key's next hash bits, so dropping the last one
-// leaves exactly the entry the longer code would have written. Lookups
-// match both formats until every entry is rewritten; then the other child
-// is freed.
-func (x *Index) lengthen(t int) {
-	ti := x.book.Load().tables[t]
-	oldCode, oldLen := ti.code, uint(ti.length)
-	newCode, newLen := oldCode<<1, oldLen+1
+// lengthen moves each planned table t to the first descendant of its code
+// node at length plan[t], taking that many fingerprint bits from each of
+// its entries: the bits after the code are the key's next hash bits, so
+// dropping the last ones leaves exactly the entry the longer code would
+// have written. Lookups match both formats until every entry is
+// rewritten; then the rest of each old subtree is released in the
+// codebook (x.leafUsed was updated by the caller).
+func (x *Index) lengthen(plan map[int]uint) {
+	type change struct {
+		oldCode, newCode uint32
+		oldLen, newLen   uint
+	}
+	before := x.book.Load()
+	changes := make([]change, len(before.tables)) // by table slot; newLen 0: unchanged
+	for t, nl := range plan {
+		ti := before.tables[t]
+		ol := uint(ti.length)
+		changes[t] = change{ti.code, ti.code << (nl - ol), ol, nl}
+	}
 	x.publish(func(b *codebook) {
-		b.tables[t].code, b.tables[t].length = newCode, uint8(newLen)
-		b.tables[t].prevCode, b.tables[t].prevLength = oldCode, uint8(oldLen)
+		for t, c := range changes {
+			if c.newLen == 0 {
+				continue
+			}
+			b.tables[t].code, b.tables[t].length = c.newCode, uint8(c.newLen)
+			b.tables[t].prevCode, b.tables[t].prevLength = c.oldCode, uint8(c.oldLen)
+		}
 	})
 	tagShift := x.w - x.m
-	kOld := tagShift - oldLen
+	leafMask := uint32(1)<<x.d - 1
 	for _, s := range *x.segs.Load() {
 		for i := uint32(0); i < s.n; i++ {
 			b := x.bucket(s, i)
@@ -688,24 +721,33 @@ func (x *Index) lengthen(t int) {
 			}
 			for j := 0; j < idxSlots; j++ {
 				v := x.slot(b, j)
-				if v == 0 || (v>>kOld)&(1<<oldLen-1) != oldCode {
+				if v == 0 {
 					continue
 				}
+				t := before.decode[(v>>(tagShift-x.d))&leafMask]
+				if t < 0 || changes[t].newLen == 0 {
+					continue
+				}
+				c := changes[t]
+				kOld := tagShift - c.oldLen
+				delta := c.newLen - c.oldLen
 				extra := v & (1<<kOld - 1)
-				nv := v>>tagShift<<tagShift | newCode<<(kOld-1) | extra>>1
+				nv := v>>tagShift<<tagShift | c.newCode<<(kOld-delta) | extra>>delta
 				x.setSlot(s, i, j, nv)
 			}
 		}
 	}
-	freed := int(newCode|1) << (x.d - newLen)
-	size := 1 << (x.d - newLen)
-	for i := freed; i < freed+size; i++ {
-		x.leafUsed[i] = false
-	}
 	x.publish(func(b *codebook) {
-		b.tables[t].prevCode, b.tables[t].prevLength = 0, 0
-		for i := freed; i < freed+size; i++ {
-			b.decode[i] = -1
+		for t, c := range changes {
+			if c.newLen == 0 {
+				continue
+			}
+			b.tables[t].prevCode, b.tables[t].prevLength = 0, 0
+			oldStart := int(c.oldCode) << (x.d - c.oldLen)
+			newEnd := int(c.newCode)<<(x.d-c.newLen) + 1<<(x.d-c.newLen)
+			for i := newEnd; i < oldStart+1<<(x.d-c.oldLen); i++ {
+				b.decode[i] = -1
+			}
 		}
 	})
 }
