@@ -410,7 +410,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	flushes, merges := 0, 0
 	for time.Now().Before(deadline) || merges < 12 {
 		cur := *live.Load()
-		if len(cur) >= 6 {
+		if len(cur) >= 14 {
 			// Merge a run of 2..4 adjacent tables (cur is newest first).
 			k := 2 + rng.IntN(3)
 			at := rng.IntN(len(cur) - k + 1)
