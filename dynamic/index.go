@@ -774,17 +774,19 @@ func (x *Index) insert(p probe, v uint32) idxInsertResult {
 	if x.dupOrFree(newest, p, v) == idxDuplicate {
 		return idxDuplicate
 	}
-	if x.insertSegment(newest, p, v, true) {
-		newest.entries.Add(1)
-		return idxInserted
-	}
-	// The newest is full around this key: a free slot in an older segment
-	// (one that compactions have drained) before growing.
-	for k := len(segs) - 2; k >= 0; k-- {
+	// A free slot in the newest segment, then in an older one (drained by
+	// compactions), before a relocation search in the newest: when the
+	// newest is nearly full and older ones have room, a search per insert
+	// would be the whole cost.
+	for k := len(segs) - 1; k >= 0; k-- {
 		if x.insertSegment(segs[k], p, v, false) {
 			segs[k].entries.Add(1)
 			return idxInserted
 		}
+	}
+	if x.insertSegment(newest, p, v, true) {
+		newest.entries.Add(1)
+		return idxInserted
 	}
 	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
 		return idxStash

@@ -152,9 +152,12 @@ func (g *globalFilter) drop(st *sstable) {
 	if !st.indexed.Load() {
 		return
 	}
+	start := time.Now()
 	if err := g.index(0).RemoveTable(st.id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
 		g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", st.id, err)
 	}
+	// Upkeep counts removals too, per key added.
+	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 	st.indexed.Store(false)
 }
 
