@@ -583,9 +583,9 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 			db.stats.filterFalsePositives.Add(falsePos)
 		}
 	}()
-	q := filterQuery{key: key}
+	q := db.filter.prepare(key)
 	for _, st := range v.tables {
-		ans := db.filter.mayContain(st, &q)
+		ans := db.filter.mayContain(st, q)
 		if ans == filterAbsent {
 			negatives++
 			continue

@@ -22,15 +22,16 @@ import (
 //   - attach at Open for each listed table; false means "no trustworthy
 //     filter": the table is read unfiltered and rebuild is called in the
 //     background;
-//   - mayContain at every Get, for each table the Get reaches;
+//   - prepare once per Get that reaches the tables, then mayContain for
+//     each table it reaches, with what prepare derived from the key;
 //   - drop when the table leaves the store (compacted away, or a build
 //     abandoned before the manifest named it);
 //   - memoryBytes for Stats.
 //
 // A store-wide kind (one index over every table) fits the same shape:
-// finish and drop add and remove a table's keys from the index, and
-// mayContain may answer for all tables from one lookup cached in the
-// query (q is the same for every table of one Get).
+// finish and drop add and remove a table's keys from the index, prepare
+// does the one index lookup per Get and keeps its answer in the query,
+// and mayContain reads it for each table.
 //
 // The contract every implementation keeps: mayContain answers filterAbsent
 // only if the table certainly does not hold the key. Anything doubtful
@@ -42,7 +43,8 @@ type tableFilter interface {
 	newBuilder() filterBuilder
 	attach(st *sstable) bool
 	rebuild(st *sstable) error
-	mayContain(st *sstable, q *filterQuery) filterAnswer
+	prepare(key []byte) filterQuery
+	mayContain(st *sstable, q filterQuery) filterAnswer
 	drop(st *sstable)
 	memoryBytes(st *sstable) int64
 }
@@ -56,23 +58,18 @@ type filterBuilder interface {
 	finish(st *sstable) error
 }
 
-// filterQuery is one Get's key, with what the kinds derive from it
-// computed at most once per Get however many tables it reaches.
+// filterQuery is one Get's key, with what a kind derives from it once per
+// Get however many tables the Get reaches. It is passed by value: a
+// pointer handed to an interface method would move it to the heap, one
+// allocation per Get.
 type filterQuery struct {
-	key       []byte
-	bloomHash uint32
-	hashed    bool
-	// global: the index's candidates for key, looked up once per Get.
-	looked     bool
-	candidates []uint64
-	candBuf    [8]uint64
-}
-
-func (q *filterQuery) badgerHash() uint32 {
-	if !q.hashed {
-		q.bloomHash, q.hashed = y.Hash(q.key), true
-	}
-	return q.bloomHash
+	key  []byte
+	hash uint32 // bloom: Badger's y.Hash of the key
+	// global: the tables the index names for key (up to 4), or many when
+	// it named more (every table is then searched).
+	cands  [4]uint64
+	ncands uint8
+	many   bool
 }
 
 type filterAnswer uint8
@@ -110,14 +107,15 @@ func newTableFilter(kind FilterKind, db *DB) (tableFilter, error) {
 // noFilter: every table is searched.
 type noFilter struct{}
 
-func (noFilter) kind() FilterKind                               { return FilterNone }
-func (noFilter) configure(*table.Options)                       {}
-func (noFilter) newBuilder() filterBuilder                      { return nopBuilder{} }
-func (noFilter) attach(*sstable) bool                           { return true }
-func (noFilter) rebuild(*sstable) error                         { return nil }
-func (noFilter) mayContain(*sstable, *filterQuery) filterAnswer { return filterNone }
-func (noFilter) drop(*sstable)                                  {}
-func (noFilter) memoryBytes(*sstable) int64                     { return 0 }
+func (noFilter) kind() FilterKind                              { return FilterNone }
+func (noFilter) configure(*table.Options)                      {}
+func (noFilter) newBuilder() filterBuilder                     { return nopBuilder{} }
+func (noFilter) attach(*sstable) bool                          { return true }
+func (noFilter) rebuild(*sstable) error                        { return nil }
+func (noFilter) prepare(key []byte) filterQuery                { return filterQuery{key: key} }
+func (noFilter) mayContain(*sstable, filterQuery) filterAnswer { return filterNone }
+func (noFilter) drop(*sstable)                                 {}
+func (noFilter) memoryBytes(*sstable) int64                    { return 0 }
 
 type nopBuilder struct{}
 
@@ -136,11 +134,14 @@ func (bloomFilter) configure(o *table.Options) {
 func (bloomFilter) newBuilder() filterBuilder { return nopBuilder{} }
 func (bloomFilter) attach(*sstable) bool      { return true }
 func (bloomFilter) rebuild(*sstable) error    { return nil }
-func (bloomFilter) mayContain(st *sstable, q *filterQuery) filterAnswer {
+func (bloomFilter) prepare(key []byte) filterQuery {
+	return filterQuery{key: key, hash: y.Hash(key)}
+}
+func (bloomFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	if st.t == nil {
 		return filterNone
 	}
-	if st.t.DoesNotHave(q.badgerHash()) {
+	if st.t.DoesNotHave(q.hash) {
 		return filterAbsent
 	}
 	return filterMaybe
@@ -232,7 +233,8 @@ func (c *cuckooFilter) rebuild(st *sstable) error {
 	return c.db.syncDir()
 }
 
-func (*cuckooFilter) mayContain(st *sstable, q *filterQuery) filterAnswer {
+func (*cuckooFilter) prepare(key []byte) filterQuery { return filterQuery{key: key} }
+func (*cuckooFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	f := st.cf.Load()
 	if f == nil {
 		return filterNone

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4/table"
@@ -31,7 +32,7 @@ type globalFilter struct {
 	bitsPerKey float64
 
 	mu      sync.Mutex // guards idx creation and pending
-	idx     *dynamic.Index
+	idx     atomic.Pointer[dynamic.Index]
 	pending []*sstable // attached at Open, indexed by attachedAll
 }
 
@@ -39,12 +40,15 @@ type globalFilter struct {
 // tables at Open: sized for a few tables like the first one (keys), it
 // grows by segments as the store does.
 func (g *globalFilter) index(keys int) *dynamic.Index {
+	if idx := g.idx.Load(); idx != nil {
+		return idx
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.idx == nil {
-		g.idx = dynamic.NewIndex(max(4*keys, 1024), g.bitsPerKey)
+	if g.idx.Load() == nil {
+		g.idx.Store(dynamic.NewIndex(max(4*keys, 1024), g.bitsPerKey))
 	}
-	return g.idx
+	return g.idx.Load()
 }
 
 func (*globalFilter) kind() FilterKind         { return FilterGlobal }
@@ -92,8 +96,8 @@ func (g *globalFilter) attachedAll() error {
 	for _, st := range pending {
 		total += int(st.t.KeyCount())
 	}
-	if g.idx == nil {
-		g.idx = dynamic.NewIndex(total+total/20+1024, g.bitsPerKey)
+	if g.idx.Load() == nil {
+		g.idx.Store(dynamic.NewIndex(total+total/20+1024, g.bitsPerKey))
 	}
 	g.mu.Unlock()
 	start := time.Now()
@@ -134,15 +138,29 @@ func (g *globalFilter) rebuild(st *sstable) error {
 	return err
 }
 
-func (g *globalFilter) mayContain(st *sstable, q *filterQuery) filterAnswer {
-	if !st.indexed.Load() {
+// prepare is the Get's one index lookup.
+func (g *globalFilter) prepare(key []byte) filterQuery {
+	q := filterQuery{key: key}
+	idx := g.idx.Load()
+	if idx == nil {
+		q.many = true // no table indexed yet: nothing to rule out
+		return q
+	}
+	var buf [8]uint64
+	c := idx.Lookup(key, buf[:0])
+	if len(c) > len(q.cands) {
+		q.many = true
+		return q
+	}
+	q.ncands = uint8(copy(q.cands[:], c))
+	return q
+}
+
+func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
+	if !st.indexed.Load() || q.many {
 		return filterNone
 	}
-	if !q.looked {
-		q.candidates = g.idx.Lookup(q.key, q.candBuf[:0])
-		q.looked = true
-	}
-	if slices.Contains(q.candidates, st.id) {
+	if slices.Contains(q.cands[:q.ncands], st.id) {
 		return filterMaybe
 	}
 	return filterAbsent
@@ -167,10 +185,7 @@ func (*globalFilter) memoryBytes(*sstable) int64 { return 0 }
 // IndexStats describes the global index (zero for other kinds).
 func (db *DB) IndexStats() dynamic.IndexStats {
 	if g, ok := db.filter.(*globalFilter); ok {
-		g.mu.Lock()
-		idx := g.idx
-		g.mu.Unlock()
-		if idx != nil {
+		if idx := g.idx.Load(); idx != nil {
 			return idx.Stats()
 		}
 	}
