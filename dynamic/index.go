@@ -441,6 +441,24 @@ func (x *Index) RemoveTable(id uint64) error {
 	return nil
 }
 
+// RemoveTables removes every entry of the given tables, and nothing else,
+// in one pass over the index (RemoveTable costs a pass per table). An
+// unknown ID is an error and removes nothing.
+func (x *Index) RemoveTables(ids ...uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ts := make([]int, 0, len(ids))
+	for _, id := range ids {
+		t, ok := x.byID[id]
+		if !ok || contains(ts, t) {
+			return fmt.Errorf("%w: %d", ErrNoTable, id)
+		}
+		ts = append(ts, t)
+	}
+	x.removeLocked(ts...)
+	return nil
+}
+
 // Replace adds table merged, holding the keys given by hashes, in the
 // place of the newest of inputs, then removes the inputs: a concurrent
 // Lookup of a key of the inputs names an input or merged, or both, at
@@ -467,9 +485,7 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
 		rank = x.nextRank
 	}
 	x.addLocked(merged, rank, hashes, slots)
-	for _, t := range slots {
-		x.removeLocked(t)
-	}
+	x.removeLocked(slots...)
 	return nil
 }
 
@@ -920,13 +936,21 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 
 // removeLocked clears every entry whose code is table t's, then frees the
 // code (documentation, 4) and drops segments left empty.
-func (x *Index) removeLocked(t int) {
+func (x *Index) removeLocked(ts ...int) {
 	book := x.book.Load()
-	ti := book.tables[t]
-	if ti.length > 0 {
+	gone := make([]bool, len(book.tables))
+	scan := false
+	for _, t := range ts {
+		gone[t] = true
+		scan = scan || book.tables[t].length > 0
+	}
+	if scan {
+		// One pass clears the entries of every table leaving: a slot's
+		// code leaf names its table unambiguously (codes are prefix-free
+		// and none is being lengthened under the writer mutex).
 		segs := *x.segs.Load()
 		tagShift := x.w - x.m
-		codeShift := tagShift - uint(ti.length)
+		leafMask := uint32(1)<<x.d - 1
 		for _, s := range segs {
 			for i := uint32(0); i < s.n; i++ {
 				b := x.bucket(s, i)
@@ -935,7 +959,10 @@ func (x *Index) removeLocked(t int) {
 				}
 				for j := 0; j < idxSlots; j++ {
 					v := x.slot(b, j)
-					if v != 0 && (v>>codeShift)&(1<<ti.length-1) == ti.code {
+					if v == 0 {
+						continue
+					}
+					if t := book.decode[(v>>(tagShift-x.d))&leafMask]; t >= 0 && gone[t] {
 						x.setSlot(s, i, j, 0)
 						s.entries.Add(-1)
 					}
@@ -952,26 +979,32 @@ func (x *Index) removeLocked(t int) {
 			x.segs.Store(&keep)
 		}
 	}
-	if ti.length > 0 {
-		first := int(ti.code) << (x.d - uint(ti.length))
-		for i := first; i < first+1<<(x.d-uint(ti.length)); i++ {
-			x.leafUsed[i] = false
-		}
-	}
-	delete(x.byID, ti.id)
-	x.publish(func(b *codebook) {
+	for _, t := range ts {
+		ti := book.tables[t]
 		if ti.length > 0 {
 			first := int(ti.code) << (x.d - uint(ti.length))
 			for i := first; i < first+1<<(x.d-uint(ti.length)); i++ {
-				if b.decode[i] == int16(t) {
-					b.decode[i] = -1
-				}
+				x.leafUsed[i] = false
 			}
 		}
-		b.tables[t] = tableInfo{}
+		delete(x.byID, ti.id)
+	}
+	x.publish(func(b *codebook) {
+		for _, t := range ts {
+			ti := b.tables[t]
+			if ti.length > 0 {
+				first := int(ti.code) << (x.d - uint(ti.length))
+				for i := first; i < first+1<<(x.d-uint(ti.length)); i++ {
+					if b.decode[i] == int16(t) {
+						b.decode[i] = -1
+					}
+				}
+			}
+			b.tables[t] = tableInfo{}
+		}
 		kept := b.stash[:0]
 		for _, e := range b.stash {
-			if int(e.table) != t {
+			if !gone[e.table] {
 				kept = append(kept, e)
 			}
 		}

@@ -169,12 +169,22 @@ func TestIndexGrowthAndShrink(t *testing.T) {
 		}
 	}
 	check()
-	for id := uint64(1); id <= 18; id++ {
+	for id := uint64(1); id <= 18; id += 3 {
+		// One alone, then two in one pass.
 		if err := x.RemoveTable(id); err != nil {
 			t.Fatal(err)
 		}
 		delete(tables, id)
 		check()
+		if err := x.RemoveTables(id+1, id+2); err != nil {
+			t.Fatal(err)
+		}
+		delete(tables, id+1)
+		delete(tables, id+2)
+		check()
+	}
+	if err := x.RemoveTables(19, 99); err == nil || x.Tables() != 2 {
+		t.Fatalf("RemoveTables with an unknown ID: %v, %d tables left", err, x.Tables())
 	}
 	st := x.Stats()
 	t.Logf("grown: %+v; after removing 18 of 20 tables: %+v", grown, st)

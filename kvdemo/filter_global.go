@@ -34,6 +34,7 @@ type globalFilter struct {
 	mu      sync.Mutex // guards idx creation and pending
 	idx     atomic.Pointer[dynamic.Index]
 	pending []*sstable // attached at Open, indexed by attachedAll
+	leaving []uint64   // dropped tables whose entries are still in the index
 }
 
 // index returns the store's index, creating it for a store that had no
@@ -64,6 +65,7 @@ type globalBuilder struct {
 func (b *globalBuilder) add(userKey []byte) { b.hashes = append(b.hashes, dynamic.KeyHash(userKey)) }
 
 func (b *globalBuilder) finish(st *sstable) error {
+	b.g.removeLeaving() // frees their codes and slots for this table
 	start := time.Now()
 	if err := b.g.index(len(b.hashes)).AddTable(st.id, b.hashes); err != nil {
 		return fmt.Errorf("kvdemo: indexing table %06d: %w", st.id, err)
@@ -166,17 +168,45 @@ func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	return filterAbsent
 }
 
+// drop queues st's removal from the index: removals cost a pass over the
+// whole index each, so they are done together, before the next table is
+// added or once eight are waiting. Until then the index may still name
+// st, which no Get asks about any more (no view lists it, and table IDs
+// are never reused).
 func (g *globalFilter) drop(st *sstable) {
-	if !st.indexed.Load() {
+	if !st.indexed.CompareAndSwap(true, false) {
+		return
+	}
+	g.mu.Lock()
+	g.leaving = append(g.leaving, st.id)
+	n := len(g.leaving)
+	g.mu.Unlock()
+	if n >= 8 {
+		g.removeLeaving()
+	}
+}
+
+// removeLeaving removes the queued tables from the index in one pass.
+func (g *globalFilter) removeLeaving() {
+	g.mu.Lock()
+	ids := g.leaving
+	g.leaving = nil
+	g.mu.Unlock()
+	idx := g.idx.Load()
+	if len(ids) == 0 || idx == nil {
 		return
 	}
 	start := time.Now()
-	if err := g.index(0).RemoveTable(st.id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
-		g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", st.id, err)
+	if err := idx.RemoveTables(ids...); err != nil {
+		// Only an ID the index never had; remove the others one by one.
+		for _, id := range ids {
+			if err := idx.RemoveTable(id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
+				g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", id, err)
+			}
+		}
 	}
 	// Upkeep counts removals too, per key added.
 	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
-	st.indexed.Store(false)
 }
 
 // memoryBytes is 0 per table: the index is store-wide (storeBytes).
