@@ -98,7 +98,9 @@ func (g *globalFilter) attachedAll() error {
 	for _, st := range pending {
 		total += int(st.t.KeyCount())
 	}
-	if g.idx.Load() == nil {
+	if g.idx.Load() == nil && len(pending) > 0 {
+		// A store with no tables yet sizes its index from its first table
+		// (index), not from nothing.
 		g.idx.Store(dynamic.NewIndex(total+total/20+1024, g.bitsPerKey))
 	}
 	g.mu.Unlock()
