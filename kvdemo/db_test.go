@@ -1062,3 +1062,23 @@ func TestGlobalHotKeysInEveryTable(t *testing.T) {
 	defer db.Close()
 	check("reopened")
 }
+
+// TestGlobalFreshStoreIndexSize: a store created empty sizes its index
+// from its first table and grows it by doubling, so ten equal tables fit
+// in a few segments (it once started from 1024 entries and grew to eight).
+func TestGlobalFreshStoreIndexSize(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 256 << 10, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	for i := 0; i < 30_000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	t.Logf("%d tables: %+v", st.Tables, st.Index)
+	if st.Tables < 5 || st.Index.Segments > 3 || st.Index.BitsPerKey > 30 {
+		t.Errorf("%d tables: index %+v", st.Tables, st.Index)
+	}
+}
