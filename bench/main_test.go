@@ -42,7 +42,7 @@ func TestReportTiny(t *testing.T) {
 	if err := json.Unmarshal(js, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Filters) == 0 || rep.Pebble == nil || len(rep.Pebble.Results) != 2*len(dbbench.Workloads)*len(dbbench.Policies()) || len(rep.Mem) == 0 || len(rep.KV) != 6 {
+	if len(rep.Filters) == 0 || rep.Pebble == nil || len(rep.Pebble.Results) != 2*len(dbbench.Workloads)*len(dbbench.Policies()) || len(rep.Mem) == 0 || len(rep.KV) != 8 {
 		t.Fatalf("results.json: %d filter results, pebble %v, %d memtable results, %d kvdemo results", len(rep.Filters), rep.Pebble != nil, len(rep.Mem), len(rep.KV))
 	}
 	for _, r := range rep.Filters {

@@ -26,6 +26,8 @@ const (
 	envCrashDir   = "KVDEMO_CRASH_CHILD_DIR"
 	envCrashSpace = "KVDEMO_CRASH_CHILD_SPACE"
 	envCrashRound = "KVDEMO_CRASH_CHILD_ROUND"
+	// envCrashFilter is the filter kind of the store the child creates.
+	envCrashFilter = "KVDEMO_CRASH_CHILD_FILTER"
 )
 
 // TestCrashChild is the child's side; it does nothing in a normal run.
@@ -47,7 +49,7 @@ func TestCrashChild(t *testing.T) {
 		fmt.Fprintf(os.Stdout, format+"\n", args...)
 		outMu.Unlock()
 	}
-	db, err := Open(dir, &Options{FS: efs, MemtableBytes: 16 << 10, MaxTables: 3, Logger: quiet()})
+	db, err := Open(dir, &Options{FS: efs, Filter: FilterKind(os.Getenv(envCrashFilter)), MemtableBytes: 16 << 10, MaxTables: 3, Logger: quiet()})
 	if err != nil {
 		say("OPENFAIL %v", strings.ReplaceAll(err.Error(), "\n", " "))
 		return
@@ -99,6 +101,12 @@ func TestCrashKill9FullDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
+	for _, kind := range []FilterKind{FilterCuckoo, FilterGlobal} {
+		t.Run(string(kind), func(t *testing.T) { crashRounds(t, kind) })
+	}
+}
+
+func crashRounds(t *testing.T, kind FilterKind) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 10))
@@ -113,7 +121,7 @@ func TestCrashKill9FullDisk(t *testing.T) {
 			space = 0 // restart on a disk that is still full
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v=false")
-		cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashSpace+"="+strconv.FormatInt(space, 10), envCrashRound+"="+strconv.Itoa(round))
+		cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashSpace+"="+strconv.FormatInt(space, 10), envCrashRound+"="+strconv.Itoa(round), envCrashFilter+"="+string(kind))
 		stdin, _ := cmd.StdinPipe()
 		stdout, _ := cmd.StdoutPipe()
 		cmd.Stderr = io.Discard
@@ -188,6 +196,9 @@ func TestCrashKill9FullDisk(t *testing.T) {
 			}
 		}
 		st := db.Stats()
+		if st.Filter != kind {
+			t.Fatalf("round %d: store has filter %s, want %s", round, st.Filter, kind)
+		}
 		t.Logf("round %d (space %d KiB): %d acknowledged, %d not stored so far; space given back: %v; %d tables",
 			round, space>>10, len(acked), len(notStored), spaceGiven, st.Tables)
 		if err := db.Close(); err != nil {

@@ -55,6 +55,7 @@ import (
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
 
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
@@ -65,6 +66,7 @@ const (
 	FilterCuckoo FilterKind = "cuckoo" // lsmcuckoo's codec block beside each table
 	FilterBloom  FilterKind = "bloom"  // Badger's own y.Filter inside the table
 	FilterNone   FilterKind = "none"
+	// FilterGlobal (filter_global.go): one store-wide index.
 )
 
 // Hard limits. Badger's table format stores key lengths in 16 bits
@@ -81,7 +83,10 @@ type Options struct {
 	// existing store is opened with the kind it was created with (set it
 	// only to insist: a different kind is an error).
 	Filter FilterKind
-	// BitsPerKey is the cuckoo filter's budget; default 10.
+	// BitsPerKey is the filter budget of a new store, in bits per key,
+	// whatever its kind (for global it counts the index's table codes;
+	// bloom keeps Badger's own sizing); default 10. An existing store
+	// keeps the budget it was created with.
 	BitsPerKey float64
 	// MemtableBytes is the flush threshold, counted as key + value + a
 	// per-entry estimate of skiplist overhead; default 8 MiB.
@@ -218,17 +223,21 @@ func (v *view) release() {
 }
 
 type counters struct {
-	gets, puts, dels        atomic.Int64
-	memFilterNegatives      atomic.Int64
-	memFilterFalsePositives atomic.Int64
-	tableFilterNegatives    atomic.Int64
-	tablesProbed            atomic.Int64
-	filterFalsePositives    atomic.Int64
-	flushes, compactions    atomic.Int64
-	rebuiltFilters, tornWAL atomic.Int64
-	walSyncs                atomic.Int64
-	damagedTables           atomic.Int64
-	movedAside              atomic.Int64
+	gets, puts, dels atomic.Int64
+	// Filter maintenance cost at flush and compaction: the global index's
+	// AddTable, the cuckoo kind's block build.
+	indexUpdateNanos, indexUpdateKeys atomic.Int64
+	filterBuildNanos, filterBuildKeys atomic.Int64
+	memFilterNegatives                atomic.Int64
+	memFilterFalsePositives           atomic.Int64
+	tableFilterNegatives              atomic.Int64
+	tablesProbed                      atomic.Int64
+	filterFalsePositives              atomic.Int64
+	flushes, compactions              atomic.Int64
+	rebuiltFilters, tornWAL           atomic.Int64
+	walSyncs                          atomic.Int64
+	damagedTables                     atomic.Int64
+	movedAside                        atomic.Int64
 }
 
 // Stats are the store's counters since Open, and its current shape.
@@ -261,10 +270,17 @@ type Stats struct {
 	FilterBytes      int64
 	TableFilterBytes int64
 	MemFilterBytes   int64
-	MemtableEntries  int    // entries in the mutable memtable (writes that succeeded)
-	Seq              uint64 // sequence number of the newest write that succeeded
-	Filter           FilterKind
-	Compression      Compression
+	// Filter upkeep per key flushed or compacted since Open: the global
+	// index's update, or the cuckoo filter's block build.
+	IndexUpdateNsPerKey float64
+	FilterBuildNsPerKey float64
+	// Index describes the store-wide index (Filter = global; zero
+	// otherwise). Its bytes are TableFilterBytes.
+	Index           dynamic.IndexStats
+	MemtableEntries int    // entries in the mutable memtable (writes that succeeded)
+	Seq             uint64 // sequence number of the newest write that succeeded
+	Filter          FilterKind
+	Compression     Compression
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -711,7 +727,23 @@ func (db *DB) Stats() Stats {
 			s.MemFilterBytes += int64(m.filter.Stats().Bytes)
 		}
 	}
+	if _, ok := db.filter.(*globalFilter); ok {
+		s.Index = db.IndexStats()
+		s.TableFilterBytes = s.Index.Bytes
+		s.UnfilteredTables = 0
+		for _, st := range v.tables {
+			if !st.indexed.Load() {
+				s.UnfilteredTables++
+			}
+		}
+	}
 	s.FilterBytes = s.TableFilterBytes + s.MemFilterBytes
+	if n := db.stats.indexUpdateKeys.Load(); n > 0 {
+		s.IndexUpdateNsPerKey = float64(db.stats.indexUpdateNanos.Load()) / float64(n)
+	}
+	if n := db.stats.filterBuildKeys.Load(); n > 0 {
+		s.FilterBuildNsPerKey = float64(db.stats.filterBuildNanos.Load()) / float64(n)
+	}
 	return s
 }
 

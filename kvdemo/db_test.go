@@ -195,7 +195,7 @@ func TestEveryFilterFindsEveryKey(t *testing.T) {
 	if testing.Short() {
 		n = 2_000
 	}
-	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
+	for _, f := range []FilterKind{FilterCuckoo, FilterGlobal, FilterBloom, FilterNone} {
 		for _, maxTables := range []int{-1, 4} {
 			t.Run(fmt.Sprintf("%s/maxTables=%d", f, maxTables), func(t *testing.T) {
 				dir := t.TempDir()
@@ -256,7 +256,7 @@ func TestEveryFilterFindsEveryKey(t *testing.T) {
 // shape is known: for an absent key every table is either skipped by its
 // filter or probed in vain.
 func TestFilterCounters(t *testing.T) {
-	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone} {
+	for _, f := range []FilterKind{FilterCuckoo, FilterGlobal, FilterBloom, FilterNone} {
 		db := open(t, t.TempDir(), Options{Filter: f, MemtableBytes: 16 << 10, NoSyncEachWrite: true, MaxTables: -1})
 		if err := loadEven(db, 3000, 16); err != nil {
 			t.Fatal(err)
@@ -614,7 +614,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // whose Put returned, across memtable switches, flushes and merges that
 // retire the tables they are reading. Run with -race.
 func TestReadersDuringFlushesAndCompactions(t *testing.T) {
-	db := open(t, t.TempDir(), Options{MemtableBytes: 8 << 10, MaxTables: 2, NoSyncEachWrite: true})
+	for _, f := range []FilterKind{FilterCuckoo, FilterGlobal} {
+		t.Run(string(f), func(t *testing.T) { readersDuringFlushesAndCompactions(t, f) })
+	}
+}
+
+func readersDuringFlushesAndCompactions(t *testing.T, f FilterKind) {
+	db := open(t, t.TempDir(), Options{Filter: f, MemtableBytes: 8 << 10, MaxTables: 2, NoSyncEachWrite: true})
 	defer db.Close()
 	const writers = 2
 	perWriter := 2000
@@ -1028,5 +1034,77 @@ func TestTablesReadNotMapped(t *testing.T) {
 		if st.t.MmapFile.Fd != nil || !st.t.IsInmemory {
 			t.Errorf("table %06d is memory-mapped", st.id)
 		}
+	}
+}
+
+// TestGlobalHotKeysInEveryTable: the same keys rewritten before every
+// flush, so each has a version in every table: more entries for one key
+// than its bucket pair has slots (eight), across 30 tables, plus keys
+// that live in one table only. Every Get must return the newest value,
+// live and after reopening (where the index is rebuilt from the tables).
+func TestGlobalHotKeysInEveryTable(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Filter: FilterGlobal, MemtableBytes: 1 << 20, MaxTables: -1, NoSyncEachWrite: true}
+	db := open(t, dir, o)
+	const hot, tables = 60, 30
+	want := map[string]string{}
+	for tb := 0; tb < tables; tb++ {
+		for h := 0; h < hot; h++ {
+			k := fmt.Sprintf("hot-%03d", h)
+			v := fmt.Sprintf("v%d-%d", tb, h)
+			mustPut(t, db, []byte(k), []byte(v))
+			want[k] = v
+		}
+		for i := 0; i < 50; i++ {
+			k := fmt.Sprintf("cold-%02d-%03d", tb, i)
+			mustPut(t, db, []byte(k), []byte(k))
+			want[k] = k
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		for k, v := range want {
+			got, err := db.Get([]byte(k))
+			if err != nil || string(got) != v {
+				t.Fatalf("%s: Get(%s) = %q, %v; want %q", when, k, got, err, v)
+			}
+		}
+		st := db.Stats()
+		if st.Tables != tables {
+			t.Fatalf("%s: %d tables", when, st.Tables)
+		}
+		t.Logf("%s: %+v", when, st.Index)
+		if st.Index.Stashed == 0 && st.Index.Always == 0 {
+			t.Errorf("%s: no bucket pair overflowed: the test exercises nothing", when)
+		}
+	}
+	check("live")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = open(t, dir, Options{MaxTables: -1})
+	defer db.Close()
+	check("reopened")
+}
+
+// TestGlobalFreshStoreIndexSize: a store created empty sizes its index
+// from its first table and grows it by doubling, so ten equal tables fit
+// in a few segments (it once started from 1024 entries and grew to eight).
+func TestGlobalFreshStoreIndexSize(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 256 << 10, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	for i := 0; i < 30_000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := db.Stats()
+	t.Logf("%d tables: %+v", st.Tables, st.Index)
+	if st.Tables < 5 || st.Index.Segments > 3 || st.Index.BitsPerKey > 30 {
+		t.Errorf("%d tables: index %+v", st.Tables, st.Index)
 	}
 }

@@ -1096,3 +1096,67 @@ func TestFaultTableCannotBeOpened(t *testing.T) {
 	}
 	l.verify(t, db, "reopened")
 }
+
+// TestFaultGlobalIndexFromDamagedTable: the global index is rebuilt from
+// the tables' keys; a table whose block cannot be read ends its iterator
+// early, as if at its end. Indexing that part would make the index answer
+// "absent" for the keys after it, so the table must stay unindexed and be
+// searched by every Get: a key it holds is returned or reported as
+// ErrCorrupt naming it, never "not found".
+func TestFaultGlobalIndexFromDamagedTable(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{Filter: FilterGlobal, Compression: CompressionNone, MemtableBytes: 1 << 20, MaxTables: -1}
+	db := open(t, dir, o)
+	const per = 300
+	for tbl := 0; tbl < 3; tbl++ {
+		for i := 0; i < per; i++ {
+			k := fmt.Sprintf("t%d-%04d", tbl, i)
+			mustPut(t, db, []byte(k), []byte(k))
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, _ := db.acquire()
+	defer v.release()
+	mid := v.tables[1]
+	g := db.filter.(*globalFilter)
+	// Take mid out of the index, damage its first block, and index it
+	// again as Open would.
+	if err := g.idx.Load().RemoveTable(mid.id); err != nil {
+		t.Fatal(err)
+	}
+	mid.indexed.Store(false)
+	mid.t.Data[40] ^= 0x04
+	if _, err := g.indexTable(mid); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("indexing a table read short: %v (want ErrCorrupt)", err)
+	}
+	if mid.indexed.Load() || !g.unfiltered(mid) {
+		t.Fatal("a table read short is marked indexed")
+	}
+	corrupt := 0
+	for i := 0; i < per; i++ {
+		k := fmt.Sprintf("t1-%04d", i)
+		got, err := db.Get([]byte(k))
+		switch {
+		case err == nil && string(got) != k:
+			t.Fatalf("%s = %q", k, got)
+		case errors.Is(err, ErrCorrupt) && strings.Contains(err.Error(), fmt.Sprintf("%06d", mid.id)):
+			corrupt++
+		case err != nil:
+			t.Fatalf("%s: %v (want the value or ErrCorrupt naming table %06d)", k, err, mid.id)
+		}
+	}
+	if corrupt == 0 {
+		t.Fatal("no Get saw the damaged block")
+	}
+	for _, tbl := range []int{0, 2} {
+		for i := 0; i < per; i++ {
+			k := fmt.Sprintf("t%d-%04d", tbl, i)
+			if got, err := db.Get([]byte(k)); err != nil || string(got) != k {
+				t.Fatalf("%s in a healthy table: %q, %v", k, got, err)
+			}
+		}
+	}
+	db.Close()
+}

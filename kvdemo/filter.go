@@ -2,6 +2,7 @@ package kvdemo
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
@@ -71,6 +72,11 @@ type filterBuilder interface {
 type filterQuery struct {
 	key  []byte
 	hash uint32 // bloom: Badger's y.Hash of the key
+	// global: the tables the index names for key (up to 4), or many when
+	// it named more (every table is then searched).
+	cands  [4]uint64
+	ncands uint8
+	many   bool
 }
 
 type filterAnswer uint8
@@ -95,8 +101,14 @@ func newTableFilter(kind FilterKind, db *DB) (tableFilter, error) {
 		return bloomFilter{}, nil
 	case FilterNone:
 		return noFilter{}, nil
+	case FilterGlobal:
+		g := &globalFilter{db: db}
+		if db != nil {
+			g.bitsPerKey = db.opts.BitsPerKey
+		}
+		return g, nil
 	}
-	return nil, fmt.Errorf("kvdemo: unknown filter %q (want cuckoo, bloom or none)", kind)
+	return nil, fmt.Errorf("kvdemo: unknown filter %q (want cuckoo, bloom, global or none)", kind)
 }
 
 // noFilter: every table is searched.
@@ -164,14 +176,19 @@ func (c *cuckooFilter) newBuilder() filterBuilder {
 }
 
 type cuckooBuilder struct {
-	c *cuckooFilter
-	b *codec.Builder
+	c    *cuckooFilter
+	b    *codec.Builder
+	keys int64
 }
 
-func (b *cuckooBuilder) add(userKey []byte) { b.b.Add(userKey) }
+func (b *cuckooBuilder) add(userKey []byte) { b.b.Add(userKey); b.keys++ }
 
 func (b *cuckooBuilder) finish(st *sstable) error {
-	return b.c.install(st, b.b.Finish(nil))
+	start := time.Now()
+	block := b.b.Finish(nil)
+	b.c.db.stats.filterBuildNanos.Add(time.Since(start).Nanoseconds())
+	b.c.db.stats.filterBuildKeys.Add(b.keys)
+	return b.c.install(st, block)
 }
 
 // install saves block as st's filter and attaches it.

@@ -7,7 +7,7 @@ import (
 	"github.com/dgraph-io/badger/v4/skl"
 	"github.com/dgraph-io/badger/v4/y"
 
-	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 )
 
 const metaDelete = 1 << 0 // ValueStruct.Meta bit of a tombstone
@@ -25,7 +25,7 @@ const nodeOverhead = 16 + 6 + 7
 // without a skiplist search.
 type memtable struct {
 	sl     *skl.Skiplist
-	filter *tablefilter.MemFilter
+	filter *dynamic.MemFilter
 	// log is the lowest-numbered log holding this memtable's records (a
 	// memtable rebuilt at Open may span several logs), wal the one it
 	// appends to. Once it is a table, every log below the next memtable's
@@ -64,7 +64,7 @@ func newMemtable(threshold int64, maxEntry int64, keysHint int, log uint64, w *w
 	limit := 3*threshold + maxEntry + 1<<10
 	m := &memtable{
 		sl:     skl.NewSkiplist(limit),
-		filter: tablefilter.NewMemFilter(keysHint),
+		filter: dynamic.NewMemFilter(keysHint),
 		log:    log,
 		limit:  limit,
 	}

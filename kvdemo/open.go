@@ -127,7 +127,7 @@ func (db *DB) loadManifest(files map[string][]uint64) error {
 		if len(files[extLog])+len(files[extTable])+len(files[extFilter]) > 0 {
 			return fmt.Errorf("kvdemo: %s holds logs, tables or filters but no MANIFEST; refusing to guess", db.dir)
 		}
-		man = manifest{Filter: o.Filter, Compression: o.Compression, NextFile: 1}
+		man = manifest{Filter: o.Filter, Compression: o.Compression, BitsPerKey: o.BitsPerKey, NextFile: 1}
 		if man.Filter == "" {
 			man.Filter = FilterCuckoo
 		}
@@ -145,6 +145,11 @@ func (db *DB) loadManifest(files map[string][]uint64) error {
 		return fmt.Errorf("kvdemo: store in %s was created with compression %q, opened with %q", db.dir, man.Compression, o.Compression)
 	}
 	o.Filter, o.Compression = man.Filter, man.Compression
+	if man.BitsPerKey != 0 {
+		// The budget a store was created with stays its own: it sizes
+		// every later filter, and the global index rebuilt at Open.
+		o.BitsPerKey = man.BitsPerKey
+	}
 	db.man = man
 	db.nextFile.Store(max(man.NextFile, db.nextFile.Load()))
 	return nil
@@ -208,6 +213,11 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 		}
 		st.ref()
 		db.cur.tables = append([]*sstable{st}, db.cur.tables...)
+	}
+	if g, ok := db.filter.(*globalFilter); ok {
+		if err := g.attachedAll(); err != nil {
+			return nil, err
+		}
 	}
 	return unfiltered, nil
 }

@@ -41,6 +41,8 @@ type sstable struct {
 	// unbound filter has been rebuilt in the background, hence atomic.
 	cf      atomic.Pointer[codec.Filter]
 	cfBytes atomic.Int64
+	// indexed: the table's keys are in the global index (Filter = global).
+	indexed atomic.Bool
 
 	refs     atomic.Int32
 	obsolete atomic.Bool // replaced by a compaction: delete the files at the last unref
@@ -75,6 +77,11 @@ func (st *sstable) close() {
 func (st *sstable) get(seek, key []byte) (vs y.ValueStruct, found bool, err error) {
 	if st.damaged != nil {
 		return vs, false, st.damaged
+	}
+	// Outside the table's key range nothing is read, so a damaged block
+	// costs only the keys in its range.
+	if bytes.Compare(key, y.ParseKey(st.t.Smallest())) < 0 || bytes.Compare(key, y.ParseKey(st.t.Biggest())) > 0 {
+		return vs, false, nil
 	}
 	it := st.t.NewIterator(0)
 	defer it.Close()

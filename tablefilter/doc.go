@@ -1,6 +1,6 @@
 // Package tablefilter plugs lsmcuckoo's filters into LSM key-value stores:
-// a per-table filter for Pebble, one shaped like Badger's, and a runtime
-// filter for memtables (MemFilter). The per-table filters are thin
+// a per-table filter for Pebble and one shaped like Badger's. The
+// per-table filters are thin
 // adapters over package codec, which builds, encodes and reads the blocks;
 // nothing here changes what a block means.
 //
@@ -39,11 +39,10 @@
 //
 // # Memtables
 //
-// MemFilter sits in front of a memtable: goroutines Add keys as they are
-// written and ask MayContain before searching, with no lock on any path.
-// Size it with the memtable's expected key count; it grows rather than
-// ever losing a key, and has no Delete (see its documentation for the
-// argument that a lookup never misses an added key).
+// The lock-free memtable filter moved to package dynamic (dynamic.MemFilter),
+// so that a store wanting only it does not import Pebble and Badger. The
+// MemFilter names here are deprecated aliases kept so existing code
+// compiles.
 //
 // # Robustness
 //

@@ -38,7 +38,7 @@ func BenchmarkLookup(b *testing.B) {
 // filter sized for them.
 func BenchmarkAdd(b *testing.B) {
 	keys := benchKeys()
-	for _, name := range []string{"memfilter", "mutex", "rwmutex", "unsync"} {
+	for _, name := range []string{"memfilter", "mutex", "rwmutex"} {
 		for _, g := range []int{1, 2, 4} {
 			im := ImplNamed(name, len(keys))
 			if !im.Concurrent && g > 1 {
@@ -82,8 +82,8 @@ func TestRunTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// memfilter/mutex/rwmutex: 3 add + 3 lookup + 3 mixed; unsync: 1 + 1.
-	if len(res) != 3*9+2 {
+	// memfilter/mutex/rwmutex: 3 add + 3 lookup + 3 mixed.
+	if len(res) != 3*9 {
 		t.Fatalf("%d results", len(res))
 	}
 	for _, r := range res {

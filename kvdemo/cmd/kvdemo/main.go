@@ -89,6 +89,7 @@ type command struct {
 	protected   bool   // -protected-mode
 	timeouts    struct{ idle, auth, write time.Duration }
 	mustExist   bool // the command reads or deletes: never create a store
+	bits        float64
 	stderr      io.Writer
 	walRecovery string
 	positional  []string
@@ -104,7 +105,7 @@ func newCommand(name string, stderr io.Writer) *command {
 		}
 		c.fs.StringVar(&c.dir, "dir", "", help)
 		if dirRequired {
-			c.fs.StringVar(&c.filter, "filter", "", "per-table filter for a new store: cuckoo, bloom or none (default cuckoo; an existing store keeps its own)")
+			c.fs.StringVar(&c.filter, "filter", "", "table filter for a new store: cuckoo, bloom, global (one store-wide index) or none (default cuckoo; an existing store keeps its own)")
 			c.fs.Int64Var(&c.memtable, "memtable", 0, "memtable flush threshold in bytes (default 8 MiB)")
 			c.fs.IntVar(&c.maxTables, "max-tables", 0, "compact when there are more tables than this (default 24; -1 never)")
 			c.fs.StringVar(&c.walRecovery, "wal-recovery", "", "what opening does with a damaged log: tolerate-tail (default), absolute, point-in-time or skip-any")
@@ -122,6 +123,7 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.args, c.run, c.mustExist = "KEY", runDel, true
 	case "load":
 		store(true)
+		c.fs.Float64Var(&c.bits, "bits", 0, "filter budget in bits/key for a new store, whatever its kind (global: table codes included; default 10)")
 		c.fs.IntVar(&c.n, "n", 0, "number of generated keys (required)")
 		c.fs.IntVar(&c.valueSize, "value-size", 64, "bytes per value")
 		c.run = runLoad
@@ -139,6 +141,7 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.args, c.run = "DIR", runCheck
 	case "serve":
 		store(true)
+		c.fs.Float64Var(&c.bits, "bits", 0, "filter budget in bits/key for a new store, whatever its kind (global: table codes included; default 10)")
 		c.fs.StringVar(&c.addr, "addr", "127.0.0.1:6380", "listen address (loopback unless told otherwise; port 0 picks a free one)")
 		c.fs.IntVar(&c.maxConns, "max-conns", 1024, "simultaneous connections")
 		c.fs.StringVar(&c.passFile, "requirepass-file", "", "file holding the password clients must give with AUTH (its first line; safer than -requirepass, which ps shows)")
@@ -150,6 +153,7 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.run = runServe
 	case "demo":
 		store(false)
+		c.fs.Float64Var(&c.bits, "bits", 0, "filter budget in bits/key for every store, whatever its kind (global: table codes included; default 10)")
 		c.fs.IntVar(&c.n, "n", 1_000_000, "keys per store")
 		c.fs.IntVar(&c.gets, "gets", 100_000, "Gets per store")
 		c.fs.Float64Var(&c.miss, "miss", 0.9, "share of Gets for absent keys, 0..1")
@@ -223,9 +227,12 @@ func (c *command) check() error {
 		return misuse("-dir is required")
 	}
 	switch c.filter {
-	case "", "cuckoo", "bloom", "none":
+	case "", "cuckoo", "bloom", "global", "none":
 	default:
-		return misuse("-filter %q: want cuckoo, bloom or none", c.filter)
+		return misuse("-filter %q: want cuckoo, bloom, global or none", c.filter)
+	}
+	if c.bits != 0 && (c.bits < 4 || c.bits > 32) {
+		return misuse("-bits %g: want 4..32", c.bits)
 	}
 	switch kvdemo.WALRecoveryMode(c.walRecovery) {
 	case "", kvdemo.TolerateCorruptedTailRecords, kvdemo.AbsoluteConsistency, kvdemo.PointInTimeRecovery, kvdemo.SkipAnyCorruptedRecords:
@@ -263,6 +270,7 @@ func (c *command) open(batched bool) (*kvdemo.DB, error) {
 	}
 	return kvdemo.Open(c.dir, &kvdemo.Options{
 		Filter:          kvdemo.FilterKind(c.filter),
+		BitsPerKey:      c.bits,
 		MemtableBytes:   c.memtable,
 		MaxTables:       c.maxTables,
 		NoSyncEachWrite: batched,
@@ -316,6 +324,10 @@ func runLoad(_ context.Context, c *command, out io.Writer) error {
 		st := db.Stats()
 		fmt.Fprintf(out, "loaded %d keys in %.2fs (%.0f puts/s); %d tables, filter %s\n",
 			c.n, el.Seconds(), float64(c.n)/el.Seconds(), st.Tables, st.Filter)
+		if st.IndexUpdateNsPerKey > 0 || st.FilterBuildNsPerKey > 0 {
+			fmt.Fprintf(out, "filter upkeep: index update %.1f ns/key, per-table filter build %.1f ns/key (keys flushed or compacted)\n",
+				st.IndexUpdateNsPerKey, st.FilterBuildNsPerKey)
+		}
 		return nil
 	})
 }
@@ -348,6 +360,14 @@ func printStats(out io.Writer, st kvdemo.Stats) {
 	fmt.Fprintf(out, "tables:                 %d (%d entries, %d bytes; %d without a filter yet)\n", st.Tables, st.TableKeys, st.TableBytes, st.UnfilteredTables)
 	fmt.Fprintf(out, "memtable entries:       %d\n", st.MemtableEntries)
 	fmt.Fprintf(out, "filter bytes in memory: %d (tables %d, memtables %d)\n", st.FilterBytes, st.TableFilterBytes, st.MemFilterBytes)
+	if st.Filter == kvdemo.FilterGlobal {
+		ix := st.Index
+		fmt.Fprintf(out, "global index:           %d entries, %d segment(s), %.2f bits/entry (%d-bit slots), load %.3f, table codes %.2f bits/entry (table-size entropy %.2f), %d stashed, %d tables probed always\n",
+			ix.Entries, ix.Segments, ix.BitsPerKey, ix.SlotBits, ix.Load, ix.CodeBits, ix.SizeEntropy, ix.Stashed, ix.Always)
+	}
+	if st.IndexUpdateNsPerKey > 0 || st.FilterBuildNsPerKey > 0 {
+		fmt.Fprintf(out, "filter upkeep:          index update %.1f ns/key, per-table filter build %.1f ns/key (flushes and compactions since open)\n", st.IndexUpdateNsPerKey, st.FilterBuildNsPerKey)
+	}
 	fmt.Fprintf(out, "last sequence number:   %d\n", st.Seq)
 	fmt.Fprintf(out, "since open: gets %d, puts %d, deletes %d\n", st.Gets, st.Puts, st.Deletes)
 	fmt.Fprintf(out, "  filter negatives %d (memtable %d, tables %d), tables probed %d, filter false positives %d\n",
@@ -422,6 +442,7 @@ func runDemo(ctx context.Context, c *command, out io.Writer) error {
 		Miss:         miss,
 		MemtableKeys: c.memKeys,
 		ValueSize:    c.valueSize,
+		BitsPerKey:   c.bits,
 	})
 	return err
 }

@@ -683,6 +683,16 @@ func (s *Server) info() []byte {
 	line("filter_bytes", st.FilterBytes)
 	line("table_filter_bytes", st.TableFilterBytes)
 	line("mem_filter_bytes", st.MemFilterBytes)
+	if st.Filter == "global" {
+		line("index_bytes", st.Index.Bytes)
+		line("index_entries", st.Index.Entries)
+		line("index_segments", st.Index.Segments)
+		line("index_code_bits_per_entry", fmt.Sprintf("%.3f", st.Index.CodeBits))
+		line("index_table_size_entropy", fmt.Sprintf("%.3f", st.Index.SizeEntropy))
+		line("index_always_probed_tables", st.Index.Always)
+	}
+	line("index_update_ns_per_key", fmt.Sprintf("%.1f", st.IndexUpdateNsPerKey))
+	line("filter_build_ns_per_key", fmt.Sprintf("%.1f", st.FilterBuildNsPerKey))
 	line("tables", st.Tables)
 	line("table_keys", st.TableKeys)
 	line("table_bytes", st.TableBytes)

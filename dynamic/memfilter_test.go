@@ -1,4 +1,4 @@
-package tablefilter
+package dynamic
 
 import (
 	"fmt"
@@ -106,13 +106,18 @@ func TestMemFilterFullSpaceAndFPR(t *testing.T) {
 func TestMemFilterBounceCaught(t *testing.T) {
 	for _, moves := range [][]int{{2, 1}, {2, 1, 2, 1}, {2, 1, 2, 1, 2, 1}} {
 		f := NewMemFilter(64)
-		key := []byte("bouncing key")
-		fp, hi := memKey(key)
+		// A key with two distinct buckets under this filter's seed.
+		var key []byte
+		var fp, i1, i2 uint32
 		s := (*f.segments.Load())[0]
-		i1 := s.primary(hi)
-		i2 := s.alt(i1, fp)
-		if i1 == i2 {
-			t.Fatal("test key has a single bucket; pick another")
+		for n := 0; ; n++ {
+			key = fmt.Appendf(nil, "bouncing key %d", n)
+			var hi uint32
+			_, fp, hi = f.memKey(key)
+			i1 = s.primary(hi)
+			if i2 = s.alt(i1, fp); i1 != i2 {
+				break
+			}
 		}
 		bucket := map[int]uint32{1: i1, 2: i2}
 		if !s.putEmpty(i2, fp) { // the key lives in its second bucket

@@ -1,0 +1,75 @@
+package dynamic
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+// BenchmarkIndexLookup: one lookup in an index of 1M entries over 22
+// equal tables (kvdemo's shape after size-tiered compaction), for absent
+// and present keys. candidates/op is the number of tables named.
+func BenchmarkIndexLookup(b *testing.B) {
+	const n, tables = 1 << 20, 22
+	keys := testkeys.Random(n, 16, 61)
+	absent := testkeys.Absent(1<<16, 62)
+	for _, bits := range []float64{10, 14} {
+		x := NewIndex(n, bits)
+		per := n / tables
+		for t := 0; t < tables; t++ {
+			to := (t + 1) * per
+			if t == tables-1 {
+				to = n
+			}
+			if err := x.AddTable(uint64(t+1), hashesOf(keys[t*per:to])); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, kind := range []string{"absent", "present"} {
+			set := absent
+			if kind == "present" {
+				set = keys
+			}
+			b.Run(fmt.Sprintf("bits=%v/%s", bits, kind), func(b *testing.B) {
+				buf := make([]uint64, 0, 8)
+				cands := 0
+				for i := 0; i < b.N; i++ {
+					buf = x.Lookup(set[i&(len(set)-1)], buf[:0])
+					cands += len(buf)
+				}
+				b.ReportMetric(float64(cands)/float64(b.N), "candidates/op")
+				b.ReportMetric(x.Stats().BitsPerKey, "bits/entry")
+			})
+		}
+	}
+}
+
+// BenchmarkIndexAddTable: the cost per key of adding a table to an index
+// that already holds 21 tables (a flush into kvdemo's shape).
+func BenchmarkIndexAddTable(b *testing.B) {
+	const n, tables = 1 << 20, 22
+	keys := testkeys.Random(n, 16, 63)
+	per := n / tables
+	hashes := hashesOf(keys)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		x := NewIndex(n, 10)
+		for t := 0; t < tables-1; t++ {
+			if err := x.AddTable(uint64(t+1), hashes[t*per:(t+1)*per]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if err := x.AddTable(tables, hashes[(tables-1)*per:]); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := x.RemoveTable(tables); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n-(tables-1)*per)), "ns/key")
+}

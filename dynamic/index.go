@@ -1,0 +1,1071 @@
+package dynamic
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// Index is a store-wide cuckoo index: one table of (fingerprint, table)
+// entries for all of a store's tables, so that a Get probes one filter and
+// reads only the tables it names, instead of probing one filter per table
+// (after Dayan & Twitto, "Chucky: A Succinct Cuckoo Filter for LSM-Tree",
+// SIGMOD 2021). Lookups are lock-free and allocation-free; AddTable,
+// RemoveTable and Replace are serialised by a mutex.
+//
+// Entries. A slot holds w bits: a tag of m bits, then a prefix-free table
+// code of ℓ bits, then w−m−ℓ more fingerprint bits. The tag and the extra
+// bits together are the key's fingerprint for that table, so a table with
+// a short code keeps a long fingerprint. The tag alone places the key's
+// second bucket (alt = (h(tag) − i) mod n, an involution for any n), which
+// lets the writer relocate an entry without its key and without knowing its
+// table. One entry is stored per (key, table): a key with versions in three
+// tables has three entries, each naming its table, and two keys of one
+// table that agree on bucket pair and fingerprint share one entry (which is
+// removed only with the table, so sharing loses nothing).
+//
+// Table codes. Codes are nodes of a binary code tree of depth D (the node
+// holding the all-zero leaf is never used, so no entry is all zeros, the
+// empty slot). A table of s keys gets a code of length
+// ℓ = ⌈log2(Σ√s_i / √s)⌉ over the tables live at that moment: a false
+// candidate costs the same whichever table it names, and the expected
+// number of false candidates per absent key, proportional to
+// Σ p_t·2^ℓ_t (p_t the share of entries of table t), is smallest under
+// Kraft's inequality when 2^−ℓ_t ∝ √p_t. Huffman codes (ℓ_t = −log2 p_t)
+// minimise the code bits per entry instead and give Σ p_t·2^ℓ_t = T, the
+// same as fixed-width IDs of log2 T bits; the square-root rule gives
+// (Σ√p_t)², which is smaller whenever table sizes differ. Stats reports the
+// code bits per entry beside the entropy of the table sizes. A table that
+// finds no free code, or some of whose keys could not be placed (below),
+// is named by every lookup instead: a correct "maybe".
+//
+// Layout. A segment is n buckets of four slots, packed at 4w bits each into
+// 64-bit words (a bucket may straddle two), with one 32-bit seqlock
+// counter per 16 buckets. The index grows by adding segments, which
+// lookups probe in turn; a segment that its tables' removals have emptied
+// is dropped.
+//
+// Why a concurrent Lookup never misses. Say table T's entries were all
+// added (AddTable or Replace returned) before Lookup(k) began, and T has
+// not been removed since. Its entry e for k sits in one of k's two buckets
+// i1, i2 of some segment.
+//
+//  1. The writer moves an entry copy-then-remove: it writes e into the new
+//     bucket, then clears it in the old one. At every instant e is in i1
+//     or i2 (or both).
+//  2. Every slot write happens inside its bucket group's seqlock: the
+//     group's counter is incremented before the write (odd: writing) and
+//     after (even). Lookup reads i1's counter, i1, i2's counter, i2, then
+//     both counters again, and reads again unless both were even and
+//     unchanged. If e is in neither read, then e was in i1 when i2 was
+//     read (1) but not when i1 was read, so the copy into i1 wrote after
+//     the first counter read and finished before the clear of i2 that
+//     hid e, which came before the second reads: i1's counter changed,
+//     and Lookup reads again. A slot spread over two words and read
+//     half-written is caught the same way.
+//  3. A lookup decodes entries with the codebook it loaded first, and
+//     reads the codebook again at the end: if another was published in
+//     between (a table's code lengthened, its entries rewritten), it reads
+//     again. So every entry it matched was written in a format its
+//     codebook knows.
+//  4. Segments are published before entries are put in them, and a
+//     segment is dropped only when it holds no entries; the codebook
+//     (codes → tables) is published before a table's entries are written
+//     and changed only after all of a removed table's entries are cleared.
+//     A Lookup that starts after AddTable returned therefore sees T's code,
+//     T's segment and T's entry.
+//
+// A store keeps Gets correct across a compaction (inputs I merged into
+// table M) by this order: AddTable(M) (or the first half of Replace), then
+// switch its table list from I to M, then RemoveTable for each input once
+// no Get still reading the old list can ask for it. Replace does add and
+// remove in one call for a store whose Gets read the tables the index
+// names directly: a Get that starts before Replace returns may be told I
+// or M or both, and finds its key in whichever it reads; one that starts
+// after is told M. Candidates are returned newest first (tables added
+// later are newer; a merged table takes the place of its newest input).
+//
+// Keys chosen by an adversary: each Index draws a secret seed from
+// crypto/rand and mixes it into every key hash, so bucket pairs cannot be
+// computed from outside. A key that still cannot be placed while the
+// newest segment is less than 3/4 full goes to a stash of up to 1024 exact
+// entries (full 64-bit hashes, sorted, searched only when not empty); beyond that its table becomes one that every lookup names. A
+// segment is added only when the newest is at least 3/4 full, so memory
+// stays within about 4/(3/4)·4w/4 bits per entry ever held by live
+// segments, whatever the keys.
+type Index struct {
+	mu   sync.Mutex // serialises writers
+	seed uint32
+	w    uint // slot width
+	m    uint // tag bits
+	d    uint // code tree depth
+
+	segs atomic.Pointer[[]*idxSegment]
+	book atomic.Pointer[codebook]
+
+	// Writer state, under mu.
+	byID     map[uint64]int // table ID -> table slot in the codebook
+	leafUsed []bool         // code tree leaves taken
+	nextRank uint64
+	bfs      []idxNode // the relocation search's queue, reused
+}
+
+const (
+	idxSlots      = 4
+	idxGroupShift = 4 // one seqlock counter per 16 buckets
+	idxLoad       = 0.9
+	idxGrowLoad   = 0.75
+	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
+	idxMaxNodes   = 2048
+	idxStashSize  = 1024
+	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
+	idxMaxDepth   = 8
+	idxMinSlot    = idxTag + 5
+)
+
+// codebook maps codes to tables. It is replaced, never changed, so a
+// lookup reads a consistent one with a single load.
+type codebook struct {
+	tables []tableInfo // by table slot; id==0 && !live means free
+	decode []int16     // code tree leaf -> table slot, -1 none
+	always []int16     // table slots every lookup names
+	stash  []stashEntry
+}
+
+type tableInfo struct {
+	id     uint64
+	rank   uint64
+	code   uint32
+	length uint8
+	// While the table's code is being lengthened, entries in the old
+	// format (prevCode, prevLength) still match.
+	prevCode   uint32
+	prevLength uint8
+	live       bool
+	always     bool
+	entries    int64 // entries written (writer's count, copied at publish)
+	keys       int   // keys given
+}
+
+type stashEntry struct {
+	x     uint64
+	table int16
+}
+
+// idxSegment is one cuckoo table of packed buckets.
+type idxSegment struct {
+	n       uint32
+	words   []atomic.Uint64
+	ctr     []atomic.Uint32
+	entries atomic.Int64 // written by the writer only; read by Stats
+}
+
+// NewIndex returns an index sized so that capacityHint entries (keys summed
+// over tables) fit without growing, at about bitsPerKey bits per entry,
+// table codes included. Slots are at least 10 bits (a 5-bit tag and up to
+// 5 code bits, 31 tables), so budgets below about 12 bits per entry are
+// raised to that; above 18.4 buys nothing more than 16-bit slots.
+func NewIndex(capacityHint int, bitsPerKey float64) *Index {
+	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
+}
+
+func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
+	// bits per entry = (4w + counter bits per bucket) / (4·load)
+	w := int(math.Floor((bitsPerKey*idxSlots*idxLoad - 32.0/(1<<idxGroupShift)) / idxSlots))
+	w = min(max(w, idxMinSlot), 16)
+	m := max(idxTag, w-idxMaxDepth)
+	x := &Index{seed: seed, w: uint(w), m: uint(m), d: uint(w - m), byID: map[uint64]int{}}
+	x.leafUsed = make([]bool, 1<<x.d)
+	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*idxLoad)) + 2)}
+	x.segs.Store(&segs)
+	dec := make([]int16, 1<<x.d)
+	for i := range dec {
+		dec[i] = -1
+	}
+	x.book.Store(&codebook{decode: dec})
+	return x
+}
+
+func (x *Index) newSegment(buckets uint64) *idxSegment {
+	buckets = max(buckets, 2)
+	nbits := buckets * uint64(idxSlots*x.w)
+	return &idxSegment{
+		n:     uint32(buckets),
+		words: make([]atomic.Uint64, nbits/64+2), // +1 so a straddling read never runs off
+		ctr:   make([]atomic.Uint32, buckets>>idxGroupShift+1),
+	}
+}
+
+// KeyHash is the hash AddTable expects for each key.
+func KeyHash(key []byte) uint64 { return keyhash.Hash(key) }
+
+// probe is a key's position in the index: its mixed hash, tag, and the
+// fingerprint bits after the tag.
+type probe struct {
+	x   uint64
+	hi  uint32
+	lo  uint32
+	tag uint32
+}
+
+func (x *Index) probeOf(h uint64) probe {
+	v := keyhash.Mix(h, x.seed)
+	lo := uint32(v)
+	return probe{x: v, hi: keyhash.Hi(v), lo: lo, tag: lo >> (32 - x.m)}
+}
+
+// slotValue is the entry of a key for a table with code c of length l.
+func (x *Index) slotValue(p probe, c uint32, l uint) uint32 {
+	k := x.w - x.m - l
+	var extra uint32
+	if k > 0 {
+		extra = (p.lo >> (32 - x.m - k)) & (1<<k - 1)
+	}
+	return p.tag<<(x.w-x.m) | c<<k | extra
+}
+
+func (s *idxSegment) primary(hi uint32) uint32 {
+	i, _ := keyhash.Reduce(hi, s.n)
+	return i
+}
+
+func (x *Index) alt(s *idxSegment, i, tag uint32) uint32 {
+	h, _ := keyhash.Reduce(keyhash.FingerprintHash(tag|1<<x.m), s.n)
+	if h >= i {
+		return h - i
+	}
+	return h + s.n - i
+}
+
+// bucket reads bucket i's 4w bits. Each word is one atomic load; see the
+// type's documentation for why a bucket spread over two loads is safe.
+func (x *Index) bucket(s *idxSegment, i uint32) uint64 {
+	bw := uint64(idxSlots * x.w)
+	off := uint64(i) * bw
+	q, r := off>>6, off&63
+	v := s.words[q].Load() >> r
+	if r+bw > 64 {
+		v |= s.words[q+1].Load() << (64 - r)
+	}
+	if bw < 64 {
+		v &= 1<<bw - 1
+	}
+	return v
+}
+
+// setSlot writes slot j of bucket i (writer only), inside its group's
+// seqlock: the counter is odd while the slot's words are being written.
+func (x *Index) setSlot(s *idxSegment, i uint32, j int, val uint32) {
+	g := &s.ctr[i>>idxGroupShift]
+	g.Add(1)
+	defer g.Add(1)
+	off := uint64(i)*uint64(idxSlots*x.w) + uint64(j)*uint64(x.w)
+	q, r := off>>6, off&63
+	mask := uint64(1)<<x.w - 1
+	w0 := s.words[q].Load()
+	s.words[q].Store(w0&^(mask<<r) | uint64(val)<<r)
+	if r+uint64(x.w) > 64 {
+		sh := 64 - r
+		w1 := s.words[q+1].Load()
+		s.words[q+1].Store(w1&^(mask>>sh) | uint64(val)>>sh)
+	}
+}
+
+func (x *Index) slot(b uint64, j int) uint32 {
+	return uint32(b>>(uint(j)*x.w)) & (1<<x.w - 1)
+}
+
+// Lookup appends to dst the IDs of the tables that may hold key, newest
+// first, and returns the extended slice. A table whose Add returned before
+// the call and that has not been removed is always among them if it holds
+// key. Safe for concurrent use with everything; lock-free; allocation-free
+// when dst has room.
+func (x *Index) Lookup(key []byte, dst []uint64) []uint64 {
+	return x.LookupHash(keyhash.Hash(key), dst)
+}
+
+// LookupHash is Lookup for a key given by KeyHash(key).
+func (x *Index) LookupHash(h uint64, dst []uint64) []uint64 {
+	p := x.probeOf(h)
+	start := len(dst)
+	var book *codebook
+	for {
+		book = x.book.Load()
+		for _, s := range *x.segs.Load() {
+			dst = x.lookupSegment(s, p, book, dst)
+		}
+		// Entries change format only between two codebook publications
+		// (lengthen): if none happened while we read, the codebook we
+		// decoded with describes every entry we saw.
+		if x.book.Load() == book {
+			break
+		}
+		dst = dst[:start]
+	}
+	if len(book.stash) > 0 {
+		// Sorted by hash: the first entry >= p.x, then its equals.
+		lo, hi := 0, len(book.stash)
+		for lo < hi {
+			mid := int(uint(lo+hi) >> 1)
+			if book.stash[mid].x < p.x {
+				lo = mid + 1
+			} else {
+				hi = mid
+			}
+		}
+		for ; lo < len(book.stash) && book.stash[lo].x == p.x; lo++ {
+			dst = append(dst, uint64(book.stash[lo].table))
+		}
+	}
+	for _, t := range book.always {
+		dst = append(dst, uint64(t))
+	}
+	if len(dst) == start {
+		return dst
+	}
+	// Newest first, each table once; then table slots become IDs.
+	c := dst[start:]
+	for i := 1; i < len(c); i++ {
+		for j := i; j > 0 && newer(book, c[j], c[j-1]); j-- {
+			c[j], c[j-1] = c[j-1], c[j]
+		}
+	}
+	n := 0
+	for i := range c {
+		if i > 0 && c[i] == c[n-1] {
+			continue
+		}
+		c[n] = c[i]
+		n++
+	}
+	for i := 0; i < n; i++ {
+		c[i] = book.tables[c[i]].id
+	}
+	return dst[:start+n]
+}
+
+// newer orders table slots newest first; equal ranks (a merged table and
+// its inputs during Replace) by slot, so that repeats end up adjacent.
+func newer(book *codebook, a, b uint64) bool {
+	ra, rb := book.tables[a].rank, book.tables[b].rank
+	return ra > rb || ra == rb && a > b
+}
+
+func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint64) []uint64 {
+	i1 := s.primary(p.hi)
+	i2 := x.alt(s, i1, p.tag)
+	g1, g2 := &s.ctr[i1>>idxGroupShift], &s.ctr[i2>>idxGroupShift]
+	for spins := 0; ; spins++ {
+		if spins > 64 {
+			runtime.Gosched() // the writer was descheduled mid-write
+		}
+		t1 := g1.Load()
+		b1 := x.bucket(s, i1)
+		if idxTestHookAfterFirstRead != nil {
+			idxTestHookAfterFirstRead(s)
+		}
+		t2 := g2.Load()
+		b2 := x.bucket(s, i2)
+		if t1&1 != 0 || t2&1 != 0 || g1.Load() != t1 || g2.Load() != t2 {
+			continue // a slot of i1 or i2 changed while we looked
+		}
+		dst = x.matchBucket(b1, p, book, dst)
+		if i2 != i1 {
+			dst = x.matchBucket(b2, p, book, dst)
+		}
+		return dst
+	}
+}
+
+// idxTestHookAfterFirstRead, when set by a test, runs between a lookup's
+// reads of its two buckets.
+var idxTestHookAfterFirstRead func(s *idxSegment)
+
+func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []uint64 {
+	tagShift := x.w - x.m
+	for j := 0; j < idxSlots; j++ {
+		v := x.slot(b, j)
+		if v>>tagShift != p.tag || v == 0 {
+			continue
+		}
+		leaf := (v >> (tagShift - x.d)) & (1<<x.d - 1)
+		t := book.decode[leaf]
+		if t < 0 {
+			continue
+		}
+		ti := &book.tables[t]
+		if v == x.slotValue(p, ti.code, uint(ti.length)) ||
+			ti.prevLength != 0 && v == x.slotValue(p, ti.prevCode, uint(ti.prevLength)) {
+			dst = append(dst, uint64(t))
+		}
+	}
+	return dst
+}
+
+// ErrTableExists and ErrNoTable report a writer call that does not match
+// the index's tables.
+var (
+	ErrTableExists = errors.New("dynamic: table already in the index")
+	ErrNoTable     = errors.New("dynamic: table not in the index")
+)
+
+// AddTable adds the keys of a new table (each given by KeyHash), as the
+// newest table. Repeated hashes (versions of one key) take one entry.
+func (x *Index) AddTable(id uint64, hashes []uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.byID[id]; ok {
+		return fmt.Errorf("%w: %d", ErrTableExists, id)
+	}
+	x.nextRank++
+	x.addLocked(id, x.nextRank, hashes, nil)
+	return nil
+}
+
+// RemoveTable removes every entry of table id, and nothing else.
+func (x *Index) RemoveTable(id uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	t, ok := x.byID[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrNoTable, id)
+	}
+	x.removeLocked(t)
+	return nil
+}
+
+// RemoveTables removes every entry of the given tables, and nothing else,
+// in one pass over the index (RemoveTable costs a pass per table). An
+// unknown ID is an error and removes nothing.
+func (x *Index) RemoveTables(ids ...uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ts := make([]int, 0, len(ids))
+	for _, id := range ids {
+		t, ok := x.byID[id]
+		if !ok || contains(ts, t) {
+			return fmt.Errorf("%w: %d", ErrNoTable, id)
+		}
+		ts = append(ts, t)
+	}
+	x.removeLocked(ts...)
+	return nil
+}
+
+// Replace adds table merged, holding the keys given by hashes, in the
+// place of the newest of inputs, then removes the inputs: a concurrent
+// Lookup of a key of the inputs names an input or merged, or both, at
+// every instant.
+func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.byID[merged]; ok {
+		return fmt.Errorf("%w: %d", ErrTableExists, merged)
+	}
+	book := x.book.Load()
+	var rank uint64
+	slots := make([]int, 0, len(inputs))
+	for _, id := range inputs {
+		t, ok := x.byID[id]
+		if !ok {
+			return fmt.Errorf("%w: %d", ErrNoTable, id)
+		}
+		slots = append(slots, t)
+		rank = max(rank, book.tables[t].rank)
+	}
+	if len(inputs) == 0 {
+		x.nextRank++
+		rank = x.nextRank
+	}
+	x.addLocked(merged, rank, hashes, slots)
+	x.removeLocked(slots...)
+	return nil
+}
+
+// Tables returns the number of tables in the index.
+func (x *Index) Tables() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.byID)
+}
+
+// publish copies the codebook with change applied and publishes it.
+func (x *Index) publish(change func(b *codebook)) {
+	old := x.book.Load()
+	b := &codebook{
+		tables: append([]tableInfo(nil), old.tables...),
+		decode: append([]int16(nil), old.decode...),
+		stash:  append([]stashEntry(nil), old.stash...),
+	}
+	change(b)
+	b.always = b.always[:0]
+	for t := range b.tables {
+		if b.tables[t].live && b.tables[t].always {
+			b.always = append(b.always, int16(t))
+		}
+	}
+	x.book.Store(b)
+}
+
+// codeLength is the square-root rule of the type's documentation, over the
+// live tables not leaving.
+func (x *Index) codeLength(keys int, leaving []int) uint {
+	book := x.book.Load()
+	sum := math.Sqrt(float64(max(keys, 1)))
+	for t, ti := range book.tables {
+		if !ti.live || contains(leaving, t) {
+			continue
+		}
+		sum += math.Sqrt(float64(max(ti.keys, 1)))
+	}
+	l := math.Ceil(math.Log2(sum / math.Sqrt(float64(max(keys, 1)))))
+	return uint(min(max(l, 1), float64(x.d)))
+}
+
+func contains(s []int, v int) bool {
+	for _, e := range s {
+		if e == v {
+			return true
+		}
+	}
+	return false
+}
+
+// allocCode takes a free node of the code tree at depth want, or failing
+// that the shallowest free node deeper down. It prefers nodes whose
+// sibling is taken, so large free subtrees stay whole for large tables.
+func (x *Index) allocCode(want uint) (code uint32, length uint, ok bool) {
+	for l := want; l <= x.d; l++ {
+		size := 1 << (x.d - l)
+		best, bestScore := -1, -1
+		for start := size; start < len(x.leafUsed); start += size { // node 0 holds leaf 0
+			if !x.allFree(start, size) {
+				continue
+			}
+			score := 0
+			if l > 0 {
+				sib := start ^ size
+				if !x.allFree(sib, size) {
+					score = 1
+				}
+			}
+			if score > bestScore {
+				best, bestScore = start, score
+			}
+		}
+		if best >= 0 {
+			for i := best; i < best+size; i++ {
+				x.leafUsed[i] = true
+			}
+			return uint32(best >> (x.d - l)), l, true
+		}
+	}
+	return 0, 0, false
+}
+
+func (x *Index) allFree(start, size int) bool {
+	if start == 0 {
+		return false // the all-zero leaf is reserved
+	}
+	for i := start; i < start+size; i++ {
+		if x.leafUsed[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int) {
+	old := x.book.Load()
+	t := -1
+	for i, ti := range old.tables {
+		if !ti.live {
+			t = i
+			break
+		}
+	}
+	if t < 0 {
+		t = len(old.tables)
+	}
+	want := x.codeLength(len(hashes), leaving)
+	code, length, ok := x.allocCode(want)
+	if !ok {
+		// Make room: lengthen, one bit at a time, the code of the table
+		// holding the largest share of the code tree (each bit frees half
+		// of its subtree) until the new table fits; then rewrite all the
+		// lengthened tables' entries in one pass over the index.
+		plan := map[int]uint{}
+		for !ok {
+			victim := x.recodeCandidate(old, leaving, plan)
+			if victim < 0 {
+				break
+			}
+			ti := old.tables[victim]
+			l := uint(ti.length)
+			if pl, ok := plan[victim]; ok {
+				l = pl
+			}
+			c := ti.code << (l - uint(ti.length))
+			freed := int(c<<1|1) << (x.d - l - 1)
+			for i := freed; i < freed+1<<(x.d-l-1); i++ {
+				x.leafUsed[i] = false
+			}
+			plan[victim] = l + 1
+			code, length, ok = x.allocCode(want)
+		}
+		if len(plan) > 0 {
+			x.lengthen(plan)
+			old = x.book.Load()
+		}
+	}
+	info := tableInfo{id: id, rank: rank, code: code, length: uint8(length), live: true, always: !ok, keys: len(hashes)}
+	// Publish the code before any entry that uses it (documentation, 4).
+	x.publish(func(b *codebook) {
+		if t == len(b.tables) {
+			b.tables = append(b.tables, info)
+		} else {
+			b.tables[t] = info
+		}
+		if ok {
+			first := int(code) << (x.d - length)
+			for i := first; i < first+1<<(x.d-length); i++ {
+				b.decode[i] = int16(t)
+			}
+		}
+	})
+	x.byID[id] = t
+	if !ok {
+		return // named by every lookup: no entries needed
+	}
+	var entries int64
+	var stashed []stashEntry
+	always := false
+	for _, h := range hashes {
+		p := x.probeOf(h)
+		v := x.slotValue(p, code, length)
+		switch x.insert(p, v) {
+		case idxInserted:
+			entries++
+		case idxDuplicate:
+		case idxStash:
+			e := stashEntry{p.x, int16(t)}
+			switch {
+			case slices.Contains(stashed, e):
+			case len(old.stash)+len(stashed) < idxStashSize:
+				stashed = append(stashed, e)
+			default:
+				always = true
+			}
+		}
+		if always {
+			break
+		}
+	}
+	x.publish(func(b *codebook) {
+		b.tables[t].entries = entries
+		b.tables[t].always = always
+		b.stash = append(b.stash, stashed...)
+		slices.SortFunc(b.stash, func(a, b stashEntry) int { return cmp.Compare(a.x, b.x) })
+	})
+}
+
+// recodeCandidate is the live table with the shortest code (as planned)
+// that can still grow, preferring tables that are not leaving; -1 if none.
+func (x *Index) recodeCandidate(book *codebook, leaving []int, plan map[int]uint) int {
+	best, bestScore := -1, 0
+	for t, ti := range book.tables {
+		l := uint(ti.length)
+		if pl, ok := plan[t]; ok {
+			l = pl
+		}
+		if !ti.live || l == 0 || l >= x.d {
+			continue
+		}
+		score := int(l)
+		if contains(leaving, t) {
+			score += 100
+		}
+		if best < 0 || score < bestScore {
+			best, bestScore = t, score
+		}
+	}
+	return best
+}
+
+// lengthen moves each planned table t to the first descendant of its code
+// node at length plan[t], taking that many fingerprint bits from each of
+// its entries: the bits after the code are the key's next hash bits, so
+// dropping the last ones leaves exactly the entry the longer code would
+// have written. Lookups match both formats until every entry is
+// rewritten; then the rest of each old subtree is released in the
+// codebook (x.leafUsed was updated by the caller).
+func (x *Index) lengthen(plan map[int]uint) {
+	type change struct {
+		oldCode, newCode uint32
+		oldLen, newLen   uint
+	}
+	before := x.book.Load()
+	changes := make([]change, len(before.tables)) // by table slot; newLen 0: unchanged
+	for t, nl := range plan {
+		ti := before.tables[t]
+		ol := uint(ti.length)
+		changes[t] = change{ti.code, ti.code << (nl - ol), ol, nl}
+	}
+	x.publish(func(b *codebook) {
+		for t, c := range changes {
+			if c.newLen == 0 {
+				continue
+			}
+			b.tables[t].code, b.tables[t].length = c.newCode, uint8(c.newLen)
+			b.tables[t].prevCode, b.tables[t].prevLength = c.oldCode, uint8(c.oldLen)
+		}
+	})
+	tagShift := x.w - x.m
+	leafMask := uint32(1)<<x.d - 1
+	for _, s := range *x.segs.Load() {
+		for i := uint32(0); i < s.n; i++ {
+			b := x.bucket(s, i)
+			if b == 0 {
+				continue
+			}
+			for j := 0; j < idxSlots; j++ {
+				v := x.slot(b, j)
+				if v == 0 {
+					continue
+				}
+				t := before.decode[(v>>(tagShift-x.d))&leafMask]
+				if t < 0 || changes[t].newLen == 0 {
+					continue
+				}
+				c := changes[t]
+				kOld := tagShift - c.oldLen
+				delta := c.newLen - c.oldLen
+				extra := v & (1<<kOld - 1)
+				nv := v>>tagShift<<tagShift | c.newCode<<(kOld-delta) | extra>>delta
+				x.setSlot(s, i, j, nv)
+			}
+		}
+	}
+	x.publish(func(b *codebook) {
+		for t, c := range changes {
+			if c.newLen == 0 {
+				continue
+			}
+			b.tables[t].prevCode, b.tables[t].prevLength = 0, 0
+			oldStart := int(c.oldCode) << (x.d - c.oldLen)
+			newEnd := int(c.newCode)<<(x.d-c.newLen) + 1<<(x.d-c.newLen)
+			for i := newEnd; i < oldStart+1<<(x.d-c.oldLen); i++ {
+				b.decode[i] = -1
+			}
+		}
+	})
+}
+
+type idxInsertResult int
+
+const (
+	idxInserted idxInsertResult = iota
+	idxDuplicate
+	idxStash
+)
+
+// insert places entry v of probe p: in the newest segment, else in an
+// older one with room, else in a new segment if the newest is loaded
+// enough to justify one; idxStash otherwise.
+func (x *Index) insert(p probe, v uint32) idxInsertResult {
+	segs := *x.segs.Load()
+	// The newest segment first, relocating if need be: its two buckets
+	// are all a typical insert reads (older segments would cost a cache
+	// miss each). Repeats of one key in one AddTable meet in the same
+	// segment, so the duplicate check there is enough; a repeat split by
+	// a growth costs a slot, never an entry.
+	newest := segs[len(segs)-1]
+	if x.dupOrFree(newest, p, v) == idxDuplicate {
+		return idxDuplicate
+	}
+	// A free slot in the newest segment, then in an older one (drained by
+	// compactions), before a relocation search in the newest: when the
+	// newest is nearly full and older ones have room, a search per insert
+	// would be the whole cost.
+	for k := len(segs) - 1; k >= 0; k-- {
+		if x.insertSegment(segs[k], p, v, false) {
+			segs[k].entries.Add(1)
+			return idxInserted
+		}
+	}
+	if x.insertSegment(newest, p, v, true) {
+		newest.entries.Add(1)
+		return idxInserted
+	}
+	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
+		return idxStash
+	}
+	s := x.newSegment(2 * uint64(newest.n))
+	next := append(append([]*idxSegment(nil), segs...), s)
+	x.segs.Store(&next) // published before any entry goes in (documentation, 4)
+	if x.insertSegment(s, p, v, true) {
+		s.entries.Add(1)
+		return idxInserted
+	}
+	return idxStash
+}
+
+func (x *Index) bucketHas(s *idxSegment, i uint32, v uint32) bool {
+	b := x.bucket(s, i)
+	for j := 0; j < idxSlots; j++ {
+		if x.slot(b, j) == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *Index) emptySlot(s *idxSegment, i uint32) int {
+	b := x.bucket(s, i)
+	for j := 0; j < idxSlots; j++ {
+		if x.slot(b, j) == 0 {
+			return j
+		}
+	}
+	return -1
+}
+
+// idxNode is a bucket reached by the relocation search: from its parent's
+// bucket, entry val moves here.
+type idxNode struct {
+	bucket uint32
+	parent int32
+	val    uint32
+}
+
+type idxMove struct {
+	from, to uint32
+	val      uint32
+}
+
+// dupOrFree reports idxDuplicate if v is already in one of p's buckets
+// of s.
+func (x *Index) dupOrFree(s *idxSegment, p probe, v uint32) idxInsertResult {
+	i1 := s.primary(p.hi)
+	if x.bucketHas(s, i1, v) || x.bucketHas(s, x.alt(s, i1, p.tag), v) {
+		return idxDuplicate
+	}
+	return idxInserted
+}
+
+// insertSegment puts v in one of p's buckets of s, relocating other
+// entries along a shortest path if both are full.
+func (x *Index) insertSegment(s *idxSegment, p probe, v uint32, relocate bool) bool {
+	i1 := s.primary(p.hi)
+	i2 := x.alt(s, i1, p.tag)
+	for _, i := range [2]uint32{i1, i2} {
+		if j := x.emptySlot(s, i); j >= 0 {
+			x.setSlot(s, i, j, v)
+			return true
+		}
+	}
+	if !relocate {
+		return false
+	}
+	path, ok := x.findPath(s, i1, i2)
+	if !ok {
+		return false
+	}
+	// From the far end: each move frees the slot the previous fills.
+	for k := len(path) - 1; k >= 0; k-- {
+		x.move(s, path[k])
+	}
+	j := x.emptySlot(s, path[0].from)
+	x.setSlot(s, path[0].from, j, v)
+	return true
+}
+
+// move relocates one entry copy-then-remove, bumping the destination's
+// counter between the two (documentation, 1 and 2).
+func (x *Index) move(s *idxSegment, m idxMove) {
+	j := x.emptySlot(s, m.to)
+	x.setSlot(s, m.to, j, m.val) // completes, counter even, before the clear
+	b := x.bucket(s, m.from)
+	for k := 0; k < idxSlots; k++ {
+		if x.slot(b, k) == m.val {
+			x.setSlot(s, m.from, k, 0)
+			return
+		}
+	}
+}
+
+func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
+	nodes := x.bfs[:0]
+	defer func() { x.bfs = nodes[:0] }()
+	nodes = append(nodes, idxNode{i1, -1, 0}, idxNode{i2, -1, 0})
+	for head, depth := 0, 0; head < len(nodes) && depth < idxMaxPath; depth++ {
+		end := len(nodes)
+		for ; head < end && len(nodes) < idxMaxNodes; head++ {
+			n := nodes[head]
+			b := x.bucket(s, n.bucket)
+			for j := 0; j < idxSlots; j++ {
+				v := x.slot(b, j)
+				to := x.alt(s, n.bucket, v>>(x.w-x.m))
+				if to == n.bucket {
+					continue
+				}
+				nodes = append(nodes, idxNode{to, int32(head), v})
+				if x.emptySlot(s, to) >= 0 {
+					var path []idxMove
+					for c := int32(len(nodes) - 1); nodes[c].parent >= 0; c = nodes[c].parent {
+						par := nodes[nodes[c].parent]
+						path = append(path, idxMove{from: par.bucket, to: nodes[c].bucket, val: nodes[c].val})
+					}
+					for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
+						path[a], path[b] = path[b], path[a]
+					}
+					return path, true
+				}
+			}
+		}
+	}
+	return nil, false
+}
+
+// removeLocked clears every entry whose code is table t's, then frees the
+// code (documentation, 4) and drops segments left empty.
+func (x *Index) removeLocked(ts ...int) {
+	book := x.book.Load()
+	gone := make([]bool, len(book.tables))
+	scan := false
+	for _, t := range ts {
+		gone[t] = true
+		scan = scan || book.tables[t].length > 0
+	}
+	if scan {
+		// One pass clears the entries of every table leaving: a slot's
+		// code leaf names its table unambiguously (codes are prefix-free
+		// and none is being lengthened under the writer mutex).
+		segs := *x.segs.Load()
+		tagShift := x.w - x.m
+		leafMask := uint32(1)<<x.d - 1
+		for _, s := range segs {
+			for i := uint32(0); i < s.n; i++ {
+				b := x.bucket(s, i)
+				if b == 0 {
+					continue
+				}
+				for j := 0; j < idxSlots; j++ {
+					v := x.slot(b, j)
+					if v == 0 {
+						continue
+					}
+					if t := book.decode[(v>>(tagShift-x.d))&leafMask]; t >= 0 && gone[t] {
+						x.setSlot(s, i, j, 0)
+						s.entries.Add(-1)
+					}
+				}
+			}
+		}
+		var keep []*idxSegment
+		for k, s := range segs {
+			if s.entries.Load() > 0 || k == len(segs)-1 {
+				keep = append(keep, s)
+			}
+		}
+		if len(keep) != len(segs) {
+			x.segs.Store(&keep)
+		}
+	}
+	for _, t := range ts {
+		ti := book.tables[t]
+		if ti.length > 0 {
+			first := int(ti.code) << (x.d - uint(ti.length))
+			for i := first; i < first+1<<(x.d-uint(ti.length)); i++ {
+				x.leafUsed[i] = false
+			}
+		}
+		delete(x.byID, ti.id)
+	}
+	x.publish(func(b *codebook) {
+		for _, t := range ts {
+			ti := b.tables[t]
+			if ti.length > 0 {
+				first := int(ti.code) << (x.d - uint(ti.length))
+				for i := first; i < first+1<<(x.d-uint(ti.length)); i++ {
+					if b.decode[i] == int16(t) {
+						b.decode[i] = -1
+					}
+				}
+			}
+			b.tables[t] = tableInfo{}
+		}
+		kept := b.stash[:0]
+		for _, e := range b.stash {
+			if !gone[e.table] {
+				kept = append(kept, e)
+			}
+		}
+		b.stash = kept
+	})
+}
+
+// IndexStats describes an Index.
+type IndexStats struct {
+	Tables      int
+	Entries     int64   // (key, table) entries stored
+	Segments    int     // segments probed per lookup
+	Bytes       int64   // buckets, counters, codebook and stash
+	Load        float64 // entries / slots
+	BitsPerKey  float64 // Bytes*8/Entries
+	SlotBits    int     // bits per slot: tag + code + fingerprint
+	CodeBits    float64 // table-code bits per entry, averaged over entries
+	SizeEntropy float64 // entropy of the tables' shares of entries, bits
+	Stashed     int     // entries kept exactly in the stash
+	Always      int     // tables every lookup names (no code, or unplaceable keys)
+}
+
+// Stats reads the index's size; safe for concurrent use.
+func (x *Index) Stats() IndexStats {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var st IndexStats
+	book := x.book.Load()
+	slots := int64(0)
+	for _, s := range *x.segs.Load() {
+		st.Segments++
+		st.Entries += s.entries.Load()
+		st.Bytes += int64(len(s.words))*8 + int64(len(s.ctr))*4
+		slots += int64(s.n) * idxSlots
+	}
+	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(40) + int64(len(book.stash))*16
+	st.Stashed = len(book.stash)
+	st.Entries += int64(st.Stashed)
+	st.SlotBits = int(x.w)
+	if slots > 0 {
+		st.Load = float64(st.Entries-int64(st.Stashed)) / float64(slots)
+	}
+	var total float64
+	for _, ti := range book.tables {
+		if ti.live {
+			st.Tables++
+			total += float64(ti.entries)
+			if ti.always {
+				st.Always++
+			}
+		}
+	}
+	for _, ti := range book.tables {
+		if ti.live && ti.entries > 0 && total > 0 {
+			p := float64(ti.entries) / total
+			st.CodeBits += p * float64(ti.length)
+			st.SizeEntropy -= p * math.Log2(p)
+		}
+	}
+	if st.Entries > 0 {
+		st.BitsPerKey = float64(st.Bytes*8) / float64(st.Entries)
+	}
+	return st
+}

@@ -1,0 +1,474 @@
+package dynamic
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+func hashesOf(keys [][]byte) []uint64 {
+	out := make([]uint64, len(keys))
+	for i, k := range keys {
+		out[i] = KeyHash(k)
+	}
+	return out
+}
+
+// holds reports whether ids names table want.
+func holds(ids []uint64, want uint64) bool { return slices.Contains(ids, want) }
+
+func TestIndexVersionsNewestFirst(t *testing.T) {
+	x := NewIndex(1000, 12)
+	// Key "k" has a version in tables 7, 3 and 9, added in that order.
+	for _, id := range []uint64{7, 3, 9} {
+		keys := append(testkeys.Sequential(fmt.Sprintf("t%d-", id), 0, 100), []byte("k"))
+		if err := x.AddTable(id, hashesOf(keys)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := x.Lookup([]byte("k"), nil)
+	if !slices.Equal(got, []uint64{9, 3, 7}) {
+		t.Fatalf("versions of k: %v, want [9 3 7] (newest first)", got)
+	}
+	if err := x.AddTable(3, nil); err == nil {
+		t.Fatal("a table ID added twice was accepted")
+	}
+	if err := x.RemoveTable(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.RemoveTable(3); err == nil {
+		t.Fatal("a table removed twice was accepted")
+	}
+	if got := x.Lookup([]byte("k"), nil); !slices.Equal(got, []uint64{9, 7}) {
+		t.Fatalf("after removing 3: %v, want [9 7]", got)
+	}
+	// A merge of 9 and 7 takes 9's place, before the newer table 11.
+	if err := x.AddTable(11, hashesOf([][]byte{[]byte("k")})); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Replace([]uint64{9, 7}, 20, hashesOf([][]byte{[]byte("k")})); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Lookup([]byte("k"), nil); !slices.Equal(got, []uint64{11, 20}) {
+		t.Fatalf("after the merge: %v, want [11 20]", got)
+	}
+	if x.Tables() != 2 {
+		t.Fatalf("%d tables, want 2", x.Tables())
+	}
+}
+
+// TestIndexAllKeysFound: tables of many sizes and key shapes, every key
+// names its table, at several budgets; absent keys name few tables.
+func TestIndexAllKeysFound(t *testing.T) {
+	for _, bits := range []float64{9, 10, 14, 18} {
+		x := NewIndex(60_000, bits)
+		tables := map[uint64][][]byte{}
+		id := uint64(0)
+		for _, n := range []int{1, 10, 500, 3000, 20_000} {
+			for _, set := range testkeys.Shapes(n) {
+				id++
+				tables[id] = set.Keys
+				if err := x.AddTable(id, hashesOf(set.Keys)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		var buf []uint64
+		for id, keys := range tables {
+			for _, k := range keys {
+				buf = x.Lookup(k, buf[:0])
+				if !holds(buf, id) {
+					t.Fatalf("bits %v: key %q of table %d not found (got %v)", bits, k, id, buf)
+				}
+			}
+		}
+		absent := testkeys.Absent(100_000, 5)
+		false_ := 0
+		for _, k := range absent {
+			false_ += len(x.Lookup(k, buf[:0]))
+		}
+		st := x.Stats()
+		t.Logf("bits %v: %d tables, %+v; false candidates per absent key %.4f", bits, len(tables), st, float64(false_)/float64(len(absent)))
+		// Tables beyond the code tree's 2^d−1 codes are named by every
+		// lookup; none other may be.
+		codes := 1<<x.d - 1
+		if st.Always != max(0, len(tables)-codes) {
+			t.Errorf("bits %v: %d tables without code or with unplaced keys, %d codes for %d tables", bits, st.Always, codes, len(tables))
+		}
+	}
+}
+
+// TestIndexFullLoadAndBudget fills one segment to its hint: it must not
+// grow, and bits per entry must stay near the budget.
+func TestIndexFullLoadAndBudget(t *testing.T) {
+	const n = 200_000
+	for _, bits := range []float64{10, 14} {
+		x := NewIndex(n, bits)
+		keys := testkeys.Random(n, 16, 9)
+		// Size-tiered-like shares: halves, quarters, ...
+		from := 0
+		for id := uint64(1); from < n; id++ {
+			size := max((n-from)/2, 1000)
+			to := min(from+size, n)
+			if err := x.AddTable(id, hashesOf(keys[from:to])); err != nil {
+				t.Fatal(err)
+			}
+			from = to
+		}
+		st := x.Stats()
+		absent := testkeys.Absent(200_000, 10)
+		cands := 0
+		for _, k := range absent {
+			cands += len(x.Lookup(k, nil))
+		}
+		t.Logf("bits %v: %+v, false candidates per absent key %.4f", bits, st, float64(cands)/float64(len(absent)))
+		if st.Segments != 1 || st.Stashed != 0 || st.Always != 0 {
+			t.Errorf("bits %v: a full index grew or stashed: %+v", bits, st)
+		}
+		if st.BitsPerKey > max(bits, 11.8)*1.05 { // 10-bit slots at least
+			t.Errorf("bits %v: %.2f bits per entry", bits, st.BitsPerKey)
+		}
+		for _, k := range keys {
+			if len(x.Lookup(k, nil)) == 0 {
+				t.Fatalf("bits %v: false negative", bits)
+			}
+		}
+	}
+}
+
+// TestIndexGrowthAndShrink: a tiny hint, tables added until the index
+// grows several times, then removed: every remaining key is found at
+// every step and emptied segments are dropped.
+func TestIndexGrowthAndShrink(t *testing.T) {
+	x := NewIndex(100, 10)
+	tables := map[uint64][][]byte{}
+	for id := uint64(1); id <= 20; id++ {
+		tables[id] = testkeys.Random(2000, 12, id)
+		if err := x.AddTable(id, hashesOf(tables[id])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := x.Stats()
+	if grown.Segments < 3 {
+		t.Fatalf("20 tables of 2000 keys in an index sized for 100: %+v", grown)
+	}
+	check := func() {
+		for id, keys := range tables {
+			for _, k := range keys {
+				if !holds(x.Lookup(k, nil), id) {
+					t.Fatalf("table %d lost key %x; %+v", id, k, x.Stats())
+				}
+			}
+		}
+	}
+	check()
+	for id := uint64(1); id <= 18; id += 3 {
+		// One alone, then two in one pass.
+		if err := x.RemoveTable(id); err != nil {
+			t.Fatal(err)
+		}
+		delete(tables, id)
+		check()
+		if err := x.RemoveTables(id+1, id+2); err != nil {
+			t.Fatal(err)
+		}
+		delete(tables, id+1)
+		delete(tables, id+2)
+		check()
+	}
+	if err := x.RemoveTables(19, 99); err == nil || x.Tables() != 2 {
+		t.Fatalf("RemoveTables with an unknown ID: %v, %d tables left", err, x.Tables())
+	}
+	st := x.Stats()
+	t.Logf("grown: %+v; after removing 18 of 20 tables: %+v", grown, st)
+	// Two keys of one table that agree on bucket and fingerprint share an
+	// entry, so entries can be a little under the key count.
+	if st.Segments >= grown.Segments || st.Entries > 4000 || st.Entries < 3800 {
+		t.Errorf("after removals: %+v (grown %+v)", st, grown)
+	}
+}
+
+// pinnedEntryHash returns a key hash whose mixed value under seed has the
+// given primary bucket (of n), tag and low bits: an adversary who knows
+// the seed and can make any hash.
+func pinnedEntryHash(seed uint32, primary, n uint32, lo uint32) uint64 {
+	return keyhash.Unmix(uint64(hiFor(primary, n))<<32|uint64(lo), seed)
+}
+
+// TestIndexSharedFingerprintDeletes is the deletion trap: many keys share
+// bucket and fingerprint, within one table and across tables. Removing a
+// table must never lose another table's key.
+func TestIndexSharedFingerprintDeletes(t *testing.T) {
+	const seed = 0xfeed
+	x := newIndexSeeded(1000, 10, seed)
+	n := (*x.segs.Load())[0].n
+	// Keys of three kinds, all in bucket 5 with the same 32 low bits, so
+	// the same tag and fingerprint for every table: distinct keys that the
+	// index cannot tell apart.
+	var same []uint64
+	for i := 0; i < 6; i++ {
+		h := pinnedEntryHash(seed, 5, n, 0xdeadbeef)
+		same = append(same, h+uint64(i)*0) // identical mixed hash: the worst case
+	}
+	other := hashesOf(testkeys.Random(300, 16, 3))
+	for id := uint64(1); id <= 12; id++ {
+		hs := append(append([]uint64(nil), same...), other[id*20:id*20+20]...)
+		if err := x.AddTable(id, hs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Twelve entries for one bucket pair's eight slots: four go to the
+	// stash, none is lost.
+	st := x.Stats()
+	t.Logf("12 tables sharing one key position: %+v", st)
+	if st.Always != 0 || st.Stashed > 4 {
+		t.Fatalf("12 tables sharing one key position: %+v", st)
+	}
+	live := map[uint64]bool{}
+	for id := uint64(1); id <= 12; id++ {
+		live[id] = true
+	}
+	order := []uint64{5, 1, 12, 7, 2, 11, 3, 9}
+	for _, rm := range order {
+		if err := x.RemoveTable(rm); err != nil {
+			t.Fatal(err)
+		}
+		delete(live, rm)
+		got := x.LookupHash(same[0], nil)
+		for id := range live {
+			if !holds(got, id) {
+				t.Fatalf("after removing %d: shared key lost table %d (got %v)", rm, id, got)
+			}
+			for _, h := range other[id*20 : id*20+20] {
+				if !holds(x.LookupHash(h, nil), id) {
+					t.Fatalf("after removing %d: table %d lost a key", rm, id)
+				}
+			}
+		}
+		if holds(got, rm) {
+			t.Fatalf("removed table %d still named", rm)
+		}
+	}
+}
+
+// craftIdxCluster returns 16 hashes that, under a known seed, share
+// primary bucket a and tag (so both buckets) and differ in the fingerprint
+// bits after the tag: 16 distinct entries for the 8 slots of one bucket
+// pair.
+func craftIdxCluster(x *Index, s *idxSegment, a uint32) []uint64 {
+	var out []uint64
+	tag := a % (1 << x.m)
+	for extra := uint32(0); extra < 16; extra++ {
+		lo := tag<<(32-x.m) | extra<<(32-x.m-4)
+		out = append(out, pinnedEntryHash(x.seed, a, s.n, lo))
+	}
+	return out
+}
+
+// TestIndexCraftedClusters: an adversary with the seed sends tables whose
+// keys crowd a few buckets. The index must not grow for them, must stay
+// within its memory bound, and must never miss a key.
+func TestIndexCraftedClusters(t *testing.T) {
+	const seed = 0xabc
+	x := newIndexSeeded(20_000, 10, seed)
+	first := (*x.segs.Load())[0]
+	before := x.Stats().Bytes
+	tables := map[uint64][]uint64{}
+	total := 0
+	slowest := time.Duration(0)
+	for id := uint64(1); id <= 30; id++ {
+		hs := craftIdxCluster(x, first, uint32(id)*40)
+		tables[id] = hs
+		total += len(hs)
+		start := time.Now()
+		if err := x.AddTable(id, hs); err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(start))
+	}
+	st := x.Stats()
+	t.Logf("%d crafted entries in 30 tables: %+v; slowest AddTable %v", total, st, slowest)
+	if st.Segments != 1 {
+		t.Errorf("crafted clusters grew the index: %+v", st)
+	}
+	if st.Bytes > before+int64(st.Stashed*16)+30*40*2 { // stash + codebook rows
+		t.Errorf("bytes %d, before the attack %d", st.Bytes, before)
+	}
+	if st.Stashed == 0 && st.Always == 0 {
+		t.Error("the clusters all fit: the attack is not exercised")
+	}
+	for id, hs := range tables {
+		for _, h := range hs {
+			if !holds(x.LookupHash(h, nil), id) {
+				t.Fatalf("table %d: crafted key not found", id)
+			}
+		}
+	}
+	// Removing the crafted tables gives everything back.
+	for id := range tables {
+		if err := x.RemoveTable(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := x.Stats(); st.Entries != 0 || st.Always != 0 || st.Stashed != 0 {
+		t.Errorf("after removing all: %+v", st)
+	}
+}
+
+// TestIndexBounceCaught: between a lookup's reads of its two buckets, the
+// key's entry moves from the second bucket into the first. A single pass
+// misses it; Lookup must not.
+func TestIndexBounceCaught(t *testing.T) {
+	x := newIndexSeeded(1000, 12, 1)
+	h := KeyHash([]byte("bouncing"))
+	if err := x.AddTable(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := (*x.segs.Load())[0]
+	p := x.probeOf(h)
+	i1 := s.primary(p.hi)
+	i2 := x.alt(s, i1, p.tag)
+	if i1 == i2 {
+		t.Fatal("pick another key")
+	}
+	ti := x.book.Load().tables[0]
+	v := x.slotValue(p, ti.code, uint(ti.length))
+	x.setSlot(s, i2, 0, v)
+	calls := 0
+	idxTestHookAfterFirstRead = func(seg *idxSegment) {
+		if seg == s && calls == 0 {
+			calls++
+			x.move(s, idxMove{from: i2, to: i1, val: v})
+		}
+	}
+	got := x.LookupHash(h, nil)
+	idxTestHookAfterFirstRead = nil
+	if calls != 1 || !holds(got, 1) {
+		t.Fatalf("hook ran %d times; lookup returned %v", calls, got)
+	}
+}
+
+// TestIndexConcurrentCompactions: a writer flushes tables and replaces
+// runs of them by their merge, as a size-tiered LSM does, while readers
+// look up keys of tables whose AddTable had returned. Every lookup must
+// name some table that holds the key. Run with -race.
+func TestIndexConcurrentCompactions(t *testing.T) {
+	dur := 3 * time.Second
+	if testing.Short() {
+		dur = 700 * time.Millisecond
+	}
+	type table struct {
+		id     uint64
+		hashes []uint64
+		set    map[uint64]bool
+	}
+	x := NewIndex(500, 10) // small: growth happens too
+	var all sync.Map       // id -> *table
+	var live atomic.Pointer[[]*table]
+	empty := []*table{}
+	live.Store(&empty)
+	var stop atomic.Bool
+	var failures, checks atomic.Int64
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 9))
+			var buf []uint64
+			for !stop.Load() {
+				ts := *live.Load()
+				if len(ts) == 0 {
+					continue
+				}
+				tb := ts[rng.IntN(len(ts))]
+				h := tb.hashes[rng.IntN(len(tb.hashes))]
+				buf = x.LookupHash(h, buf[:0])
+				ok := false
+				for _, id := range buf {
+					if v, found := all.Load(id); found && v.(*table).set[h] {
+						ok = true
+						break
+					}
+				}
+				if !ok {
+					failures.Add(1)
+				}
+				checks.Add(1)
+			}
+		}(r)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	nextID := uint64(0)
+	newTable := func(hashes []uint64) *table {
+		nextID++
+		tb := &table{id: nextID, hashes: hashes, set: map[uint64]bool{}}
+		for _, h := range hashes {
+			tb.set[h] = true
+		}
+		all.Store(tb.id, tb)
+		return tb
+	}
+	deadline := time.Now().Add(dur)
+	flushes, merges := 0, 0
+	for time.Now().Before(deadline) || merges < 12 {
+		cur := *live.Load()
+		if len(cur) >= 14 {
+			// Merge a run of 2..4 adjacent tables (cur is newest first).
+			k := 2 + rng.IntN(3)
+			at := rng.IntN(len(cur) - k + 1)
+			var inputs []uint64
+			var hs []uint64
+			seen := map[uint64]bool{}
+			for _, tb := range cur[at : at+k] {
+				inputs = append(inputs, tb.id)
+				for _, h := range tb.hashes {
+					if !seen[h] {
+						seen[h] = true
+						hs = append(hs, h)
+					}
+				}
+			}
+			m := newTable(hs)
+			if err := x.Replace(inputs, m.id, hs); err != nil {
+				t.Fatal(err)
+			}
+			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
+			live.Store(&next)
+			merges++
+			continue
+		}
+		// Flush: fresh keys plus overwrites of keys of live tables.
+		hs := hashesOf(testkeys.Random(300+rng.IntN(300), 16, rng.Uint64()))
+		for _, tb := range cur {
+			hs = append(hs, tb.hashes[rng.IntN(len(tb.hashes))])
+		}
+		tb := newTable(hs)
+		if err := x.AddTable(tb.id, hs); err != nil {
+			t.Fatal(err)
+		}
+		next := append([]*table{tb}, cur...)
+		live.Store(&next)
+		flushes++
+	}
+	stop.Store(true)
+	wg.Wait()
+	st := x.Stats()
+	t.Logf("%d flushes, %d merges, %d checks: %+v", flushes, merges, checks.Load(), st)
+	if failures.Load() != 0 {
+		t.Fatalf("%d of %d lookups named no table holding the key", failures.Load(), checks.Load())
+	}
+	if merges == 0 || checks.Load() == 0 {
+		t.Fatal("nothing exercised")
+	}
+	if st.Tables != len(*live.Load()) {
+		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
+	}
+}

@@ -1,0 +1,243 @@
+package kvdemo
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/badger/v4/y"
+
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
+)
+
+// FilterGlobal is one store-wide cuckoo index (dynamic.Index) over every
+// table instead of a filter per table: a Get probes it once and reads only
+// the tables it names.
+const FilterGlobal FilterKind = "global"
+
+// globalFilter keeps the store's dynamic.Index. Nothing is written beside
+// the tables: at Open the index is rebuilt from the tables' keys (Open logs
+// how long that took), sized for all of them at once. A flush or
+// compaction adds the new table's keys when the table is finished, before
+// the manifest names it; a table leaves the index only when the last view
+// that lists it is released (drop), so a Get holding an older view still
+// finds its tables named (the order dynamic.Index's documentation asks a
+// store to keep).
+type globalFilter struct {
+	db         *DB
+	bitsPerKey float64
+
+	mu      sync.Mutex // guards idx creation and pending
+	idx     atomic.Pointer[dynamic.Index]
+	pending []*sstable // attached at Open, indexed by attachedAll
+	leaving []uint64   // dropped tables whose entries are still in the index
+}
+
+// index returns the store's index, creating it for a store that had no
+// tables at Open: sized for a few tables like the first one (keys), it
+// grows by segments as the store does.
+func (g *globalFilter) index(keys int) *dynamic.Index {
+	if idx := g.idx.Load(); idx != nil {
+		return idx
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.idx.Load() == nil {
+		g.idx.Store(dynamic.NewIndex(max(4*keys, 1024), g.bitsPerKey))
+	}
+	return g.idx.Load()
+}
+
+func (*globalFilter) kind() FilterKind         { return FilterGlobal }
+func (*globalFilter) configure(*table.Options) {}
+
+func (g *globalFilter) newBuilder() filterBuilder { return &globalBuilder{g: g} }
+
+type globalBuilder struct {
+	g      *globalFilter
+	hashes []uint64
+}
+
+func (b *globalBuilder) add(userKey []byte) { b.hashes = append(b.hashes, dynamic.KeyHash(userKey)) }
+
+func (b *globalBuilder) finish(st *sstable) error {
+	b.g.removeLeaving() // frees their codes and slots for this table
+	start := time.Now()
+	if err := b.g.index(len(b.hashes)).AddTable(st.id, b.hashes); err != nil {
+		return errorf("indexing table %06d: %w", st.id, err)
+	}
+	b.g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	b.g.db.stats.indexUpdateKeys.Add(int64(len(b.hashes)))
+	st.indexed.Store(true)
+	return nil
+}
+
+// attach defers a table listed at Open to attachedAll, which indexes them
+// all at once.
+func (g *globalFilter) attach(st *sstable) bool {
+	if st.t == nil {
+		return true // damaged: never indexed, every Get reaching it is told
+	}
+	g.mu.Lock()
+	g.pending = append(g.pending, st)
+	g.mu.Unlock()
+	return true
+}
+
+// attachedAll builds the index from the keys of the tables attached at
+// Open, oldest first, in one index sized for all of them.
+func (g *globalFilter) attachedAll() error {
+	g.mu.Lock()
+	pending := g.pending
+	g.pending = nil
+	total := 0
+	for _, st := range pending {
+		total += int(st.t.KeyCount())
+	}
+	if g.idx.Load() == nil && len(pending) > 0 {
+		// A store with no tables yet sizes its index from its first table
+		// (index), not from nothing.
+		g.idx.Store(dynamic.NewIndex(total+total/20+1024, g.bitsPerKey))
+	}
+	g.mu.Unlock()
+	start := time.Now()
+	keys := 0
+	for _, st := range pending {
+		n, err := g.indexTable(st)
+		if errors.Is(err, ErrCorrupt) {
+			g.db.opts.Logger.Printf("%s", quote(err))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		keys += n
+	}
+	if len(pending) > 0 {
+		g.db.opts.Logger.Printf("global index rebuilt from %d tables (%d keys) in %v", len(pending), keys, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// indexTable adds st's keys to the index, read from the table itself.
+func (g *globalFilter) indexTable(st *sstable) (int, error) {
+	hashes := make([]uint64, 0, st.t.KeyCount())
+	it := st.t.NewIterator(table.NOCACHE)
+	for it.Rewind(); it.Valid(); it.Next() {
+		hashes = append(hashes, dynamic.KeyHash(y.ParseKey(it.Key())))
+	}
+	it.Close()
+	// The iterator ends early, as if at the table's end, on a block it
+	// cannot read: indexing part of the table would make the index answer
+	// "absent" for keys it holds. The table stays unindexed, so every Get
+	// searches it (and learns of the damage from it).
+	if len(hashes) != int(st.t.KeyCount()) {
+		return 0, errorf("%w: table %06d: read %d of its %d entries to index it; every Get searches it", ErrCorrupt, st.id, len(hashes), st.t.KeyCount())
+	}
+	if err := g.index(len(hashes)).AddTable(st.id, hashes); err != nil {
+		return 0, errorf("indexing table %06d: %w", st.id, err)
+	}
+	st.indexed.Store(true)
+	return len(hashes), nil
+}
+
+func (g *globalFilter) rebuild(st *sstable) error {
+	if st.t == nil || st.indexed.Load() {
+		return nil
+	}
+	_, err := g.indexTable(st)
+	return err
+}
+
+// prepare is the Get's one index lookup.
+func (g *globalFilter) prepare(key []byte) filterQuery {
+	q := filterQuery{key: key}
+	idx := g.idx.Load()
+	if idx == nil {
+		q.many = true // no table indexed yet: nothing to rule out
+		return q
+	}
+	var buf [8]uint64
+	c := idx.Lookup(key, buf[:0])
+	if len(c) > len(q.cands) {
+		q.many = true
+		return q
+	}
+	q.ncands = uint8(copy(q.cands[:], c))
+	return q
+}
+
+func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
+	if !st.indexed.Load() || q.many {
+		return filterNone
+	}
+	if slices.Contains(q.cands[:q.ncands], st.id) {
+		return filterMaybe
+	}
+	return filterAbsent
+}
+
+// drop queues st's removal from the index: removals cost a pass over the
+// whole index each, so they are done together, before the next table is
+// added or once eight are waiting. Until then the index may still name
+// st, which no Get asks about any more (no view lists it, and table IDs
+// are never reused).
+func (g *globalFilter) drop(st *sstable) {
+	if !st.indexed.CompareAndSwap(true, false) {
+		return
+	}
+	g.mu.Lock()
+	g.leaving = append(g.leaving, st.id)
+	n := len(g.leaving)
+	g.mu.Unlock()
+	if n >= 8 {
+		g.removeLeaving()
+	}
+}
+
+// removeLeaving removes the queued tables from the index in one pass.
+func (g *globalFilter) removeLeaving() {
+	g.mu.Lock()
+	ids := g.leaving
+	g.leaving = nil
+	g.mu.Unlock()
+	idx := g.idx.Load()
+	if len(ids) == 0 || idx == nil {
+		return
+	}
+	start := time.Now()
+	if err := idx.RemoveTables(ids...); err != nil {
+		// Only an ID the index never had; remove the others one by one.
+		for _, id := range ids {
+			if err := idx.RemoveTable(id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
+				g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", id, err)
+			}
+		}
+	}
+	// Upkeep counts removals too, per key added.
+	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+}
+
+// unfiltered: a table that is not (yet) in the index is searched by every
+// Get.
+func (g *globalFilter) unfiltered(st *sstable) bool { return st.t != nil && !st.indexed.Load() }
+
+// checkStored: the index keeps nothing on disk (Open rebuilds it from the
+// tables, which Check verifies).
+func (*globalFilter) checkStored(*sstable) (string, string, error) { return "", "", nil }
+
+// memoryBytes is 0 per table: the index is store-wide (storeBytes).
+func (*globalFilter) memoryBytes(*sstable) int64 { return 0 }
+
+// IndexStats describes the global index (zero for other kinds).
+func (db *DB) IndexStats() dynamic.IndexStats {
+	if g, ok := db.filter.(*globalFilter); ok {
+		if idx := g.idx.Load(); idx != nil {
+			return idx.Stats()
+		}
+	}
+	return dynamic.IndexStats{}
+}
