@@ -105,8 +105,7 @@ type v2Move struct {
 // of line ln. meta is its overflow bit for a primary placement, or
 // v2SecondaryMeta. It returns false only when k is a secondary key and
 // every key it can reach in the line is secondary too.
-func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
-	bk := p.line(ln)
+func (p *v2Placer) insert(bk []v2Bucket, k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	// A repeat of a key already in one of its buckets takes no slot. Repeats
 	// have equal hashes, hence equal buckets and fingerprints.
 	if p.holds(bk, k, i1, i2, fp) {
@@ -477,9 +476,35 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 			bk[i].fp = 0
 		}
 		first := len(p.queue)
+		// v2Primary with the line's shape hoisted out of the loop, and
+		// insert's common case (no repeat, a root bucket with room) done
+		// here; anything else goes through insert, which decides the same.
+		s := g.shape(ln)
+		nb, ov := uint64(s.buckets), uint64(s.overflow)
+		fpMax := uint64(1)<<g.width(ln) - 1
 		for k := counts[ln]; k < counts[ln+1]; k++ {
-			pos := v2Primary(p.x[k], &p.g)
-			p.insert(int32(k), ln, pos.i1, pos.i2, pos.fp, uint8(pos.ob))
+			x := p.x[k]
+			rest := uint32(uint64(uint32(x>>32)) * uint64(lines))
+			i1 := uint32((uint64(rest) * nb) >> 32)
+			q := (x >> 16 & 0xffff) * (nb - 1)
+			i2 := i1 + 1 + uint32(q>>16)
+			if i2 >= uint32(nb) {
+				i2 -= uint32(nb)
+			}
+			ob := uint8(((q & 0xffff) * ov) >> 16)
+			fp := uint16(1 + (x&0xffff)*fpMax>>16)
+			b1, b2 := &bk[i1], &bk[i2]
+			if b1.fpMatches(fp)|b2.fpMatches(fp) == 0 {
+				if n1, n2 := b1.count(), b2.count(); n1 < slots || n2 < slots {
+					if n2 < n1 {
+						b2.put(int32(k), fp, uint8(i1), ob)
+					} else {
+						b1.put(int32(k), fp, uint8(i2), ob)
+					}
+					continue
+				}
+			}
+			p.insert(bk, int32(k), ln, i1, i2, fp, ob)
 		}
 		// A key pushed out of this line may have a repeat that arrived
 		// later and stayed: then the key is stored already. No copy can
@@ -524,7 +549,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 			p.lineCount[m.line]++
 		}
 		for _, m := range p.sorted {
-			if !p.insert(m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
+			if !p.insert(p.line(m.line), m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
 				return nil, false
 			}
 		}
