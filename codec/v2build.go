@@ -42,15 +42,20 @@ const (
 // or an eviction needs (the key's other bucket, its overflow bit), so the
 // search inside a line touches only the line's buckets.
 //
-// It is 32 bytes, two to a cache line: the slot count is not stored but
+// It is 16 bytes, four to a cache line: the slot count is not stored but
 // read off the fingerprint lanes, which are filled from lane 0 up and are
-// never 0 when occupied.
+// never 0 when occupied. Which key sits in a slot (needed only when a key
+// moves or leaves, or a repeat is checked) is kept apart, in v2Keys, so
+// that a line's search touches half the memory.
 type v2Bucket struct {
 	fp   uint64       // four 16-bit lanes, 0 for an empty slot
-	k    [slots]int32 // index of the key's position hash
 	meta [slots]uint8 // overflow bit in the primary line, or v2SecondaryMeta
 	alt  [slots]uint8 // the key's other candidate bucket in this line
 }
+
+// v2Keys is, for the bucket of the same index, the index of each slot's
+// position hash.
+type v2Keys = [slots]int32
 
 // count returns the occupied slots.
 func (b *v2Bucket) count() uint8 { return uint8(bits.Len64(b.fp)+15) >> 4 }
@@ -76,6 +81,7 @@ type v2Placer struct {
 	g      v2Geom
 	x      []uint64   // position hashes, grouped by primary line
 	bkt    []v2Bucket // g.firstBucket(line) + i
+	keys   []v2Keys   // parallel to bkt
 	ovMask []uint64   // per line: overflow bits set
 	queue  []int32    // keys waiting for their secondary line
 	moves  []v2Move   // one round of the queue, in queue order
@@ -84,11 +90,9 @@ type v2Placer struct {
 	lineCount []uint32
 
 	// BFS scratch for one line (B <= 31 buckets).
-	seen  [32]uint32
 	from  [32]int8
 	via   [32]uint8 // slot, in bucket from[v], of the key that moves to v
 	bfsQ  [32]uint8
-	gen   uint32
 	evict int // primary residents pushed out by secondary placement
 	dups  int // repeats found in place of a slot
 }
@@ -105,11 +109,10 @@ type v2Move struct {
 // of line ln. meta is its overflow bit for a primary placement, or
 // v2SecondaryMeta. It returns false only when k is a secondary key and
 // every key it can reach in the line is secondary too.
-func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
-	bk := p.line(ln)
+func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	// A repeat of a key already in one of its buckets takes no slot. Repeats
 	// have equal hashes, hence equal buckets and fingerprints.
-	if p.holds(bk, k, i1, i2, fp) {
+	if p.holds(bk, ks, k, i1, i2, fp) {
 		p.dups++
 		return true
 	}
@@ -117,28 +120,34 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 		if n2 < n1 {
 			i1, i2 = i2, i1
 		}
-		bk[i1].put(k, fp, uint8(i2), meta)
+		bk[i1].put(&ks[i1], k, fp, uint8(i2), meta)
 		return true
 	}
-	// Breadth-first search for a chain of moves inside the line.
-	p.gen++
-	q := append(p.bfsQ[:0], uint8(i1), uint8(i2))
-	p.seen[i1], p.from[i1] = p.gen, -1
-	p.seen[i2], p.from[i2] = p.gen, -1
-	for i := 0; i < len(q); i++ {
-		u := q[i]
+	// Breadth-first search for a chain of moves inside the line. Every
+	// bucket it queues is full (the roots are, and a bucket with room ends
+	// the search), so each has exactly slots keys to follow. A line has at
+	// most 31 buckets: the visited set is one word.
+	q := &p.bfsQ
+	q[0], q[1] = uint8(i1), uint8(i2)
+	qn := 2
+	seen := uint32(1)<<i1 | uint32(1)<<i2
+	p.from[i1&31], p.from[i2&31] = -1, -1
+	for i := 0; i < qn; i++ {
+		u := q[i&31]
 		b := &bk[u]
-		for j, n := uint8(0), b.count(); j < n; j++ {
+		for j := uint8(0); j < slots; j++ {
 			v := b.alt[j]
-			if p.seen[v] == p.gen {
+			if seen>>v&1 != 0 {
 				continue
 			}
-			p.seen[v], p.from[v], p.via[v] = p.gen, int8(u), j
+			seen |= 1 << v
+			p.from[v&31], p.via[v&31] = int8(u), j
 			if bk[v].count() < slots {
-				p.shift(bk, k, fp, meta, i1, i2, v)
+				p.shift(bk, ks, k, fp, meta, i1, i2, v)
 				return true
 			}
-			q = append(q, v)
+			q[qn&31] = v
+			qn++
 		}
 	}
 	// The line is full as far as k can reach. Somebody leaves for their
@@ -150,9 +159,9 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 		return true
 	}
 	vu, vj, best := uint8(0), uint8(0), 0
-	for _, u := range q {
+	for _, u := range q[:qn] {
 		b := &bk[u]
-		for j, n := uint8(0), b.count(); j < n; j++ {
+		for j := uint8(0); j < slots; j++ {
 			m := b.meta[j]
 			if m == v2SecondaryMeta {
 				continue
@@ -177,31 +186,31 @@ func (p *v2Placer) insert(k int32, ln, i1, i2 uint32, fp uint16, meta uint8) boo
 		return false
 	}
 	b := &bk[vu]
-	p.overflow(b.k[vj], ln, b.meta[vj])
-	b.remove(vj)
+	p.overflow(ks[vu][vj], ln, b.meta[vj])
+	b.remove(&ks[vu], vj)
 	if meta == v2SecondaryMeta {
 		p.evict++
 	}
-	p.shift(bk, k, fp, meta, i1, i2, vu)
+	p.shift(bk, ks, k, fp, meta, i1, i2, vu)
 	return true
 }
 
 // holds reports whether a key with k's position hash is already in bucket
 // i1 or i2 of the line bk.
-func (p *v2Placer) holds(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bool {
+func (p *v2Placer) holds(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, fp uint16) bool {
 	if bk[i1].fpMatches(fp)|bk[i2].fpMatches(fp) == 0 {
 		return false
 	}
-	return p.isRepeat(bk, k, i1, i2, fp)
+	return p.isRepeat(bk, ks, k, i1, i2, fp)
 }
 
 // isRepeat is holds' rare path, behind a fingerprint match.
-func (p *v2Placer) isRepeat(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bool {
+func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, fp uint16) bool {
 	x := p.x[k]
 	for _, u := range [2]uint32{i1, i2} {
 		b := &bk[u]
 		for j, n := uint8(0), b.count(); j < n; j++ {
-			if b.fpAt(j) == fp && p.x[b.k[j]] == x {
+			if b.fpAt(j) == fp && p.x[ks[u][j]] == x {
 				return true
 			}
 		}
@@ -209,15 +218,15 @@ func (p *v2Placer) isRepeat(bk []v2Bucket, k int32, i1, i2 uint32, fp uint16) bo
 	return false
 }
 
-func (b *v2Bucket) put(k int32, fp uint16, alt, meta uint8) {
+func (b *v2Bucket) put(ks *v2Keys, k int32, fp uint16, alt, meta uint8) {
 	j := b.count()
-	b.k[j], b.alt[j], b.meta[j] = k, alt, meta
+	ks[j], b.alt[j], b.meta[j] = k, alt, meta
 	b.fp |= uint64(fp) << (16 * j)
 }
 
-func (b *v2Bucket) remove(j uint8) {
+func (b *v2Bucket) remove(ks *v2Keys, j uint8) {
 	n := b.count() - 1
-	b.k[j], b.alt[j], b.meta[j] = b.k[n], b.alt[n], b.meta[n]
+	ks[j], b.alt[j], b.meta[j] = ks[n], b.alt[n], b.meta[n]
 	last := b.fp >> (16 * n) & 0xffff
 	b.fp &^= 0xffff<<(16*n) | 0xffff<<(16*j)
 	if j != n {
@@ -225,28 +234,29 @@ func (b *v2Bucket) remove(j uint8) {
 	}
 }
 
-// line returns the buckets of line ln.
-func (p *v2Placer) line(ln uint32) []v2Bucket {
+// line returns the buckets of line ln and their keys.
+func (p *v2Placer) line(ln uint32) ([]v2Bucket, []v2Keys) {
 	first := p.g.firstBucket(ln)
-	return p.bkt[first : first+uint32(p.g.shape(ln).buckets)]
+	end := first + uint32(p.g.shape(ln).buckets)
+	return p.bkt[first:end], p.keys[first:end]
 }
 
 // shift frees a slot in a root bucket (i1 or i2) by moving each key on the
 // BFS path one step towards v, which has room, then puts k in the root.
-func (p *v2Placer) shift(bk []v2Bucket, k int32, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
+func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, k int32, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
 	for p.from[v] >= 0 {
 		u := uint8(p.from[v])
 		src := &bk[u]
 		j := p.via[v]
-		bk[v].put(src.k[j], src.fpAt(j), u, src.meta[j])
-		src.remove(j)
+		bk[v].put(&ks[v], ks[u][j], src.fpAt(j), u, src.meta[j])
+		src.remove(&ks[u], j)
 		v = u
 	}
 	alt := uint8(i2)
 	if uint32(v) == i2 {
 		alt = uint8(i1)
 	}
-	bk[v].put(k, fp, alt, meta)
+	bk[v].put(&ks[v], k, fp, alt, meta)
 }
 
 func (p *v2Placer) overflow(k int32, ln uint32, ob uint8) {
@@ -464,6 +474,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	}
 	b.s.counts = counts
 	p.bkt = resize(p.bkt, nb)
+	p.keys = resize(p.keys, nb)
 	p.ovMask = resize(p.ovMask, int(lines))
 	clear(p.ovMask)
 	p.queue = p.queue[:0]
@@ -472,14 +483,40 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	// Primary placement, one line at a time while its keys and buckets are
 	// in cache.
 	for ln := uint32(0); ln < lines; ln++ {
-		bk := p.line(ln)
+		bk, ks := p.line(ln)
 		for i := range bk {
 			bk[i].fp = 0
 		}
 		first := len(p.queue)
+		// v2Primary with the line's shape hoisted out of the loop, and
+		// insert's common case (no repeat, a root bucket with room) done
+		// here; anything else goes through insert, which decides the same.
+		s := g.shape(ln)
+		nb, ov := uint64(s.buckets), uint64(s.overflow)
+		fpMax := uint64(1)<<g.width(ln) - 1
 		for k := counts[ln]; k < counts[ln+1]; k++ {
-			pos := v2Primary(p.x[k], &p.g)
-			p.insert(int32(k), ln, pos.i1, pos.i2, pos.fp, uint8(pos.ob))
+			x := p.x[k]
+			rest := uint32(uint64(uint32(x>>32)) * uint64(lines))
+			i1 := uint32((uint64(rest) * nb) >> 32)
+			q := (x >> 16 & 0xffff) * (nb - 1)
+			i2 := i1 + 1 + uint32(q>>16)
+			if i2 >= uint32(nb) {
+				i2 -= uint32(nb)
+			}
+			ob := uint8(((q & 0xffff) * ov) >> 16)
+			fp := uint16(1 + (x&0xffff)*fpMax>>16)
+			b1, b2 := &bk[i1], &bk[i2]
+			if b1.fpMatches(fp)|b2.fpMatches(fp) == 0 {
+				if n1, n2 := b1.count(), b2.count(); n1 < slots || n2 < slots {
+					if n2 < n1 {
+						b2.put(&ks[i2], int32(k), fp, uint8(i1), ob)
+					} else {
+						b1.put(&ks[i1], int32(k), fp, uint8(i2), ob)
+					}
+					continue
+				}
+			}
+			p.insert(bk, ks, int32(k), ln, i1, i2, fp, ob)
 		}
 		// A key pushed out of this line may have a repeat that arrived
 		// later and stayed: then the key is stored already. No copy can
@@ -487,7 +524,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 		kept := first
 		for _, k := range p.queue[first:] {
 			pos := v2Primary(p.x[k], &p.g)
-			if p.holds(bk, k, pos.i1, pos.i2, pos.fp) {
+			if p.holds(bk, ks, k, pos.i1, pos.i2, pos.fp) {
 				p.dups++
 				continue
 			}
@@ -524,7 +561,8 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 			p.lineCount[m.line]++
 		}
 		for _, m := range p.sorted {
-			if !p.insert(m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
+			bk, ks := p.line(m.line)
+			if !p.insert(bk, ks, m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
 				return nil, false
 			}
 		}
@@ -536,7 +574,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	stored, ovLines, ovBits, p2 := 0, 0, 0, 0.0
 	for ln := 0; ln < int(lines); ln++ {
 		var w [lineBytes / 8]uint64
-		bk := p.line(uint32(ln))
+		bk, _ := p.line(uint32(ln))
 		f := g.width(uint32(ln))
 		shape := g.shape(uint32(ln))
 		bb := uint(shape.bktBits)
