@@ -9,16 +9,16 @@ PKGS := ./...
 test: fmt-check vet
 	$(GO) test -race -timeout 20m $(PKGS)
 
-## demo: the main job, end to end: kvdemo loads 1M keys into three stores
-## (cuckoo, bloom, none) and compares point lookups (see README).
+## demo: the main job, end to end: kvdemo loads 1M keys into four stores
+## (cuckoo, global, bloom, none) and compares point lookups (see README).
 demo:
 	$(GO) run ./kvdemo/cmd/kvdemo demo
 
-## report-quick: the side-by-side benchmark report in about a minute.
+## report-quick: the side-by-side benchmark report in about 2.5 minutes.
 report-quick:
 	$(GO) run ./bench -quick
 
-## bench: the full side-by-side report into ./report (about 15 minutes).
+## bench: the full side-by-side report into ./report (more than 15 minutes).
 bench:
 	$(GO) run ./bench -out report
 
