@@ -961,22 +961,7 @@ func TestFaultTableReadAfterOpen(t *testing.T) {
 			defer v.release()
 			mid := v.tables[1]
 			mid.t.Data[40] ^= 0x04 // inside the first data block
-			corrupt := 0
-			for i := 0; i < per; i++ {
-				k := fmt.Sprintf("t1-%04d", i)
-				got, err := db.Get([]byte(k))
-				switch {
-				case err == nil && string(got) != k:
-					t.Fatalf("%s = %q: a wrong value from a damaged block", k, got)
-				case errors.Is(err, ErrCorrupt) && strings.Contains(err.Error(), fmt.Sprintf("%06d", mid.id)):
-					corrupt++
-				case err != nil:
-					t.Fatalf("%s: %v (want the value or ErrCorrupt naming table %06d)", k, err, mid.id)
-				}
-			}
-			if corrupt == 0 {
-				t.Fatal("no Get saw the damaged block")
-			}
+			checkGetsOrCorrupt(t, db, "t1-%04d", per, mid.id)
 			before := tablesOnDisk(t, dir)
 			err = db.compactRun(v, 0, len(v.tables))
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%06d", mid.id)) {
@@ -1134,22 +1119,7 @@ func TestFaultGlobalIndexFromDamagedTable(t *testing.T) {
 	if mid.indexed.Load() || !g.unfiltered(mid) {
 		t.Fatal("a table read short is marked indexed")
 	}
-	corrupt := 0
-	for i := 0; i < per; i++ {
-		k := fmt.Sprintf("t1-%04d", i)
-		got, err := db.Get([]byte(k))
-		switch {
-		case err == nil && string(got) != k:
-			t.Fatalf("%s = %q", k, got)
-		case errors.Is(err, ErrCorrupt) && strings.Contains(err.Error(), fmt.Sprintf("%06d", mid.id)):
-			corrupt++
-		case err != nil:
-			t.Fatalf("%s: %v (want the value or ErrCorrupt naming table %06d)", k, err, mid.id)
-		}
-	}
-	if corrupt == 0 {
-		t.Fatal("no Get saw the damaged block")
-	}
+	checkGetsOrCorrupt(t, db, "t1-%04d", per, mid.id)
 	for _, tbl := range []int{0, 2} {
 		for i := 0; i < per; i++ {
 			k := fmt.Sprintf("t%d-%04d", tbl, i)
@@ -1159,4 +1129,29 @@ func TestFaultGlobalIndexFromDamagedTable(t *testing.T) {
 		}
 	}
 	db.Close()
+}
+
+// checkGetsOrCorrupt gets the n keys fmt.Sprintf(format, i), each stored
+// with itself as value, from a store where table id has a damaged block:
+// each Get must return the value or ErrCorrupt naming that table (never a
+// wrong value, another error, or "not found"), and at least one must meet
+// the damage.
+func checkGetsOrCorrupt(t *testing.T, db *DB, format string, n int, id uint64) {
+	t.Helper()
+	corrupt := 0
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf(format, i)
+		got, err := db.Get([]byte(k))
+		switch {
+		case err == nil && string(got) != k:
+			t.Fatalf("%s = %q: a wrong value from a damaged block", k, got)
+		case errors.Is(err, ErrCorrupt) && strings.Contains(err.Error(), fmt.Sprintf("%06d", id)):
+			corrupt++
+		case err != nil:
+			t.Fatalf("%s: %v (want the value or ErrCorrupt naming table %06d)", k, err, id)
+		}
+	}
+	if corrupt == 0 {
+		t.Fatal("no Get saw the damaged block")
+	}
 }
