@@ -15,7 +15,7 @@ import (
 
 // DemoConfig sizes RunDemo. Zero fields take the defaults in brackets.
 type DemoConfig struct {
-	Dir          string              // parent of the three stores; "" = a temporary directory, removed afterwards
+	Dir          string              // parent of the stores (one per filter kind); "" = a temporary directory, removed afterwards
 	Keys         int                 // keys loaded into each store [1_000_000]
 	Gets         int                 // point lookups per store [100_000]
 	Miss         float64             // share of lookups for absent keys [0.9]; negative means 0

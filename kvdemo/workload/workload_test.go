@@ -76,7 +76,7 @@ func BenchmarkLookups(b *testing.B) {
 	}
 }
 
-// TestRunDemo runs the demo small: same table layout in all three stores,
+// TestRunDemo runs the demo small: same table layout in every store,
 // the filters ordered as expected, and the printed table complete.
 func TestRunDemo(t *testing.T) {
 	var out bytes.Buffer

@@ -55,7 +55,7 @@ commands:
   serve  -dir DIR                RESP2 server for redis-cli / redis-benchmark
                                  (-addr, default 127.0.0.1:6380; -requirepass-file FILE
                                  for AUTH; SIGTERM closes cleanly)
-  demo                           1M keys into cuckoo, bloom and none stores; lookups;
+  demo                           1M keys into cuckoo, global, bloom and none stores; lookups;
                                  side-by-side table (temporary directory unless -dir)
 
 Flags may also follow the arguments; "--" ends them (for a key that starts
