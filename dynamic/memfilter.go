@@ -79,14 +79,16 @@ import (
 // and fingerprints never leave a segment, all segments together hold at
 // most 4/(3/4) slots per distinct key: memory stays below about 11 bytes
 // per distinct key added, plus the first segment and the 512-byte stash,
-// whatever the keys. Random keys never come near that: they fill a segment
-// to about 95% before any Add fails.
+// whatever the keys. Random keys never come near that: four-slot buckets
+// fill far past 3/4 before an Add fails (the README has the measured
+// figures).
 //
-// Space and accuracy: a full segment holds about 95% of its slots, 16.8
-// bits per key, with a false-positive rate of 8·0.95/4095 ≈ 0.19%. Each
-// growth adds a segment (twice the size of the newest) that lookups
-// also probe, so a filter that grew k times answers with up to k times that
-// rate: size it with the expected key count (capacityHint).
+// Space and accuracy: a segment filled to a load α spends 64/(4α) bits
+// per key (four 12-bit fingerprints and a 16-bit counter per bucket) and
+// answers with a false-positive rate of about 8α/4095. Each growth adds a
+// segment (twice the size of the newest) that lookups also probe, so a
+// filter that grew k times answers with up to k times that rate: size it
+// with the expected key count (capacityHint).
 type MemFilter struct {
 	segments atomic.Pointer[[]*memSegment]
 	seed     uint32
