@@ -19,8 +19,9 @@ import (
 // MayContain checks the block's header (trailer, in version 2) and exact
 // length on every call, and the bucket codes it reads, but not the
 // checksum (that would cost a pass over the whole block per lookup): a bit
-// flipped inside a bucket is caught by Decode, and by the block checksums
-// Pebble and Badger verify when they read a block from disk.
+// flipped inside a bucket (or, in version 1, inside the offset table, which
+// can make a block look empty) is caught by Decode, and by the block
+// checksums Pebble and Badger verify when they read a block from disk.
 func MayContain(block, key []byte) bool {
 	if maybe, ok := v2Lookup(block, keyhash.MulHash(key), HashKey64); ok {
 		return maybe

@@ -13,8 +13,9 @@
 // Index is one filter for a whole store: a cuckoo table of (fingerprint,
 // table code) entries, after Dayan & Twitto's Chucky (SIGMOD 2021), so a
 // Get probes one filter and reads only the tables it names instead of
-// probing a filter per table. Lookups are lock-free; flushes and
-// compactions add and remove tables' entries under a writer mutex. Its
+// probing a filter per table. Lookups take no lock (seqlock reads);
+// flushes and compactions add and remove tables' entries under a writer
+// mutex. Its
 // documentation argues why a concurrent Get never misses a key, including
 // in the middle of a compaction.
 //

@@ -17,8 +17,12 @@ import (
 // entries for all of a store's tables, so that a Get probes one filter and
 // reads only the tables it names, instead of probing one filter per table
 // (after Dayan & Twitto, "Chucky: A Succinct Cuckoo Filter for LSM-Tree",
-// SIGMOD 2021). Lookups are lock-free and allocation-free; AddTable,
-// RemoveTable and Replace are serialised by a mutex.
+// SIGMOD 2021). Lookups take no lock, write nothing and allocate nothing:
+// they read bucket groups under a sequence counter and retry a group that a
+// writer changed meanwhile (a seqlock), so they never block a writer, and
+// wait only while a writer is in the middle of changing their group (or
+// retry when a codebook is published under them). AddTable, RemoveTable
+// and Replace are serialised by a mutex.
 //
 // Entries. A slot holds w bits: a tag of m bits, then a prefix-free table
 // code of ℓ bits, then w−m−ℓ more fingerprint bits. The tag and the extra
@@ -285,8 +289,8 @@ func (x *Index) slot(b uint64, j int) uint32 {
 // Lookup appends to dst the IDs of the tables that may hold key, newest
 // first, and returns the extended slice. A table whose Add returned before
 // the call and that has not been removed is always among them if it holds
-// key. Safe for concurrent use with everything; lock-free; allocation-free
-// when dst has room.
+// key. Safe for concurrent use with everything; takes no lock (seqlock
+// reads, see Index); allocation-free when dst has room.
 func (x *Index) Lookup(key []byte, dst []uint64) []uint64 {
 	return x.LookupHash(keyhash.Hash(key), dst)
 }
