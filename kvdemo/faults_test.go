@@ -87,6 +87,24 @@ func faultOpen(t testing.TB, dir string, fs vfs.FS, o Options) (*DB, error) {
 	return Open(dir, &o)
 }
 
+// faultStore opens a new store in a temporary directory on an errorfs
+// with no rules yet, and writes n acknowledged keys a000, a001, ... into
+// it through a ledger.
+func faultStore(t *testing.T, o Options, n int) (string, *errorfs.FS, *DB, *ledger) {
+	t.Helper()
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLedger()
+	for i := 0; i < n; i++ {
+		l.put(t, db, fmt.Sprintf("a%03d", i), "v")
+	}
+	return dir, efs, db, l
+}
+
 func isExt(ext string) func(string) bool {
 	return func(p string) bool { return strings.HasSuffix(p, "."+ext) }
 }
@@ -206,16 +224,7 @@ func sortedCopy(ids []uint64) []uint64 {
 // the counters count only what happened, and after a crash that drops
 // everything unsynced the failed write is absent and the rest present.
 func TestFaultLogWriteFailsCleanly(t *testing.T) {
-	dir := t.TempDir()
-	efs := errorfs.New(vfs.Default)
-	db, err := faultOpen(t, dir, efs, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newLedger()
-	for i := 0; i < 50; i++ {
-		l.put(t, db, fmt.Sprintf("a%03d", i), "v")
-	}
+	dir, efs, db, l := faultStore(t, Options{}, 50)
 	before := db.Stats()
 	files := snapshotDir(t, dir)
 	efs.Add(&errorfs.Rule{Op: errorfs.OpWrite, Match: isExt(extLog), Times: 1, Short: true, Err: errorfs.ENOSPC})
@@ -324,19 +333,10 @@ func TestFaultConcurrentWriteFailures(t *testing.T) {
 // documented step; after reopening, writes work and nothing acknowledged
 // is lost.
 func TestFaultLogFsyncFails(t *testing.T) {
-	dir := t.TempDir()
-	efs := errorfs.New(vfs.Default)
-	db, err := faultOpen(t, dir, efs, Options{MemtableBytes: 8 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := newLedger()
-	for i := 0; i < 100; i++ {
-		l.put(t, db, fmt.Sprintf("a%03d", i), "v")
-	}
+	dir, efs, db, l := faultStore(t, Options{MemtableBytes: 8 << 10}, 100)
 	files := snapshotDir(t, dir)
 	efs.Add(&errorfs.Rule{Op: errorfs.OpSync, Match: isExt(extLog), Times: 1, Err: errorfs.EIO})
-	err = l.put(t, db, "unknown", "v")
+	err := l.put(t, db, "unknown", "v")
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("write whose fsync failed: %v", err)
 	}
@@ -379,20 +379,11 @@ func TestFaultCrashMidFlush(t *testing.T) {
 		{"manifest directory fsync", errorfs.Rule{Op: errorfs.OpSyncDir, Skip: 2, Times: 1}},
 	} {
 		t.Run(step.name, func(t *testing.T) {
-			dir := t.TempDir()
-			efs := errorfs.New(vfs.Default)
-			db, err := faultOpen(t, dir, efs, Options{MemtableBytes: 8 << 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l := newLedger()
-			for i := 0; i < 100; i++ {
-				l.put(t, db, fmt.Sprintf("a%03d", i), "v")
-			}
+			dir, efs, db, l := faultStore(t, Options{MemtableBytes: 8 << 10}, 100)
 			files := snapshotDir(t, dir)
 			r := step.rule
 			efs.Add(&r)
-			err = db.Flush()
+			err := db.Flush()
 			if err == nil {
 				t.Fatal("flush succeeded through a failing step")
 			}
