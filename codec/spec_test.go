@@ -346,6 +346,26 @@ func TestFormatSpecMatchesCodeV2(t *testing.T) {
 		block := Build(keys, Options{BitsPerKey: bpk, Seed: 21})
 		check(fmt.Sprintf("lengths-bpk%v", bpk), block, keys, nil)
 	}
+	// Many absent probes against full filters of narrow fingerprints,
+	// where a bucket often holds two or three slots whose high nibble
+	// agrees with the probe's: the lookup's branch-free compare of the
+	// first two candidates and its loop for more must answer as the spec.
+	many := testkeys.Random(20_000, 16, 5)
+	probes := testkeys.Absent(100_000, 6)
+	for _, bpk := range []float64{5, 6.5, 8, 10} {
+		block := Build(many, Options{BitsPerKey: bpk, Seed: 9})
+		spec := newSpecV2(t, block)
+		for _, k := range many {
+			if !MayContain(block, k) {
+				t.Fatalf("bpk %v: false negative for %q", bpk, k)
+			}
+		}
+		for _, k := range probes {
+			if spec.contains(specMulHash(k)) != MayContain(block, k) {
+				t.Fatalf("bpk %v: spec and code disagree on %q", bpk, k)
+			}
+		}
+	}
 	for i := uint64(0); i < 10_000; i++ {
 		k := []byte(fmt.Sprint(i))
 		if specMulHash(k) != keyhashMulHash(k) {

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"math/bits"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
@@ -44,6 +45,21 @@ var lineShapes [maxFPBits + 1]lineShape
 // buckets than 15-bit ones, so f=13 pairs with 15).
 var wideWidth [maxFPBits + 1]uint8
 
+// probeShape is what a lookup needs of a line's shape, in one 8-byte
+// entry: probeShapes[2f+1] for the wide lines of a filter whose narrow
+// lines hold f bits, probeShapes[2f] for its narrow lines.
+type probeShape struct {
+	buckets  uint8
+	bktBits  uint8
+	overflow uint8
+	ovShift  uint8
+	low      uint8 // bits of each slot's low part: width - 4
+	_        uint8
+	fpMax    uint16 // 2^width - 1
+}
+
+var probeShapes [64]probeShape
+
 func init() {
 	for f := minFPBits; f <= maxFPBits; f++ {
 		bb := 4*f - 4
@@ -63,6 +79,13 @@ func init() {
 		wideWidth[f] = uint8(w)
 	}
 	wideWidth[maxFPBits] = maxFPBits
+	for f := minFPBits; f <= maxFPBits; f++ {
+		for wide, w := range []int{f, int(wideWidth[f])} {
+			ls := lineShapes[w]
+			probeShapes[2*f+wide] = probeShape{buckets: ls.buckets, bktBits: ls.bktBits, overflow: ls.overflow,
+				ovShift: ls.ovShift, low: uint8(w - 4), fpMax: uint16(1<<w - 1)}
+		}
+	}
 }
 
 // v2Header is the lookup-critical part of a version-2 trailer.
@@ -264,52 +287,67 @@ func v2Lookup(block []byte, h uint64, kind HashKind) (maybe, isV2 bool) {
 
 	p := (x >> 32) * lines
 	line := p >> 32
-	// A wide line (line < wide) has the wide width, without a branch.
-	f += (uint(wideWidth[f]) - f) & -uint((line-wide)>>63)
-	s := &lineShapes[f]
+	// A wide line (line < wide) has the wide width: one table load, no
+	// branch.
+	s := &probeShapes[(f<<1|uint((line-wide)>>63))&63]
 	bb := uint64(s.bktBits)
 	b := uint64(s.buckets)
-	base := line * lineBytes
 	i1 := (uint64(uint32(p)) * b) >> 32
 	q := (x >> 16 & 0xffff) * (b - 1)
 	i2 := i1 + 1 + q>>16
-	i2 -= b & uint64(int64(b-1-i2)>>63) // i2 -= b if i2 >= b, without a branch
-	fp := keyhash.Fingerprint(x, f)
+	i2 -= b & uint64(int64(b-1-i2)>>63)              // i2 -= b if i2 >= b, without a branch
+	fp := 1 + uint32((x&0xffff)*uint64(s.fpMax)>>16) // keyhash.Fingerprint(x, s.f)
 
 	// Both bucket words and the overflow word are loaded before any is
-	// tested, so the one cache miss serves them all.
+	// tested, so the one cache miss serves them all. The line is viewed as
+	// 72 bytes (the trailer or the next line follows it) so that each
+	// 8-byte load at a byte offset inside it needs no bounds check.
+	l := (*[lineBytes + 8]byte)(block[line*lineBytes:])
 	o1, o2 := i1*bb, i2*bb
-	bw1 := binary.LittleEndian.Uint64(block[base+o1>>3:]) >> (o1 & 7)
-	bw2 := binary.LittleEndian.Uint64(block[base+o2>>3:]) >> (o2 & 7)
-	ov := binary.LittleEndian.Uint64(block[base+lineBytes-8:]) >> s.ovShift
+	bw1 := binary.LittleEndian.Uint64(l[o1>>3&(lineBytes-1):]) >> (o1 & 7)
+	bw2 := binary.LittleEndian.Uint64(l[o2>>3&(lineBytes-1):]) >> (o2 & 7)
+	ov := binary.LittleEndian.Uint64(l[lineBytes-8:]) >> (s.ovShift & 63)
 
 	// The semi-sorted test of bucketHas, for both buckets at once.
 	c1, c2 := bw1&0xfff, bw2&0xfff
 	if c1 >= nibbleCodes || c2 >= nibbleCodes {
 		return true, true // an invalid code: only in a damaged block
 	}
-	low := (f - 4) & 15
-	fpn := (fp >> low) * 0x1111
+	low := uint(s.low)
+	fpn := (fp >> (low & 31)) * 0x1111
 	x1 := uint32(nibblesOfCode[c1]) ^ fpn
 	x2 := uint32(nibblesOfCode[c2]) ^ fpn
 	eq1 := ^((x1&0x7777 + 0x7777) | x1) & 0x8888
 	eq2 := ^((x2&0x7777 + 0x7777) | x2) & 0x8888
-	if eq1|eq2 != 0 && (lowsMatch(bw1, eq1, fp, low) || lowsMatch(bw2, eq2, fp, low)) {
+	// Usually no slot or one slot per bucket agrees on the nibble: compare
+	// that slot's low bits without a branch, and take the loop of
+	// lowsMatch only when a bucket has two or more candidates.
+	if firstLowMatches(bw1, eq1, fp, low)|firstLowMatches(bw2, eq2, fp, low) != 0 {
+		return true, true
+	}
+	if eq1&(eq1-1)|eq2&(eq2-1) != 0 && (lowsMatch(bw1, eq1, fp, low) || lowsMatch(bw2, eq2, fp, low)) {
 		return true, true
 	}
 	ob := ((q & 0xffff) * uint64(s.overflow)) >> 16
-	if ov>>ob&1 == 0 {
+	if ov>>(ob&63)&1 == 0 {
 		return false, true
 	}
-	g := v2Geom{f: uint(w0>>40) & 0xff, lines: uint32(lines), wide: uint32(wide)}
-	return v2SecondaryHas(block, &g, x), true
+	return v2SecondaryHas(block, x), true
 }
 
 // v2SecondaryHas probes the key's secondary line: the rare path, kept out
-// of line so v2MayContain stays small.
+// of line so v2Lookup stays small. block's trailer has been verified; the
+// geometry is read from it again here so that none of it has to stay live
+// across the call.
 //
 //go:noinline
-func v2SecondaryHas(block []byte, g *v2Geom, x uint64) bool {
+func v2SecondaryHas(block []byte, x uint64) bool {
+	var h v2Header
+	if !readV2(block, &h) {
+		return true
+	}
+	geom := h.geom()
+	g := &geom
 	sp := v2Secondary(x, g)
 	f := g.width(sp.line)
 	bb := uint64(lineShapes[f].bktBits)
@@ -318,4 +356,12 @@ func v2SecondaryHas(block []byte, g *v2Geom, x uint64) bool {
 	w1 := binary.LittleEndian.Uint64(block[base+o1>>3:]) >> (o1 & 7)
 	w2 := binary.LittleEndian.Uint64(block[base+o2>>3:]) >> (o2 & 7)
 	return bucketHas(w1, uint32(sp.fp), f) || bucketHas(w2, uint32(sp.fp), f)
+}
+
+// firstLowMatches is 1 when the slot of the lowest bit of eq (bit 4j+3 for
+// slot j) holds fp's low bits, 0 otherwise or when eq is 0.
+func firstLowMatches(w uint64, eq, fp uint32, low uint) uint64 {
+	j := uint(bits.TrailingZeros32(eq|1<<16)) >> 2 // 4 when eq is 0
+	d := (w>>((12+j*low)&63) ^ uint64(fp)) & (1<<(low&31) - 1)
+	return (d - 1) >> 63 & uint64(((eq-1)>>31)^1)
 }
