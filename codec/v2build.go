@@ -123,6 +123,9 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 		bk[i1].put(&ks[i1], k, fp, uint8(i2), meta)
 		return true
 	}
+	if lineFull(bk) {
+		return p.insertFull(bk, ks, k, ln, i1, i2, fp, meta)
+	}
 	// Breadth-first search for a chain of moves inside the line. Every
 	// bucket it queues is full (the roots are, and a bucket with room ends
 	// the search), so each has exactly slots keys to follow. A line has at
@@ -176,6 +179,83 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 		}
 		if best == 2 {
 			break
+		}
+	}
+	if best < 2 && meta != v2SecondaryMeta {
+		p.overflow(k, ln, meta)
+		return true
+	}
+	if best == 0 {
+		return false
+	}
+	b := &bk[vu]
+	p.overflow(ks[vu][vj], ln, b.meta[vj])
+	b.remove(&ks[vu], vj)
+	if meta == v2SecondaryMeta {
+		p.evict++
+	}
+	p.shift(bk, ks, k, fp, meta, i1, i2, vu)
+	return true
+}
+
+// lineFull reports whether every bucket of a line is full: then the search
+// of insert can only fail, having visited every bucket k reaches.
+func lineFull(bk []v2Bucket) bool {
+	for i := range bk {
+		if bk[i].fp>>(16*(slots-1)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// insertFull is insert in a full line, deciding exactly as insert does
+// but with less work. No chain of moves can end in room, so a primary key
+// whose overflow bit is set leaves at once, and the search for a resident
+// to push out runs in step with the breadth-first search: insert would
+// pick the first suitable resident in the order the search queues
+// buckets, so the search stops as soon as the best kind is found, instead
+// of visiting every bucket first and scanning them all again.
+func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+	mask := p.ovMask[ln]
+	if meta != v2SecondaryMeta && mask>>meta&1 != 0 {
+		p.overflow(k, ln, meta)
+		return true
+	}
+	q := &p.bfsQ
+	q[0], q[1] = uint8(i1), uint8(i2)
+	qn := 2
+	seen := uint32(1)<<i1 | uint32(1)<<i2
+	p.from[i1&31], p.from[i2&31] = -1, -1
+	vu, vj, best := uint8(0), uint8(0), 0
+	for i := 0; i < qn; i++ {
+		u := q[i&31]
+		b := &bk[u]
+		for j := uint8(0); j < slots; j++ {
+			m := b.meta[j]
+			if m == v2SecondaryMeta {
+				continue
+			}
+			score := 1
+			if mask>>m&1 != 0 {
+				score = 2
+			}
+			if score > best {
+				vu, vj, best = u, j, score
+			}
+		}
+		if best == 2 {
+			break
+		}
+		for j := uint8(0); j < slots; j++ {
+			v := b.alt[j]
+			if seen>>v&1 != 0 {
+				continue
+			}
+			seen |= 1 << v
+			p.from[v&31], p.via[v&31] = int8(u), j
+			q[qn&31] = v
+			qn++
 		}
 	}
 	if best < 2 && meta != v2SecondaryMeta {
