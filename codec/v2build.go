@@ -53,9 +53,11 @@ type v2Bucket struct {
 	alt  [slots]uint8 // the key's other candidate bucket in this line
 }
 
-// v2Keys is, for the bucket of the same index, the index of each slot's
-// position hash.
-type v2Keys = [slots]int32
+// v2Keys is, for the bucket of the same index, each slot's position hash.
+// Holding the hash itself, not its index in the hash array, lets a key be
+// pushed out to its secondary line, or checked for a repeat, without a
+// load from anywhere in that array (a cache and TLB miss in a large filter).
+type v2Keys = [slots]uint64
 
 // count returns the occupied slots.
 func (b *v2Bucket) count() uint8 { return uint8(bits.Len64(b.fp)+15) >> 4 }
@@ -83,36 +85,35 @@ type v2Placer struct {
 	bkt    []v2Bucket // g.firstBucket(line) + i
 	keys   []v2Keys   // parallel to bkt
 	ovMask []uint64   // per line: overflow bits set
-	queue  []int32    // keys waiting for their secondary line
-	moves  []v2Move   // one round of the queue, in queue order
-	sorted []v2Move   // the same, sorted by secondary line
+	queue  []v2Move   // keys waiting for their secondary line
+	sorted []v2Move   // one round of the queue, sorted by secondary line
 	// lineCount counts a round's moves per line for the sort.
 	lineCount []uint32
 
 	// BFS scratch for one line (B <= 31 buckets).
-	from  [32]int8
-	via   [32]uint8 // slot, in bucket from[v], of the key that moves to v
-	bfsQ  [32]uint8
-	evict int // primary residents pushed out by secondary placement
-	dups  int // repeats found in place of a slot
+	from    [32]int8
+	via     [32]uint8 // slot, in bucket from[v], of the key that moves to v
+	bfsQ    [32]uint8
+	evicted int // primary residents pushed out by secondary placement
+	dups    int // repeats found in place of a slot
 }
 
 // v2Move is a key waiting for its secondary line, with where it goes.
 type v2Move struct {
-	k      int32
+	x      uint64
 	line   uint32
 	fp     uint16
 	i1, i2 uint8
 }
 
-// insert places key k, with fingerprint fp and candidate buckets i1 != i2
+// insert places the key of position hash x, with fingerprint fp and candidate buckets i1 != i2
 // of line ln. meta is its overflow bit for a primary placement, or
-// v2SecondaryMeta. It returns false only when k is a secondary key and
+// v2SecondaryMeta. It returns false only when x is a secondary key and
 // every key it can reach in the line is secondary too.
-func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	// A repeat of a key already in one of its buckets takes no slot. Repeats
 	// have equal hashes, hence equal buckets and fingerprints.
-	if p.holds(bk, ks, k, i1, i2, fp) {
+	if p.holds(bk, ks, x, i1, i2, fp) {
 		p.dups++
 		return true
 	}
@@ -120,16 +121,20 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 		if n2 < n1 {
 			i1, i2 = i2, i1
 		}
-		bk[i1].put(&ks[i1], k, fp, uint8(i2), meta)
+		bk[i1].put(&ks[i1], x, fp, uint8(i2), meta)
 		return true
 	}
-	if lineFull(bk) {
-		return p.insertFull(bk, ks, k, ln, i1, i2, fp, meta)
+	room := roomMask(bk)
+	if room == 0 {
+		return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
 	}
 	// Breadth-first search for a chain of moves inside the line. Every
 	// bucket it queues is full (the roots are, and a bucket with room ends
 	// the search), so each has exactly slots keys to follow. A line has at
-	// most 31 buckets: the visited set is one word.
+	// most 31 buckets: the visited set is one word, and index 31 of from
+	// and via is free to take the writes for buckets already seen, so that
+	// the loop does not branch on whether a bucket is new (a branch that
+	// goes either way at random).
 	q := &p.bfsQ
 	q[0], q[1] = uint8(i1), uint8(i2)
 	qn := 2
@@ -139,50 +144,49 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 		u := q[i&31]
 		b := &bk[u]
 		for j := uint8(0); j < slots; j++ {
-			v := b.alt[j]
-			if seen>>v&1 != 0 {
-				continue
-			}
-			seen |= 1 << v
-			p.from[v&31], p.via[v&31] = int8(u), j
-			if bk[v].count() < slots {
-				p.shift(bk, ks, k, fp, meta, i1, i2, v)
+			v := b.alt[j] & 31
+			isNew := ^seen >> v & 1
+			if room>>v&isNew != 0 {
+				p.from[v], p.via[v] = int8(u), j
+				p.shift(bk, ks, x, fp, meta, i1, i2, v)
 				return true
 			}
+			seen |= 1 << v
+			d := v | uint8(isNew-1)&31
+			p.from[d], p.via[d] = int8(u), j
 			q[qn&31] = v
-			qn++
+			qn += int(isNew)
 		}
 	}
-	// The line is full as far as k can reach. Somebody leaves for their
+	// The line is full as far as x can reach. Somebody leaves for their
 	// secondary line: preferably a key whose overflow bit is already set,
 	// so that few bits are set and few lookups need a second line.
 	mask := p.ovMask[ln]
 	if meta != v2SecondaryMeta && mask>>meta&1 != 0 {
-		p.overflow(k, ln, meta)
+		p.overflow(x, ln, meta)
 		return true
 	}
 	vu, vj, best := uint8(0), uint8(0), 0
 	for _, u := range q[:qn] {
-		b := &bk[u]
-		for j := uint8(0); j < slots; j++ {
-			m := b.meta[j]
-			if m == v2SecondaryMeta {
-				continue
-			}
-			score := 1
-			if mask>>m&1 != 0 {
-				score = 2
-			}
-			if score > best {
-				vu, vj, best = u, j, score
-			}
-		}
-		if best == 2 {
+		primary, set := residents(&bk[u], mask)
+		if set != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(set)), 2
 			break
 		}
+		if best == 0 && primary != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(primary)), 1
+		}
 	}
+	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
+}
+
+// evict ends an insert that found no chain of moves to room: the key
+// leaves itself if it is primary and no resident with its overflow bit set
+// (best 2) was found; otherwise resident vj of bucket vu (of the best
+// kind found) leaves for its secondary line and the key takes its place.
+func (p *v2Placer) evict(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta, vu, vj uint8, best int) bool {
 	if best < 2 && meta != v2SecondaryMeta {
-		p.overflow(k, ln, meta)
+		p.overflow(x, ln, meta)
 		return true
 	}
 	if best == 0 {
@@ -192,21 +196,32 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 	p.overflow(ks[vu][vj], ln, b.meta[vj])
 	b.remove(&ks[vu], vj)
 	if meta == v2SecondaryMeta {
-		p.evict++
+		p.evicted++
 	}
-	p.shift(bk, ks, k, fp, meta, i1, i2, vu)
+	p.shift(bk, ks, x, fp, meta, i1, i2, vu)
 	return true
 }
 
-// lineFull reports whether every bucket of a line is full: then the search
-// of insert can only fail, having visited every bucket k reaches.
-func lineFull(bk []v2Bucket) bool {
+// roomMask has bit i set for each bucket i of the line with a free slot.
+func roomMask(bk []v2Bucket) uint32 {
+	var m uint32
 	for i := range bk {
-		if bk[i].fp>>(16*(slots-1)) == 0 {
-			return false
-		}
+		m |= uint32(bk[i].fp>>(16*(slots-1))-1) >> 31 << (i & 31)
 	}
-	return true
+	return m
+}
+
+// residents returns, as bit masks of slots, the primary residents of a
+// full bucket (the secondary ones never leave again) and those of them
+// whose overflow bit is set in mask. A secondary resident's meta is at
+// least 64, so mask>>meta is 0 for it.
+func residents(b *v2Bucket, mask uint64) (primary, set uint8) {
+	for j := range slots {
+		m := b.meta[j]
+		primary |= (^m >> 7 & 1) << j
+		set |= uint8(mask>>m&1) << j
+	}
+	return primary, set
 }
 
 // insertFull is insert in a full line, deciding exactly as insert does
@@ -216,10 +231,10 @@ func lineFull(bk []v2Bucket) bool {
 // pick the first suitable resident in the order the search queues
 // buckets, so the search stops as soon as the best kind is found, instead
 // of visiting every bucket first and scanning them all again.
-func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	mask := p.ovMask[ln]
 	if meta != v2SecondaryMeta && mask>>meta&1 != 0 {
-		p.overflow(k, ln, meta)
+		p.overflow(x, ln, meta)
 		return true
 	}
 	q := &p.bfsQ
@@ -231,66 +246,42 @@ func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 ui
 	for i := 0; i < qn; i++ {
 		u := q[i&31]
 		b := &bk[u]
-		for j := uint8(0); j < slots; j++ {
-			m := b.meta[j]
-			if m == v2SecondaryMeta {
-				continue
-			}
-			score := 1
-			if mask>>m&1 != 0 {
-				score = 2
-			}
-			if score > best {
-				vu, vj, best = u, j, score
-			}
-		}
-		if best == 2 {
+		primary, set := residents(b, mask)
+		if set != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(set)), 2
 			break
 		}
+		if best == 0 && primary != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(primary)), 1
+		}
 		for j := uint8(0); j < slots; j++ {
-			v := b.alt[j]
-			if seen>>v&1 != 0 {
-				continue
-			}
+			v := b.alt[j] & 31
+			isNew := ^seen >> v & 1
 			seen |= 1 << v
-			p.from[v&31], p.via[v&31] = int8(u), j
+			d := v | uint8(isNew-1)&31
+			p.from[d], p.via[d] = int8(u), j
 			q[qn&31] = v
-			qn++
+			qn += int(isNew)
 		}
 	}
-	if best < 2 && meta != v2SecondaryMeta {
-		p.overflow(k, ln, meta)
-		return true
-	}
-	if best == 0 {
-		return false
-	}
-	b := &bk[vu]
-	p.overflow(ks[vu][vj], ln, b.meta[vj])
-	b.remove(&ks[vu], vj)
-	if meta == v2SecondaryMeta {
-		p.evict++
-	}
-	p.shift(bk, ks, k, fp, meta, i1, i2, vu)
-	return true
+	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
 }
 
-// holds reports whether a key with k's position hash is already in bucket
+// holds reports whether a key of position hash x is already in bucket
 // i1 or i2 of the line bk.
-func (p *v2Placer) holds(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, fp uint16) bool {
+func (p *v2Placer) holds(bk []v2Bucket, ks []v2Keys, x uint64, i1, i2 uint32, fp uint16) bool {
 	if bk[i1].fpMatches(fp)|bk[i2].fpMatches(fp) == 0 {
 		return false
 	}
-	return p.isRepeat(bk, ks, k, i1, i2, fp)
+	return p.isRepeat(bk, ks, x, i1, i2, fp)
 }
 
 // isRepeat is holds' rare path, behind a fingerprint match.
-func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, fp uint16) bool {
-	x := p.x[k]
+func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, x uint64, i1, i2 uint32, fp uint16) bool {
 	for _, u := range [2]uint32{i1, i2} {
 		b := &bk[u]
 		for j, n := uint8(0), b.count(); j < n; j++ {
-			if b.fpAt(j) == fp && p.x[ks[u][j]] == x {
+			if b.fpAt(j) == fp && ks[u][j] == x {
 				return true
 			}
 		}
@@ -298,9 +289,9 @@ func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, 
 	return false
 }
 
-func (b *v2Bucket) put(ks *v2Keys, k int32, fp uint16, alt, meta uint8) {
+func (b *v2Bucket) put(ks *v2Keys, x uint64, fp uint16, alt, meta uint8) {
 	j := b.count()
-	ks[j], b.alt[j], b.meta[j] = k, alt, meta
+	ks[j], b.alt[j], b.meta[j] = x, alt, meta
 	b.fp |= uint64(fp) << (16 * j)
 }
 
@@ -322,8 +313,8 @@ func (p *v2Placer) line(ln uint32) ([]v2Bucket, []v2Keys) {
 }
 
 // shift frees a slot in a root bucket (i1 or i2) by moving each key on the
-// BFS path one step towards v, which has room, then puts k in the root.
-func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, k int32, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
+// BFS path one step towards v, which has room, then puts x in the root.
+func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, x uint64, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
 	for p.from[v] >= 0 {
 		u := uint8(p.from[v])
 		src := &bk[u]
@@ -336,12 +327,15 @@ func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, k int32, fp uint16, meta ui
 	if uint32(v) == i2 {
 		alt = uint8(i1)
 	}
-	bk[v].put(&ks[v], k, fp, alt, meta)
+	bk[v].put(&ks[v], x, fp, alt, meta)
 }
 
-func (p *v2Placer) overflow(k int32, ln uint32, ob uint8) {
+// overflow sets overflow bit ob of line ln and queues the key of
+// position hash x for its secondary line.
+func (p *v2Placer) overflow(x uint64, ln uint32, ob uint8) {
 	p.ovMask[ln] |= 1 << ob
-	p.queue = append(p.queue, k)
+	sp := v2Secondary(x, &p.g)
+	p.queue = append(p.queue, v2Move{x: x, line: sp.line, i1: uint8(sp.i1), i2: uint8(sp.i2), fp: sp.fp})
 }
 
 // v2Plan is the fingerprint width, line count and share of wide lines
@@ -558,7 +552,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	p.ovMask = resize(p.ovMask, int(lines))
 	clear(p.ovMask)
 	p.queue = p.queue[:0]
-	p.evict, p.dups = 0, 0
+	p.evicted, p.dups = 0, 0
 
 	// Primary placement, one line at a time while its keys and buckets are
 	// in cache.
@@ -589,26 +583,26 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 			if b1.fpMatches(fp)|b2.fpMatches(fp) == 0 {
 				if n1, n2 := b1.count(), b2.count(); n1 < slots || n2 < slots {
 					if n2 < n1 {
-						b2.put(&ks[i2], int32(k), fp, uint8(i1), ob)
+						b2.put(&ks[i2], x, fp, uint8(i1), ob)
 					} else {
-						b1.put(&ks[i1], int32(k), fp, uint8(i2), ob)
+						b1.put(&ks[i1], x, fp, uint8(i2), ob)
 					}
 					continue
 				}
 			}
-			p.insert(bk, ks, int32(k), ln, i1, i2, fp, ob)
+			p.insert(bk, ks, x, ln, i1, i2, fp, ob)
 		}
 		// A key pushed out of this line may have a repeat that arrived
 		// later and stayed: then the key is stored already. No copy can
 		// enter the line after this, so this is the one place to look.
 		kept := first
-		for _, k := range p.queue[first:] {
-			pos := v2Primary(p.x[k], &p.g)
-			if p.holds(bk, ks, k, pos.i1, pos.i2, pos.fp) {
+		for _, m := range p.queue[first:] {
+			pos := v2Primary(m.x, &p.g)
+			if p.holds(bk, ks, m.x, pos.i1, pos.i2, pos.fp) {
 				p.dups++
 				continue
 			}
-			p.queue[kept] = k
+			p.queue[kept] = m
 			kept++
 		}
 		p.queue = p.queue[:kept]
@@ -621,28 +615,25 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
 	for start := 0; start < len(p.queue); {
 		end := len(p.queue)
-		// Read each key's hash once, in queue order (the first round's
-		// queue is in primary-line order, so nearly sequential), then
-		// counting-sort the moves by secondary line.
-		p.moves = p.moves[:0]
+		// Counting-sort the round's moves by secondary line (stable, so
+		// keys of one line keep their queue order).
+		round := p.queue[start:end]
 		p.lineCount = resize(p.lineCount, int(lines)+1)
 		clear(p.lineCount)
-		for _, k := range p.queue[start:end] {
-			sp := v2Secondary(p.x[k], &p.g)
-			p.moves = append(p.moves, v2Move{k: k, line: sp.line, i1: uint8(sp.i1), i2: uint8(sp.i2), fp: sp.fp})
-			p.lineCount[sp.line+1]++
+		for _, m := range round {
+			p.lineCount[m.line+1]++
 		}
 		for i := 1; i <= int(lines); i++ {
 			p.lineCount[i] += p.lineCount[i-1]
 		}
-		p.sorted = resize(p.sorted, len(p.moves))
-		for _, m := range p.moves {
+		p.sorted = resize(p.sorted, len(round))
+		for _, m := range round {
 			p.sorted[p.lineCount[m.line]] = m
 			p.lineCount[m.line]++
 		}
 		for _, m := range p.sorted {
 			bk, ks := p.line(m.line)
-			if !p.insert(bk, ks, m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
+			if !p.insert(bk, ks, m.x, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evicted > limit {
 				return nil, false
 			}
 		}
