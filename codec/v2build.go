@@ -82,6 +82,7 @@ const v2SecondaryMeta = 0x80
 type v2Placer struct {
 	g      v2Geom
 	x      []uint64   // position hashes, grouped by primary line
+	pos    []uint32   // one line's keys' primary positions, packed
 	bkt    []v2Bucket // g.firstBucket(line) + i
 	keys   []v2Keys   // parallel to bkt
 	ovMask []uint64   // per line: overflow bits set
@@ -265,6 +266,58 @@ func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 u
 		}
 	}
 	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
+}
+
+// placePrimary places xs, the keys whose primary line is ln, in the
+// line's buckets bk. It does insert's common case (no repeat, a root
+// bucket with room) itself; anything else goes through insert, which
+// decides the same.
+//
+// It works in two passes: first v2Primary for every key, with the line's
+// shape hoisted, packed into one word per key (independent multiplies
+// the processor overlaps); then placement, a loop whose few values stay
+// in registers and which makes no call but to leave for insert.
+func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint32) {
+	s := p.g.shape(ln)
+	nb, ov := uint64(s.buckets), uint64(s.overflow)
+	fpMax := uint64(1)<<p.g.width(ln) - 1
+	lines := uint64(p.g.lines)
+	pos := resize(p.pos, len(xs))
+	p.pos = pos
+	for k, x := range xs {
+		rest := uint32(uint64(uint32(x>>32)) * lines)
+		i1 := (uint64(rest) * nb) >> 32
+		q := (x >> 16 & 0xffff) * (nb - 1)
+		i2 := i1 + 1 + q>>16
+		i2 -= nb & uint64(int64(nb-1-i2)>>63) // i2 -= nb if i2 >= nb
+		ob := ((q & 0xffff) * ov) >> 16
+		fp := 1 + (x&0xffff)*fpMax>>16
+		pos[k] = uint32(i1 | i2<<5 | ob<<10 | fp<<16)
+	}
+	for k := 0; k < len(pos); k++ {
+		var v uint32
+		for ; k < len(pos); k++ {
+			v = pos[k]
+			i1, i2, fp := v&31, v>>5&31, uint16(v>>16)
+			b1, b2 := &bk[i1], &bk[i2]
+			if b1.fpMatches(fp)|b2.fpMatches(fp) != 0 {
+				break
+			}
+			n1, n2 := b1.count(), b2.count()
+			if n1 >= slots && n2 >= slots {
+				break
+			}
+			// The emptier bucket, the first on a tie.
+			at, alt := i1, i2
+			if n2 < n1 {
+				at, alt = i2, i1
+			}
+			bk[at].put(&ks[at], xs[k], fp, uint8(alt), uint8(v>>10&63))
+		}
+		if k < len(pos) {
+			p.insert(bk, ks, xs[k], ln, v&31, v>>5&31, uint16(v>>16), uint8(v>>10&63))
+		}
+	}
 }
 
 // holds reports whether a key of position hash x is already in bucket
@@ -562,36 +615,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 			bk[i].fp = 0
 		}
 		first := len(p.queue)
-		// v2Primary with the line's shape hoisted out of the loop, and
-		// insert's common case (no repeat, a root bucket with room) done
-		// here; anything else goes through insert, which decides the same.
-		s := g.shape(ln)
-		nb, ov := uint64(s.buckets), uint64(s.overflow)
-		fpMax := uint64(1)<<g.width(ln) - 1
-		for k := counts[ln]; k < counts[ln+1]; k++ {
-			x := p.x[k]
-			rest := uint32(uint64(uint32(x>>32)) * uint64(lines))
-			i1 := uint32((uint64(rest) * nb) >> 32)
-			q := (x >> 16 & 0xffff) * (nb - 1)
-			i2 := i1 + 1 + uint32(q>>16)
-			if i2 >= uint32(nb) {
-				i2 -= uint32(nb)
-			}
-			ob := uint8(((q & 0xffff) * ov) >> 16)
-			fp := uint16(1 + (x&0xffff)*fpMax>>16)
-			b1, b2 := &bk[i1], &bk[i2]
-			if b1.fpMatches(fp)|b2.fpMatches(fp) == 0 {
-				if n1, n2 := b1.count(), b2.count(); n1 < slots || n2 < slots {
-					if n2 < n1 {
-						b2.put(&ks[i2], x, fp, uint8(i1), ob)
-					} else {
-						b1.put(&ks[i1], x, fp, uint8(i2), ob)
-					}
-					continue
-				}
-			}
-			p.insert(bk, ks, x, ln, i1, i2, fp, ob)
-		}
+		p.placePrimary(bk, ks, p.x[counts[ln]:counts[ln+1]], ln)
 		// A key pushed out of this line may have a repeat that arrived
 		// later and stayed: then the key is stored already. No copy can
 		// enter the line after this, so this is the one place to look.
