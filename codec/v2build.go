@@ -674,10 +674,8 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 		shape := g.shape(uint32(ln))
 		bb := uint(shape.bktBits)
 		for i := range bk {
-			w4 := bk[i].fp
-			fps := [slots]uint32{uint32(w4 & 0xffff), uint32(w4 >> 16 & 0xffff), uint32(w4 >> 32 & 0xffff), uint32(w4 >> 48)}
 			stored += int(bk[i].count())
-			v := encodeBucket(&fps, f)
+			v := encodeLanes(bk[i].fp, f)
 			off := uint(i) * bb
 			w[off>>6] |= v << (off & 63)
 			if (off&63)+bb > 64 {
