@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"math"
@@ -267,6 +268,10 @@ func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 u
 	}
 	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
 }
+
+// v2SmallRound: a secondary round of fewer than lines/v2SmallRound moves
+// is sorted by comparison rather than counted.
+const v2SmallRound = 16
 
 // placePrimary places xs, the keys whose primary line is ln, in the
 // line's buckets bk. It does insert's common case (no repeat, a root
@@ -639,21 +644,28 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
 	for start := 0; start < len(p.queue); {
 		end := len(p.queue)
-		// Counting-sort the round's moves by secondary line (stable, so
-		// keys of one line keep their queue order).
+		// Sort the round's moves by secondary line, stably, so that keys
+		// of one line keep their queue order: a counting sort, or for the
+		// short tail rounds (each round is a fraction of the one before) a
+		// comparison sort, which costs less than a pass over every line.
 		round := p.queue[start:end]
-		p.lineCount = resize(p.lineCount, int(lines)+1)
-		clear(p.lineCount)
-		for _, m := range round {
-			p.lineCount[m.line+1]++
-		}
-		for i := 1; i <= int(lines); i++ {
-			p.lineCount[i] += p.lineCount[i-1]
-		}
 		p.sorted = resize(p.sorted, len(round))
-		for _, m := range round {
-			p.sorted[p.lineCount[m.line]] = m
-			p.lineCount[m.line]++
+		if len(round)*v2SmallRound < int(lines) {
+			copy(p.sorted, round)
+			slices.SortStableFunc(p.sorted, func(a, b v2Move) int { return cmp.Compare(a.line, b.line) })
+		} else {
+			p.lineCount = resize(p.lineCount, int(lines)+1)
+			clear(p.lineCount)
+			for _, m := range round {
+				p.lineCount[m.line+1]++
+			}
+			for i := 1; i <= int(lines); i++ {
+				p.lineCount[i] += p.lineCount[i-1]
+			}
+			for _, m := range round {
+				p.sorted[p.lineCount[m.line]] = m
+				p.lineCount[m.line]++
+			}
 		}
 		for _, m := range p.sorted {
 			bk, ks := p.line(m.line)
