@@ -218,11 +218,11 @@ func roomMask(bk []v2Bucket) uint32 {
 // whose overflow bit is set in mask. A secondary resident's meta is at
 // least 64, so mask>>meta is 0 for it.
 func residents(b *v2Bucket, mask uint64) (primary, set uint8) {
-	for j := range slots {
-		m := b.meta[j]
-		primary |= (^m >> 7 & 1) << j
-		set |= uint8(mask>>m&1) << j
-	}
+	// Written out, with the four metas read as one word: in a loop the
+	// compiler keeps the masks on the stack.
+	w := binary.LittleEndian.Uint32(b.meta[:])
+	primary = uint8((^w>>7&0x01010101)*0x01020408>>24) & 0xf
+	set = uint8(mask>>(w&0xff)&1 | mask>>(w>>8&0xff)&1<<1 | mask>>(w>>16&0xff)&1<<2 | mask>>(w>>24)&1<<3)
 	return primary, set
 }
 
