@@ -133,10 +133,7 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint3
 	// Breadth-first search for a chain of moves inside the line. Every
 	// bucket it queues is full (the roots are, and a bucket with room ends
 	// the search), so each has exactly slots keys to follow. A line has at
-	// most 31 buckets: the visited set is one word, and index 31 of from
-	// and via is free to take the writes for buckets already seen, so that
-	// the loop does not branch on whether a bucket is new (a branch that
-	// goes either way at random).
+	// most 31 buckets: the visited set is one word.
 	q := &p.bfsQ
 	q[0], q[1] = uint8(i1), uint8(i2)
 	qn := 2
@@ -145,20 +142,20 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint3
 	for i := 0; i < qn; i++ {
 		u := q[i&31]
 		b := &bk[u]
-		for j := uint8(0); j < slots; j++ {
-			v := b.alt[j] & 31
-			isNew := ^seen >> v & 1
-			if room>>v&isNew != 0 {
-				p.from[v], p.via[v] = int8(u), j
-				p.shift(bk, ks, x, fp, meta, i1, i2, v)
-				return true
-			}
-			seen |= 1 << v
-			d := v | uint8(isNew-1)&31
-			p.from[d], p.via[d] = int8(u), j
-			q[qn&31] = v
-			qn += int(isNew)
+		// The first slot whose key can move to a bucket with room that
+		// the search has not seen ends it. (A bucket seen earlier from
+		// this one has no room, or the search would have ended there.)
+		w := binary.LittleEndian.Uint32(b.alt[:])
+		avail := room &^ seen
+		hit := avail>>(w&31)&1 | avail>>(w>>8&31)&1<<1 | avail>>(w>>16&31)&1<<2 | avail>>(w>>24&31)&1<<3
+		if hit != 0 {
+			j := uint8(bits.TrailingZeros32(hit))
+			v := uint8(w>>(8*j)) & 31
+			p.from[v], p.via[v] = int8(u), j
+			p.shift(bk, ks, x, fp, meta, i1, i2, v)
+			return true
 		}
+		seen, qn = p.queueFrom(w, u, seen, qn)
 	}
 	// The line is full as far as x can reach. Somebody leaves for their
 	// secondary line: preferably a key whose overflow bit is already set,
@@ -202,6 +199,27 @@ func (p *v2Placer) evict(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32
 	}
 	p.shift(bk, ks, x, fp, meta, i1, i2, vu)
 	return true
+}
+
+// queueFrom is a step of the breadth-first search: it queues, in slot
+// order, the buckets not yet seen that the keys of bucket u (whose other
+// buckets are the bytes of alt) can move to, and returns the new seen set
+// and queue length. A line has at most 31 buckets, so index 31 of from
+// and via is free to take the writes for buckets already seen: the step
+// does not branch on whether a bucket is new (which goes either way at
+// random).
+func (p *v2Placer) queueFrom(alt uint32, u uint8, seen uint32, qn int) (uint32, int) {
+	for j := uint8(0); j < slots; j++ {
+		v := uint8(alt) & 31
+		alt >>= 8
+		isNew := ^seen >> v & 1
+		seen |= 1 << v
+		d := v | uint8(isNew-1)&31
+		p.from[d], p.via[d] = int8(u), j
+		p.bfsQ[qn&31] = v
+		qn += int(isNew)
+	}
+	return seen, qn
 }
 
 // roomMask has bit i set for each bucket i of the line with a free slot.
@@ -256,15 +274,7 @@ func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 u
 		if best == 0 && primary != 0 {
 			vu, vj, best = u, uint8(bits.TrailingZeros8(primary)), 1
 		}
-		for j := uint8(0); j < slots; j++ {
-			v := b.alt[j] & 31
-			isNew := ^seen >> v & 1
-			seen |= 1 << v
-			d := v | uint8(isNew-1)&31
-			p.from[d], p.via[d] = int8(u), j
-			q[qn&31] = v
-			qn += int(isNew)
-		}
+		seen, qn = p.queueFrom(binary.LittleEndian.Uint32(b.alt[:]), u, seen, qn)
 	}
 	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
 }
