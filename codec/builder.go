@@ -3,8 +3,10 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
@@ -101,7 +103,56 @@ type scratch struct {
 var (
 	scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 	pagePool    = sync.Pool{New: func() any { p := make([]uint64, 0, hashPage); return &p }}
+	// warmScratch holds the scratch of the last Finish. A sync.Pool keeps
+	// a returned object in a per-processor slot that only that processor
+	// reads, so a writer whose goroutine moved to another processor
+	// between two tables found the pool empty and allocated (and the
+	// kernel zeroed) tens of megabytes anew for a large filter. The one
+	// warm scratch is shared by all processors. A garbage collection
+	// that finds it unused since the one before sends it back to
+	// scratchPool, so that an idle process still gives it up, as it
+	// would the pool's own objects.
+	warmScratch atomic.Pointer[scratch]
+	// warmUsed records a Finish since the last garbage collection.
+	warmUsed atomic.Bool
 )
+
+func getScratch() *scratch {
+	if s := warmScratch.Swap(nil); s != nil {
+		return s
+	}
+	return scratchPool.Get().(*scratch)
+}
+
+func putScratch(s *scratch) {
+	warmUsed.Store(true)
+	if !warmScratch.CompareAndSwap(nil, s) {
+		scratchPool.Put(s)
+	}
+}
+
+func init() { releaseWarmScratchAtGC() }
+
+// releaseWarmScratchAtGC arranges for the warm scratch to go back to
+// scratchPool at the next garbage collection unless a Finish used it since
+// the one before, and for the arrangement to be made again then: a
+// cleanup runs once its object is collected, and the object is
+// unreachable from the start.
+func releaseWarmScratchAtGC() {
+	runtime.AddCleanup(new(gcTick), func(struct{}) {
+		if !warmUsed.Swap(false) {
+			if s := warmScratch.Swap(nil); s != nil {
+				scratchPool.Put(s)
+			}
+		}
+		releaseWarmScratchAtGC()
+	}, struct{}{})
+}
+
+// gcTick is an object whose only use is to be collected. It holds a
+// pointer so that it is not a tiny allocation, which shares its memory
+// (and its collection) with other small objects.
+type gcTick struct{ _ *byte }
 
 // BuildStats describes the last block a Builder produced.
 type BuildStats struct {
@@ -242,9 +293,9 @@ func (b *Builder) Reset() {
 // position bits.
 func (b *Builder) Finish(dst []byte) []byte {
 	b.seal()
-	b.s = scratchPool.Get().(*scratch)
+	b.s = getScratch()
 	defer func() {
-		scratchPool.Put(b.s)
+		putScratch(b.s)
 		b.s = nil
 		b.Reset()
 	}()
