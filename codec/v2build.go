@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
@@ -81,14 +82,17 @@ const v2SecondaryMeta = 0x80
 // placement leaves some keys over, and those are then placed in their
 // secondary lines, which were placed before.
 type v2Placer struct {
-	g      v2Geom
-	x      []uint64   // position hashes, grouped by primary line
-	pos    []uint32   // one line's keys' primary positions, packed
-	bkt    []v2Bucket // g.firstBucket(line) + i
-	keys   []v2Keys   // parallel to bkt
-	ovMask []uint64   // per line: overflow bits set
-	queue  []v2Move   // keys waiting for their secondary line
-	sorted []v2Move   // one round of the queue, sorted by secondary line
+	g   v2Geom
+	x   []uint64 // position hashes, grouped by primary line
+	pos []uint32 // one line's keys' primary positions, packed
+	// touched keeps the sum of touch's loads, so that they are not
+	// removed as unused.
+	touched uint64
+	bkt     []v2Bucket // g.firstBucket(line) + i
+	keys    []v2Keys   // parallel to bkt
+	ovMask  []uint64   // per line: overflow bits set
+	queue   []v2Move   // keys waiting for their secondary line
+	sorted  []v2Move   // one round of the queue, sorted by secondary line
 	// lineCount counts a round's moves per line for the sort.
 	lineCount []uint32
 
@@ -282,6 +286,32 @@ func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 u
 // v2SmallRound: a secondary round of fewer than lines/v2SmallRound moves
 // is sorted by comparison rather than counted.
 const v2SmallRound = 16
+
+// v2TouchAhead is how many moves ahead a secondary round touches the line
+// it will insert into, in filters whose placement state is over
+// v2TouchBytes (about a second-level cache).
+const (
+	v2TouchAhead = 16
+	v2TouchBytes = 2 << 20
+)
+
+// touch loads a word from each cache line of the buckets and keys of line
+// ln, and its overflow bits, and returns their sum.
+func (p *v2Placer) touch(ln uint32) uint64 {
+	first := p.g.firstBucket(ln)
+	end := first + uint32(p.g.shape(ln).buckets)
+	if int(end) > len(p.bkt) || int(end) > len(p.keys) || int(ln) >= len(p.ovMask) {
+		return 0
+	}
+	t := p.ovMask[ln] + p.bkt[end-1].fp + p.keys[end-1][slots-1]
+	for i := first; i < end; i += 4 { // four buckets to a cache line
+		t += p.bkt[i].fp
+	}
+	for i := first; i < end; i += 2 { // two buckets' keys to a cache line
+		t += p.keys[i][0]
+	}
+	return t
+}
 
 // placePrimary places xs, the keys whose primary line is ln, in the
 // line's buckets bk. It does insert's common case (no repeat, a root
@@ -651,6 +681,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	// secondary line, so the lines are visited in memory order; the keys a
 	// round pushes out of their primary lines make the next round.
 	primaryOverflow := len(p.queue)
+	touch := nb*int(unsafe.Sizeof(v2Bucket{})+unsafe.Sizeof(v2Keys{})) > v2TouchBytes
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
 	for start := 0; start < len(p.queue); {
 		end := len(p.queue)
@@ -677,12 +708,21 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 				p.lineCount[m.line]++
 			}
 		}
-		for _, m := range p.sorted {
+		var touched uint64
+		for i, m := range p.sorted {
+			// Load the buckets and keys of the line some moves ahead, so
+			// that their cache misses overlap this insert (Go has no
+			// prefetch instruction; loads whose sum is kept serve as one).
+			// A small filter's lines are in cache already.
+			if a := i + v2TouchAhead; a < len(p.sorted) && touch {
+				touched += p.touch(p.sorted[a].line)
+			}
 			bk, ks := p.line(m.line)
 			if !p.insert(bk, ks, m.x, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evicted > limit {
 				return nil, false
 			}
 		}
+		p.touched += touched
 		start = end
 	}
 
