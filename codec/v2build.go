@@ -261,11 +261,27 @@ func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 u
 		p.overflow(x, ln, meta)
 		return true
 	}
+	p.from[i1&31], p.from[i2&31] = -1, -1
+	if mask == 0 {
+		// No overflow bit is set in the line (it has just filled), so no
+		// resident is of the best kind and the search would visit every
+		// bucket: a primary key leaves itself, and a secondary one takes
+		// the place of the first primary resident in search order, which
+		// is in a root unless both roots hold only secondary keys.
+		if meta != v2SecondaryMeta {
+			p.overflow(x, ln, meta)
+			return true
+		}
+		for _, u := range [2]uint8{uint8(i1), uint8(i2)} {
+			if primary, _ := residents(&bk[u&31], 0); primary != 0 {
+				return p.evict(bk, ks, x, ln, i1, i2, fp, meta, u, uint8(bits.TrailingZeros8(primary)), 1)
+			}
+		}
+	}
 	q := &p.bfsQ
 	q[0], q[1] = uint8(i1), uint8(i2)
 	qn := 2
 	seen := uint32(1)<<i1 | uint32(1)<<i2
-	p.from[i1&31], p.from[i2&31] = -1, -1
 	vu, vj, best := uint8(0), uint8(0), 0
 	for i := 0; i < qn; i++ {
 		u := q[i&31]
