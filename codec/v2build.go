@@ -144,6 +144,13 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint3
 	seen := uint32(1)<<i1 | uint32(1)<<i2
 	p.from[i1&31], p.from[i2&31] = -1, -1
 	for i := 0; i < qn; i++ {
+		if i == 2 && !reachesRoom(bk, seen, room) {
+			// Past the roots' own moves: when no bucket with room is
+			// reachable at all, the search would fail having visited
+			// every reachable bucket, which is all insertFull needs to
+			// know, and it picks the same resident with less work.
+			return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
+		}
 		u := q[i&31]
 		b := &bk[u]
 		// The first slot whose key can move to a bucket with room that
@@ -203,6 +210,28 @@ func (p *v2Placer) evict(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32
 	}
 	p.shift(bk, ks, x, fp, meta, i1, i2, vu)
 	return true
+}
+
+// reachesRoom reports whether a bucket in room can be reached from the
+// buckets in seen (full buckets, none of them in room) by moving keys,
+// as the breadth-first search would: a closure over bit masks, with no
+// queue.
+func reachesRoom(bk []v2Bucket, seen, room uint32) bool {
+	reach, frontier := seen, seen
+	for frontier != 0 {
+		var next uint32
+		for f := frontier; f != 0; f &= f - 1 {
+			w := binary.LittleEndian.Uint32(bk[bits.TrailingZeros32(f)&31].alt[:])
+			next |= 1<<(w&31) | 1<<(w>>8&31) | 1<<(w>>16&31) | 1<<(w>>24&31)
+		}
+		next &^= reach
+		if next&room != 0 {
+			return true
+		}
+		reach |= next
+		frontier = next
+	}
+	return false
 }
 
 // queueFrom is a step of the breadth-first search: it queues, in slot
