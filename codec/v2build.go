@@ -374,16 +374,7 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 	lines := uint64(p.g.lines)
 	pos := resize(p.pos, len(xs))
 	p.pos = pos
-	for k, x := range xs {
-		rest := uint32(uint64(uint32(x>>32)) * lines)
-		i1 := (uint64(rest) * nb) >> 32
-		q := (x >> 16 & 0xffff) * (nb - 1)
-		i2 := i1 + 1 + q>>16
-		i2 -= nb & uint64(int64(nb-1-i2)>>63) // i2 -= nb if i2 >= nb
-		ob := ((q & 0xffff) * ov) >> 16
-		fp := 1 + (x&0xffff)*fpMax>>16
-		pos[k] = uint32(i1 | i2<<5 | ob<<10 | fp<<16)
-	}
+	packPrimary(pos, xs, lines, nb, ov, fpMax)
 	for k := 0; k < len(pos); k++ {
 		var v uint32
 		for ; k < len(pos); k++ {
@@ -407,6 +398,25 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 		if k < len(pos) {
 			p.insert(bk, ks, xs[k], ln, v&31, v>>5&31, uint16(v>>16), uint8(v>>10&63))
 		}
+	}
+}
+
+// packPrimary is placePrimary's first pass, a function of its own so that
+// its loop keeps its values in registers: pos[k] is the primary position
+// of xs[k] in a line of nb buckets and ov overflow bits, of a filter of
+// lines lines, with fingerprints of at most fpMax, packed as i1 | i2<<5 |
+// ob<<10 | fp<<16.
+func packPrimary(pos []uint32, xs []uint64, lines, nb, ov, fpMax uint64) {
+	pos = pos[:len(xs)]
+	for k, x := range xs {
+		rest := uint32(uint64(uint32(x>>32)) * lines)
+		i1 := (uint64(rest) * nb) >> 32
+		q := (x >> 16 & 0xffff) * (nb - 1)
+		i2 := i1 + 1 + q>>16
+		i2 -= nb & uint64(int64(nb-1-i2)>>63) // i2 -= nb if i2 >= nb
+		ob := ((q & 0xffff) * ov) >> 16
+		fp := 1 + (x&0xffff)*fpMax>>16
+		pos[k] = uint32(i1 | i2<<5 | ob<<10 | fp<<16)
 	}
 }
 
