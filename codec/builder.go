@@ -106,8 +106,8 @@ var (
 	// warmScratch holds the scratch of the last Finish. A sync.Pool keeps
 	// a returned object in a per-processor slot that only that processor
 	// reads, so a writer whose goroutine moved to another processor
-	// between two tables found the pool empty and allocated (and the
-	// kernel zeroed) tens of megabytes anew for a large filter. The one
+	// between two tables found the pool empty and allocated its scratch
+	// anew, which the kernel then zeroes page by page. The one
 	// warm scratch is shared by all processors. A garbage collection
 	// that finds it unused since the one before sends it back to
 	// scratchPool, so that an idle process still gives it up, as it

@@ -66,7 +66,10 @@ func encodeBucket(fps *[4]uint32, f uint) uint64 {
 }
 
 // encodeLanes is encodeBucket for four fingerprints held in the 16-bit
-// lanes of one word, as the version-2 builder holds a bucket.
+// lanes of one word, as the version-2 builder holds a bucket. packSorted
+// stays a call: written out here, it makes the function large enough that
+// the compiler turns the sort's min and max into branches, which go
+// either way at random.
 func encodeLanes(w uint64, f uint) uint64 {
 	a, b := uint32(w&0xffff), uint32(w>>16&0xffff)
 	c, d := uint32(w>>32&0xffff), uint32(w>>48)

@@ -112,10 +112,11 @@ type v2Move struct {
 	i1, i2 uint8
 }
 
-// insert places the key of position hash x, with fingerprint fp and candidate buckets i1 != i2
-// of line ln. meta is its overflow bit for a primary placement, or
-// v2SecondaryMeta. It returns false only when x is a secondary key and
-// every key it can reach in the line is secondary too.
+// insert places the key of position hash x, with fingerprint fp and
+// candidate buckets i1 != i2 of line ln. meta is its overflow bit for a
+// primary placement, or v2SecondaryMeta. It returns false only when x is
+// a secondary key and every key it can reach in the line is secondary
+// too.
 func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	// A repeat of a key already in one of its buckets takes no slot. Repeats
 	// have equal hashes, hence equal buckets and fingerprints.
