@@ -488,8 +488,22 @@ func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, x uint64, fp uint16, meta u
 // position hash x for its secondary line.
 func (p *v2Placer) overflow(x uint64, ln uint32, ob uint8) {
 	p.ovMask[ln] |= 1 << ob
-	sp := v2Secondary(x, &p.g)
-	p.queue = append(p.queue, v2Move{x: x, line: sp.line, i1: uint8(sp.i1), i2: uint8(sp.i2), fp: sp.fp})
+	p.queue = append(p.queue, secondaryMove(x, &p.g))
+}
+
+// secondaryMove is v2Secondary for the builder, computed straight into a
+// queued move: the same line, buckets and fingerprint, without v2Pos.
+func secondaryMove(x uint64, g *v2Geom) v2Move {
+	y := keyhash.Mix(x, secondarySalt)
+	hp := uint64(uint32(y>>32)) * uint64(g.lines)
+	line := uint32(hp >> 32)
+	f := g.width(line)
+	b := uint64(lineShapes[f].buckets)
+	i1 := (uint64(uint32(hp)) * b) >> 32
+	i2 := i1 + 1 + (y>>16&0xffff)*(b-1)>>16
+	i2 -= b & uint64(int64(b-1-i2)>>63) // i2 -= b if i2 >= b
+	fp := 1 + (y&0xffff)*(uint64(1)<<f-1)>>16
+	return v2Move{x: x, line: line, i1: uint8(i1), i2: uint8(i2), fp: uint16(fp)}
 }
 
 // v2Plan is the fingerprint width, line count and share of wide lines
