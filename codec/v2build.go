@@ -82,19 +82,19 @@ const v2SecondaryMeta = 0x80
 // placement leaves some keys over, and those are then placed in their
 // secondary lines, which were placed before.
 type v2Placer struct {
-	g   v2Geom
-	x   []uint64 // position hashes, grouped by primary line
-	pos []uint32 // one line's keys' primary positions, packed
+	g      v2Geom
+	x      []uint64   // position hashes, grouped by primary line
+	pos    []uint32   // one line's keys' primary positions, packed
+	bkt    []v2Bucket // g.firstBucket(line) + i
+	keys   []v2Keys   // parallel to bkt
+	ovMask []uint64   // per line: overflow bits set
+	queue  []v2Move   // keys waiting for their secondary line
+	sorted []v2Move   // one round of the queue, sorted by secondary line
+	// lineCount counts a round's moves per line for the sort.
+	lineCount []uint32
 	// touched keeps the sum of touch's loads, so that they are not
 	// removed as unused.
 	touched uint64
-	bkt     []v2Bucket // g.firstBucket(line) + i
-	keys    []v2Keys   // parallel to bkt
-	ovMask  []uint64   // per line: overflow bits set
-	queue   []v2Move   // keys waiting for their secondary line
-	sorted  []v2Move   // one round of the queue, sorted by secondary line
-	// lineCount counts a round's moves per line for the sort.
-	lineCount []uint32
 
 	// BFS scratch for one line (B <= 31 buckets).
 	from    [32]int8
