@@ -390,11 +390,11 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 				break
 			}
 			// The emptier bucket, the first on a tie.
-			at, alt := i1, i2
+			at, alt, n := i1, i2, n1
 			if n2 < n1 {
-				at, alt = i2, i1
+				at, alt, n = i2, i1, n2
 			}
-			bk[at].put(&ks[at], xs[k], fp, uint8(alt), uint8(v>>10&63))
+			bk[at].putAt(&ks[at], n, xs[k], fp, uint8(alt), uint8(v>>10&63))
 		}
 		if k < len(pos) {
 			p.insert(bk, ks, xs[k], ln, v&31, v>>5&31, uint16(v>>16), uint8(v>>10&63))
@@ -444,7 +444,11 @@ func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, x uint64, i1, i2 uint32,
 }
 
 func (b *v2Bucket) put(ks *v2Keys, x uint64, fp uint16, alt, meta uint8) {
-	j := b.count()
+	b.putAt(ks, b.count(), x, fp, alt, meta)
+}
+
+// putAt is put for a bucket whose count j the caller has at hand.
+func (b *v2Bucket) putAt(ks *v2Keys, j uint8, x uint64, fp uint16, alt, meta uint8) {
 	ks[j], b.alt[j], b.meta[j] = x, alt, meta
 	b.fp |= uint64(fp) << (16 * j)
 }
