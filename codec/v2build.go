@@ -387,6 +387,13 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 			}
 			n1, n2 := b1.count(), b2.count()
 			if n1 >= slots && n2 >= slots {
+				// insert's first search step, here without its call and
+				// checks: a resident of a root moves to its other
+				// bucket, if that has room (the first such in search
+				// order); otherwise insert searches further.
+				if p.moveOne(bk, ks, xs[k], i1, i2, fp, uint8(v>>10&63)) {
+					continue
+				}
 				break
 			}
 			// The emptier bucket, the first on a tie.
@@ -400,6 +407,25 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 			p.insert(bk, ks, xs[k], ln, v&31, v>>5&31, uint16(v>>16), uint8(v>>10&63))
 		}
 	}
+}
+
+// moveOne is the first step of insert's search for the key x whose
+// buckets i1 and i2 are both full: the first resident of i1, then of i2,
+// whose other bucket has room moves there and x takes its slot. It
+// reports whether it placed x.
+func (p *v2Placer) moveOne(bk []v2Bucket, ks []v2Keys, x uint64, i1, i2 uint32, fp uint16, meta uint8) bool {
+	for _, u := range [2]uint32{i1, i2} {
+		w := binary.LittleEndian.Uint32(bk[u].alt[:])
+		for j := uint8(0); j < slots; j, w = j+1, w>>8 {
+			if v := uint8(w) & 31; bk[v].fp>>(16*(slots-1)) == 0 {
+				p.from[u&31] = -1
+				p.from[v], p.via[v] = int8(u), j
+				p.shift(bk, ks, x, fp, meta, i1, i2, v)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // packPrimary is placePrimary's first pass, a function of its own so that
