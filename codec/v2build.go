@@ -360,14 +360,15 @@ func (p *v2Placer) touch(ln uint32) uint64 {
 }
 
 // placePrimary places xs, the keys whose primary line is ln, in the
-// line's buckets bk. It does insert's common case (no repeat, a root
-// bucket with room) itself; anything else goes through insert, which
-// decides the same.
+// line's buckets bk. It does insert's common cases itself (no repeat, and
+// a root bucket with room or a resident of a root that can move to its
+// other bucket); anything else goes through insert, which decides the
+// same.
 //
 // It works in two passes: first v2Primary for every key, with the line's
 // shape hoisted, packed into one word per key (independent multiplies
-// the processor overlaps); then placement, a loop whose few values stay
-// in registers and which makes no call but to leave for insert.
+// the processor overlaps); then placement, a loop whose values stay in
+// registers in the common case.
 func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint32) {
 	s := p.g.shape(ln)
 	nb, ov := uint64(s.buckets), uint64(s.overflow)
