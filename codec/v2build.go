@@ -131,6 +131,12 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint3
 		bk[i1].put(&ks[i1], x, fp, uint8(i2), meta)
 		return true
 	}
+	return p.search(bk, ks, x, ln, i1, i2, fp, meta)
+}
+
+// search is insert for a key that is no repeat and whose buckets are both
+// full.
+func (p *v2Placer) search(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	room := roomMask(bk)
 	if room == 0 {
 		return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
@@ -392,10 +398,10 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 				// checks: a resident of a root moves to its other
 				// bucket, if that has room (the first such in search
 				// order); otherwise insert searches further.
-				if p.moveOne(bk, ks, xs[k], i1, i2, fp, uint8(v>>10&63)) {
-					continue
+				if !p.moveOne(bk, ks, xs[k], i1, i2, fp, uint8(v>>10&63)) {
+					p.search(bk, ks, xs[k], ln, i1, i2, fp, uint8(v>>10&63))
 				}
-				break
+				continue
 			}
 			// The emptier bucket, the first on a tie.
 			at, alt, n := i1, i2, n1
