@@ -383,6 +383,9 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 	pos := resize(p.pos, len(xs))
 	p.pos = pos
 	packPrimary(pos, xs, lines, nb, ov, fpMax)
+	// Two loops, so that the inner one leaves for insert (a possible
+	// repeat, rare) by break: written as one loop with the call inside,
+	// the compiler keeps more of its values on the stack.
 	for k := 0; k < len(pos); k++ {
 		var v uint32
 		for ; k < len(pos); k++ {
@@ -397,7 +400,7 @@ func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint
 				// insert's first search step, here without its call and
 				// checks: a resident of a root moves to its other
 				// bucket, if that has room (the first such in search
-				// order); otherwise insert searches further.
+				// order); otherwise the search goes on.
 				if !p.moveOne(bk, ks, xs[k], i1, i2, fp, uint8(v>>10&63)) {
 					p.search(bk, ks, xs[k], ln, i1, i2, fp, uint8(v>>10&63))
 				}
