@@ -3,8 +3,10 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
@@ -64,9 +66,13 @@ const hashPage = 4096
 // any other repeats at Finish. A Builder is reusable after Finish and is not
 // safe for concurrent use.
 type Builder struct {
-	opts      Options
-	pages     [][]uint64
-	n         int
+	opts  Options
+	pages [][]uint64 // the last is cur[:curN] once sealed
+	// cur is the page being filled (all hashPage entries, the first curN
+	// in use): Add writes one entry and bumps curN, with no slice growth.
+	cur       []uint64
+	curN      int
+	n         int // hashes held, set by seal
 	last      uint64
 	haveLast  bool
 	blockKeys int
@@ -97,7 +103,56 @@ type scratch struct {
 var (
 	scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 	pagePool    = sync.Pool{New: func() any { p := make([]uint64, 0, hashPage); return &p }}
+	// warmScratch holds the scratch of the last Finish. A sync.Pool keeps
+	// a returned object in a per-processor slot that only that processor
+	// reads, so a writer whose goroutine moved to another processor
+	// between two tables found the pool empty and allocated its scratch
+	// anew, which the kernel then zeroes page by page. The one
+	// warm scratch is shared by all processors. A garbage collection
+	// that finds it unused since the one before sends it back to
+	// scratchPool, so that an idle process still gives it up, as it
+	// would the pool's own objects.
+	warmScratch atomic.Pointer[scratch]
+	// warmUsed records a Finish since the last garbage collection.
+	warmUsed atomic.Bool
 )
+
+func getScratch() *scratch {
+	if s := warmScratch.Swap(nil); s != nil {
+		return s
+	}
+	return scratchPool.Get().(*scratch)
+}
+
+func putScratch(s *scratch) {
+	warmUsed.Store(true)
+	if !warmScratch.CompareAndSwap(nil, s) {
+		scratchPool.Put(s)
+	}
+}
+
+func init() { releaseWarmScratchAtGC() }
+
+// releaseWarmScratchAtGC arranges for the warm scratch to go back to
+// scratchPool at the next garbage collection unless a Finish used it since
+// the one before, and for the arrangement to be made again then: a
+// cleanup runs once its object is collected, and the object is
+// unreachable from the start.
+func releaseWarmScratchAtGC() {
+	runtime.AddCleanup(new(gcTick), func(struct{}) {
+		if !warmUsed.Swap(false) {
+			if s := warmScratch.Swap(nil); s != nil {
+				scratchPool.Put(s)
+			}
+		}
+		releaseWarmScratchAtGC()
+	}, struct{}{})
+}
+
+// gcTick is an object whose only use is to be collected. It holds a
+// pointer so that it is not a tiny allocation, which shares its memory
+// (and its collection) with other small objects.
+type gcTick struct{ _ *byte }
 
 // BuildStats describes the last block a Builder produced.
 type BuildStats struct {
@@ -144,11 +199,23 @@ func (b *Builder) Add(key []byte) {
 	if b.opts.Hash != HashKey64 {
 		panic("codec: Add on a HashHost32 builder; use AddHash32 with the host's hash")
 	}
+	var h uint64
 	if b.opts.Version == formatV1 {
-		b.addHash(keyhash.Hash(key))
+		h = keyhash.Hash(key)
 	} else {
-		b.addHash(keyhash.MulHash(key))
+		h = keyhash.MulHash(key)
 	}
+	// addHash, written out: a table writer calls Add for every key, and
+	// addHash is too large to inline.
+	if h == b.last && b.haveLast {
+		return
+	}
+	b.last, b.haveLast = h, true
+	if b.curN == len(b.cur) {
+		b.nextPage()
+	}
+	b.cur[b.curN] = h
+	b.curN++
 }
 
 // AddHash32 records a key of a HashHost32 builder by the host's 32-bit
@@ -163,32 +230,55 @@ func (b *Builder) AddHash32(h uint32) {
 
 // addHash records a key hash, dropping a repeat of the previous one.
 func (b *Builder) addHash(h uint64) {
-	if b.haveLast && h == b.last {
+	if h == b.last && b.haveLast {
 		return
 	}
 	b.last, b.haveLast = h, true
-	if len(b.pages) == 0 || len(b.pages[len(b.pages)-1]) == hashPage {
-		b.pages = append(b.pages, (*pagePool.Get().(*[]uint64))[:0])
+	if b.curN == len(b.cur) {
+		b.nextPage()
 	}
-	p := &b.pages[len(b.pages)-1]
-	*p = append(*p, h)
-	b.n++
+	b.cur[b.curN] = h
+	b.curN++
+}
+
+// nextPage seals the page being filled and starts another.
+func (b *Builder) nextPage() {
+	b.seal()
+	b.cur = (*pagePool.Get().(*[]uint64))[:hashPage]
+	b.curN = 0
+	b.pages = append(b.pages, nil)
+}
+
+// seal makes the last of b.pages hold exactly the hashes added to it, and
+// b.n count them.
+func (b *Builder) seal() {
+	b.n = b.Len()
+	if len(b.pages) > 0 {
+		b.pages[len(b.pages)-1] = b.cur[:b.curN]
+	}
 }
 
 // Len returns the number of hashes held (repeats not yet removed).
-func (b *Builder) Len() int { return b.n }
+func (b *Builder) Len() int {
+	if len(b.pages) == 0 {
+		return 0
+	}
+	return (len(b.pages)-1)*hashPage + b.curN
+}
 
 // Stats describes the block the last Finish produced.
 func (b *Builder) Stats() BuildStats { return b.stats }
 
 // Reset forgets all added keys.
 func (b *Builder) Reset() {
+	b.seal()
 	for i, pg := range b.pages {
 		pg = pg[:0]
 		pagePool.Put(&pg)
 		b.pages[i] = nil
 	}
 	b.pages = b.pages[:0]
+	b.cur, b.curN = nil, 0
 	b.n, b.haveLast = 0, false
 }
 
@@ -202,9 +292,10 @@ func (b *Builder) Reset() {
 // in the (astronomically unlikely) case that a block's keys agree on all
 // position bits.
 func (b *Builder) Finish(dst []byte) []byte {
-	b.s = scratchPool.Get().(*scratch)
+	b.seal()
+	b.s = getScratch()
 	defer func() {
-		scratchPool.Put(b.s)
+		putScratch(b.s)
 		b.s = nil
 		b.Reset()
 	}()

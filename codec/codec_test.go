@@ -3,7 +3,10 @@ package codec
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
@@ -125,6 +128,55 @@ func TestBuilderReuse(t *testing.T) {
 			t.Fatalf("round %d: %d keys, want %d (state leaked across Finish)", round, got, len(keys))
 		}
 	}
+}
+
+// TestWarmScratchReleasedAtGC checks that the scratch a Finish keeps warm
+// for the next one goes back to the pool at a garbage collection, so that
+// an idle process does not hold it.
+func TestWarmScratchReleasedAtGC(t *testing.T) {
+	b := NewBuilder(Options{BitsPerKey: 10})
+	for _, k := range testkeys.Random(1000, 16, 4) {
+		b.Add(k)
+	}
+	b.Finish(nil)
+	if warmScratch.Load() == nil {
+		t.Fatal("Finish kept no warm scratch")
+	}
+	// Cleanups run on their own goroutine after the collection.
+	deadline := time.Now().Add(5 * time.Second)
+	for warmScratch.Load() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("warm scratch still held after garbage collections")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestConcurrentBuilders runs builders on several goroutines at once: they
+// share the pooled and warm scratch, which must never be handed to two
+// Finish calls at the same time (go test -race).
+func TestConcurrentBuilders(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			b := NewBuilder(Options{BitsPerKey: 10})
+			for r := range 10 {
+				keys := testkeys.Random(2000+r*100, 16, uint64(g*100+r))
+				for _, k := range keys {
+					b.Add(k)
+				}
+				block := b.Finish(nil)
+				for _, k := range keys {
+					if !MayContain(block, k) {
+						t.Errorf("goroutine %d round %d: false negative", g, r)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestFinishAppends(t *testing.T) {

@@ -20,6 +20,10 @@ var nibblesOfCode [nibbleCodes]uint16
 // binom[n][k] for the ranks above; n < 19, k <= 4.
 var binom [19][5]uint16
 
+// rankTerm[i][n] is the term a nibble n in sorted position i adds to the
+// code, binom[n+i][i+1]: the rank is four loads and three adds.
+var rankTerm [4][16]uint16
+
 func init() {
 	for n := range binom {
 		binom[n][0] = 1
@@ -28,6 +32,11 @@ func init() {
 			if k <= n-1 {
 				binom[n][k] += binom[n-1][k]
 			}
+		}
+	}
+	for i := range rankTerm {
+		for n := range rankTerm[i] {
+			rankTerm[i][n] = binom[n+i][i+1]
 		}
 	}
 	for a := 0; a < 16; a++ {
@@ -53,14 +62,32 @@ func nibbleRank(a, b, c, d int) uint16 {
 // encoding canonical, so equal bucket contents always produce equal bytes.
 func encodeBucket(fps *[4]uint32, f uint) uint64 {
 	sort4(fps)
-	low := f - 4
-	code := nibbleRank(int(fps[0]>>low), int(fps[1]>>low), int(fps[2]>>low), int(fps[3]>>low))
-	w := uint64(code)
-	mask := uint32(1)<<low - 1
-	for j := uint(0); j < 4; j++ {
-		w |= uint64(fps[j]&mask) << (12 + j*low)
-	}
-	return w
+	return packSorted(fps[0], fps[1], fps[2], fps[3], f)
+}
+
+// encodeLanes is encodeBucket for four fingerprints held in the 16-bit
+// lanes of one word, as the version-2 builder holds a bucket. packSorted
+// stays a call: written out here, it makes the function large enough that
+// the compiler turns the sort's min and max into branches, which go
+// either way at random.
+func encodeLanes(w uint64, f uint) uint64 {
+	a, b := uint32(w&0xffff), uint32(w>>16&0xffff)
+	c, d := uint32(w>>32&0xffff), uint32(w>>48)
+	a, b = min(a, b), max(a, b)
+	c, d = min(c, d), max(c, d)
+	a, c = min(a, c), max(a, c)
+	b, d = min(b, d), max(b, d)
+	b, c = min(b, c), max(b, c)
+	return packSorted(a, b, c, d, f)
+}
+
+// packSorted is the bucket word of the sorted fingerprints a <= b <= c <= d
+// of f bits.
+func packSorted(a, b, c, d uint32, f uint) uint64 {
+	low := (f - 4) & 15
+	code := rankTerm[0][a>>low&15] + rankTerm[1][b>>low&15] + rankTerm[2][c>>low&15] + rankTerm[3][d>>low&15]
+	m := uint32(1)<<low - 1
+	return uint64(code) | uint64(a&m)<<12 | uint64(b&m)<<(12+low) | uint64(c&m)<<(12+2*low) | uint64(d&m)<<(12+3*low)
 }
 
 // decodeBucket unpacks a bucket word into its four fingerprints in stored

@@ -1,11 +1,13 @@
 package codec
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
@@ -53,9 +55,11 @@ type v2Bucket struct {
 	alt  [slots]uint8 // the key's other candidate bucket in this line
 }
 
-// v2Keys is, for the bucket of the same index, the index of each slot's
-// position hash.
-type v2Keys = [slots]int32
+// v2Keys is, for the bucket of the same index, each slot's position hash.
+// Holding the hash itself, not its index in the hash array, lets a key be
+// pushed out to its secondary line, or checked for a repeat, without a
+// load from anywhere in that array (a cache and TLB miss in a large filter).
+type v2Keys = [slots]uint64
 
 // count returns the occupied slots.
 func (b *v2Bucket) count() uint8 { return uint8(bits.Len64(b.fp)+15) >> 4 }
@@ -80,39 +84,43 @@ const v2SecondaryMeta = 0x80
 type v2Placer struct {
 	g      v2Geom
 	x      []uint64   // position hashes, grouped by primary line
+	pos    []uint32   // one line's keys' primary positions, packed
 	bkt    []v2Bucket // g.firstBucket(line) + i
 	keys   []v2Keys   // parallel to bkt
 	ovMask []uint64   // per line: overflow bits set
-	queue  []int32    // keys waiting for their secondary line
-	moves  []v2Move   // one round of the queue, in queue order
-	sorted []v2Move   // the same, sorted by secondary line
+	queue  []v2Move   // keys waiting for their secondary line
+	sorted []v2Move   // one round of the queue, sorted by secondary line
 	// lineCount counts a round's moves per line for the sort.
 	lineCount []uint32
+	// touched keeps the sum of touch's loads, so that they are not
+	// removed as unused.
+	touched uint64
 
 	// BFS scratch for one line (B <= 31 buckets).
-	from  [32]int8
-	via   [32]uint8 // slot, in bucket from[v], of the key that moves to v
-	bfsQ  [32]uint8
-	evict int // primary residents pushed out by secondary placement
-	dups  int // repeats found in place of a slot
+	from    [32]int8
+	via     [32]uint8 // slot, in bucket from[v], of the key that moves to v
+	bfsQ    [32]uint8
+	evicted int // primary residents pushed out by secondary placement
+	dups    int // repeats found in place of a slot
 }
 
 // v2Move is a key waiting for its secondary line, with where it goes.
 type v2Move struct {
-	k      int32
+	x      uint64
 	line   uint32
 	fp     uint16
 	i1, i2 uint8
 }
 
-// insert places key k, with fingerprint fp and candidate buckets i1 != i2
-// of line ln. meta is its overflow bit for a primary placement, or
-// v2SecondaryMeta. It returns false only when k is a secondary key and
-// every key it can reach in the line is secondary too.
-func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+// insert places the key of position hash x, with fingerprint fp and
+// candidate buckets i1 != i2 of line ln. meta is its overflow bit for a
+// primary placement, or v2SecondaryMeta. It returns false only when x is
+// a secondary key and every key it can reach in the line is secondary
+// too.
+func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	// A repeat of a key already in one of its buckets takes no slot. Repeats
 	// have equal hashes, hence equal buckets and fingerprints.
-	if p.holds(bk, ks, k, i1, i2, fp) {
+	if p.holds(bk, ks, x, i1, i2, fp) {
 		p.dups++
 		return true
 	}
@@ -120,8 +128,18 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 		if n2 < n1 {
 			i1, i2 = i2, i1
 		}
-		bk[i1].put(&ks[i1], k, fp, uint8(i2), meta)
+		bk[i1].put(&ks[i1], x, fp, uint8(i2), meta)
 		return true
+	}
+	return p.search(bk, ks, x, ln, i1, i2, fp, meta)
+}
+
+// search is insert for a key that is no repeat and whose buckets are both
+// full.
+func (p *v2Placer) search(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+	room := roomMask(bk)
+	if room == 0 {
+		return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
 	}
 	// Breadth-first search for a chain of moves inside the line. Every
 	// bucket it queues is full (the roots are, and a bucket with room ends
@@ -133,53 +151,59 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 	seen := uint32(1)<<i1 | uint32(1)<<i2
 	p.from[i1&31], p.from[i2&31] = -1, -1
 	for i := 0; i < qn; i++ {
+		if i == 2 && !reachesRoom(bk, seen, room) {
+			// Past the roots' own moves: when no bucket with room is
+			// reachable at all, the search would fail having visited
+			// every reachable bucket, which is all insertFull needs to
+			// know, and it picks the same resident with less work.
+			return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
+		}
 		u := q[i&31]
 		b := &bk[u]
-		for j := uint8(0); j < slots; j++ {
-			v := b.alt[j]
-			if seen>>v&1 != 0 {
-				continue
-			}
-			seen |= 1 << v
-			p.from[v&31], p.via[v&31] = int8(u), j
-			if bk[v].count() < slots {
-				p.shift(bk, ks, k, fp, meta, i1, i2, v)
-				return true
-			}
-			q[qn&31] = v
-			qn++
+		// The first slot whose key can move to a bucket with room that
+		// the search has not seen ends it. (A bucket seen earlier from
+		// this one has no room, or the search would have ended there.)
+		w := binary.LittleEndian.Uint32(b.alt[:])
+		avail := room &^ seen
+		hit := avail>>(w&31)&1 | avail>>(w>>8&31)&1<<1 | avail>>(w>>16&31)&1<<2 | avail>>(w>>24&31)&1<<3
+		if hit != 0 {
+			j := uint8(bits.TrailingZeros32(hit))
+			v := uint8(w>>(8*j)) & 31
+			p.from[v], p.via[v] = int8(u), j
+			p.shift(bk, ks, x, fp, meta, i1, i2, v)
+			return true
 		}
+		seen, qn = p.queueFrom(w, u, seen, qn)
 	}
-	// The line is full as far as k can reach. Somebody leaves for their
+	// The line is full as far as x can reach. Somebody leaves for their
 	// secondary line: preferably a key whose overflow bit is already set,
 	// so that few bits are set and few lookups need a second line.
 	mask := p.ovMask[ln]
 	if meta != v2SecondaryMeta && mask>>meta&1 != 0 {
-		p.overflow(k, ln, meta)
+		p.overflow(x, ln, meta)
 		return true
 	}
 	vu, vj, best := uint8(0), uint8(0), 0
 	for _, u := range q[:qn] {
-		b := &bk[u]
-		for j := uint8(0); j < slots; j++ {
-			m := b.meta[j]
-			if m == v2SecondaryMeta {
-				continue
-			}
-			score := 1
-			if mask>>m&1 != 0 {
-				score = 2
-			}
-			if score > best {
-				vu, vj, best = u, j, score
-			}
-		}
-		if best == 2 {
+		primary, set := residents(&bk[u], mask)
+		if set != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(set)), 2
 			break
 		}
+		if best == 0 && primary != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(primary)), 1
+		}
 	}
+	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
+}
+
+// evict ends an insert that found no chain of moves to room: the key
+// leaves itself if it is primary and no resident with its overflow bit set
+// (best 2) was found; otherwise resident vj of bucket vu (of the best
+// kind found) leaves for its secondary line and the key takes its place.
+func (p *v2Placer) evict(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta, vu, vj uint8, best int) bool {
 	if best < 2 && meta != v2SecondaryMeta {
-		p.overflow(k, ln, meta)
+		p.overflow(x, ln, meta)
 		return true
 	}
 	if best == 0 {
@@ -189,28 +213,224 @@ func (p *v2Placer) insert(bk []v2Bucket, ks []v2Keys, k int32, ln, i1, i2 uint32
 	p.overflow(ks[vu][vj], ln, b.meta[vj])
 	b.remove(&ks[vu], vj)
 	if meta == v2SecondaryMeta {
-		p.evict++
+		p.evicted++
 	}
-	p.shift(bk, ks, k, fp, meta, i1, i2, vu)
+	p.shift(bk, ks, x, fp, meta, i1, i2, vu)
 	return true
 }
 
-// holds reports whether a key with k's position hash is already in bucket
-// i1 or i2 of the line bk.
-func (p *v2Placer) holds(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, fp uint16) bool {
-	if bk[i1].fpMatches(fp)|bk[i2].fpMatches(fp) == 0 {
-		return false
+// reachesRoom reports whether a bucket in room can be reached from the
+// buckets in seen (full buckets, none of them in room) by moving keys,
+// as the breadth-first search would: a closure over bit masks, with no
+// queue.
+func reachesRoom(bk []v2Bucket, seen, room uint32) bool {
+	reach, frontier := seen, seen
+	for frontier != 0 {
+		var next uint32
+		for f := frontier; f != 0; f &= f - 1 {
+			w := binary.LittleEndian.Uint32(bk[bits.TrailingZeros32(f)&31].alt[:])
+			next |= 1<<(w&31) | 1<<(w>>8&31) | 1<<(w>>16&31) | 1<<(w>>24&31)
+		}
+		next &^= reach
+		if next&room != 0 {
+			return true
+		}
+		reach |= next
+		frontier = next
 	}
-	return p.isRepeat(bk, ks, k, i1, i2, fp)
+	return false
 }
 
-// isRepeat is holds' rare path, behind a fingerprint match.
-func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, fp uint16) bool {
-	x := p.x[k]
-	for _, u := range [2]uint32{i1, i2} {
+// queueFrom is a step of the breadth-first search: it queues, in slot
+// order, the buckets not yet seen that the keys of bucket u (whose other
+// buckets are the bytes of alt) can move to, and returns the new seen set
+// and queue length. A line has at most 31 buckets, so index 31 of from
+// and via is free to take the writes for buckets already seen: the step
+// does not branch on whether a bucket is new (which goes either way at
+// random).
+func (p *v2Placer) queueFrom(alt uint32, u uint8, seen uint32, qn int) (uint32, int) {
+	for j := uint8(0); j < slots; j++ {
+		v := uint8(alt) & 31
+		alt >>= 8
+		isNew := ^seen >> v & 1
+		seen |= 1 << v
+		d := v | uint8(isNew-1)&31
+		p.from[d], p.via[d] = int8(u), j
+		p.bfsQ[qn&31] = v
+		qn += int(isNew)
+	}
+	return seen, qn
+}
+
+// roomMask has bit i set for each bucket i of the line with a free slot.
+func roomMask(bk []v2Bucket) uint32 {
+	var m uint32
+	for i := range bk {
+		m |= uint32(bk[i].fp>>(16*(slots-1))-1) >> 31 << (i & 31)
+	}
+	return m
+}
+
+// residents returns, as bit masks of slots, the primary residents of a
+// full bucket (the secondary ones never leave again) and those of them
+// whose overflow bit is set in mask. A secondary resident's meta is at
+// least 64, so mask>>meta is 0 for it.
+func residents(b *v2Bucket, mask uint64) (primary, set uint8) {
+	// Written out, with the four metas read as one word: in a loop the
+	// compiler keeps the masks on the stack.
+	w := binary.LittleEndian.Uint32(b.meta[:])
+	primary = uint8((^w>>7&0x01010101)*0x01020408>>24) & 0xf
+	set = uint8(mask>>(w&0xff)&1 | mask>>(w>>8&0xff)&1<<1 | mask>>(w>>16&0xff)&1<<2 | mask>>(w>>24)&1<<3)
+	return primary, set
+}
+
+// insertFull is insert in a full line, deciding exactly as insert does
+// but with less work. No chain of moves can end in room, so a primary key
+// whose overflow bit is set leaves at once, and the search for a resident
+// to push out runs in step with the breadth-first search: insert would
+// pick the first suitable resident in the order the search queues
+// buckets, so the search stops as soon as the best kind is found, instead
+// of visiting every bucket first and scanning them all again.
+func (p *v2Placer) insertFull(bk []v2Bucket, ks []v2Keys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+	mask := p.ovMask[ln]
+	if meta != v2SecondaryMeta && mask>>meta&1 != 0 {
+		p.overflow(x, ln, meta)
+		return true
+	}
+	p.from[i1&31], p.from[i2&31] = -1, -1
+	if mask == 0 {
+		// No overflow bit is set in the line (it has just filled), so no
+		// resident is of the best kind and the search would visit every
+		// bucket: a primary key leaves itself, and a secondary one takes
+		// the place of the first primary resident in search order, which
+		// is in a root unless both roots hold only secondary keys.
+		if meta != v2SecondaryMeta {
+			p.overflow(x, ln, meta)
+			return true
+		}
+		for _, u := range [2]uint8{uint8(i1), uint8(i2)} {
+			if primary, _ := residents(&bk[u&31], 0); primary != 0 {
+				return p.evict(bk, ks, x, ln, i1, i2, fp, meta, u, uint8(bits.TrailingZeros8(primary)), 1)
+			}
+		}
+	}
+	q := &p.bfsQ
+	q[0], q[1] = uint8(i1), uint8(i2)
+	qn := 2
+	seen := uint32(1)<<i1 | uint32(1)<<i2
+	vu, vj, best := uint8(0), uint8(0), 0
+	for i := 0; i < qn; i++ {
+		u := q[i&31]
 		b := &bk[u]
-		for j, n := uint8(0), b.count(); j < n; j++ {
-			if b.fpAt(j) == fp && p.x[ks[u][j]] == x {
+		primary, set := residents(b, mask)
+		if set != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(set)), 2
+			break
+		}
+		if best == 0 && primary != 0 {
+			vu, vj, best = u, uint8(bits.TrailingZeros8(primary)), 1
+		}
+		seen, qn = p.queueFrom(binary.LittleEndian.Uint32(b.alt[:]), u, seen, qn)
+	}
+	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
+}
+
+// v2SmallRound: a secondary round of fewer than lines/v2SmallRound moves
+// is sorted by comparison rather than counted.
+const v2SmallRound = 16
+
+// v2TouchAhead is how many moves ahead a secondary round touches the line
+// it will insert into, in filters whose placement state is over
+// v2TouchBytes (about a second-level cache).
+const (
+	v2TouchAhead = 16
+	v2TouchBytes = 2 << 20
+)
+
+// touch loads a word from each cache line of the buckets and keys of line
+// ln, and its overflow bits, and returns their sum.
+func (p *v2Placer) touch(ln uint32) uint64 {
+	first := p.g.firstBucket(ln)
+	end := first + uint32(p.g.shape(ln).buckets)
+	if int(end) > len(p.bkt) || int(end) > len(p.keys) || int(ln) >= len(p.ovMask) {
+		return 0
+	}
+	t := p.ovMask[ln] + p.bkt[end-1].fp + p.keys[end-1][slots-1]
+	for i := first; i < end; i += 4 { // four buckets to a cache line
+		t += p.bkt[i].fp
+	}
+	for i := first; i < end; i += 2 { // two buckets' keys to a cache line
+		t += p.keys[i][0]
+	}
+	return t
+}
+
+// placePrimary places xs, the keys whose primary line is ln, in the
+// line's buckets bk. It does insert's common cases itself (no repeat, and
+// a root bucket with room or a resident of a root that can move to its
+// other bucket); anything else goes through insert, which decides the
+// same.
+//
+// It works in two passes: first v2Primary for every key, with the line's
+// shape hoisted, packed into one word per key (independent multiplies
+// the processor overlaps); then placement, a loop whose values stay in
+// registers in the common case.
+func (p *v2Placer) placePrimary(bk []v2Bucket, ks []v2Keys, xs []uint64, ln uint32) {
+	s := p.g.shape(ln)
+	nb, ov := uint64(s.buckets), uint64(s.overflow)
+	fpMax := uint64(1)<<p.g.width(ln) - 1
+	lines := uint64(p.g.lines)
+	pos := resize(p.pos, len(xs))
+	p.pos = pos
+	packPrimary(pos, xs, lines, nb, ov, fpMax)
+	// Two loops, so that the inner one leaves for insert (a possible
+	// repeat, rare) by break: written as one loop with the call inside,
+	// the compiler keeps more of its values on the stack.
+	for k := 0; k < len(pos); k++ {
+		var v uint32
+		for ; k < len(pos); k++ {
+			v = pos[k]
+			i1, i2, fp := v&31, v>>5&31, uint16(v>>16)
+			b1, b2 := &bk[i1], &bk[i2]
+			if b1.fpMatches(fp)|b2.fpMatches(fp) != 0 {
+				break
+			}
+			n1, n2 := b1.count(), b2.count()
+			if n1 >= slots && n2 >= slots {
+				// insert's first search step, here without its call and
+				// checks: a resident of a root moves to its other
+				// bucket, if that has room (the first such in search
+				// order); otherwise the search goes on.
+				if !p.moveOne(bk, ks, xs[k], i1, i2, fp, uint8(v>>10&63)) {
+					p.search(bk, ks, xs[k], ln, i1, i2, fp, uint8(v>>10&63))
+				}
+				continue
+			}
+			// The emptier bucket, the first on a tie.
+			at, alt, n := i1, i2, n1
+			if n2 < n1 {
+				at, alt, n = i2, i1, n2
+			}
+			bk[at].putAt(&ks[at], n, xs[k], fp, uint8(alt), uint8(v>>10&63))
+		}
+		if k < len(pos) {
+			p.insert(bk, ks, xs[k], ln, v&31, v>>5&31, uint16(v>>16), uint8(v>>10&63))
+		}
+	}
+}
+
+// moveOne is the first step of insert's search for the key x whose
+// buckets i1 and i2 are both full: the first resident of i1, then of i2,
+// whose other bucket has room moves there and x takes its slot. It
+// reports whether it placed x.
+func (p *v2Placer) moveOne(bk []v2Bucket, ks []v2Keys, x uint64, i1, i2 uint32, fp uint16, meta uint8) bool {
+	for _, u := range [2]uint32{i1, i2} {
+		w := binary.LittleEndian.Uint32(bk[u].alt[:])
+		for j := uint8(0); j < slots; j, w = j+1, w>>8 {
+			if v := uint8(w) & 31; bk[v].fp>>(16*(slots-1)) == 0 {
+				p.from[u&31] = -1
+				p.from[v], p.via[v] = int8(u), j
+				p.shift(bk, ks, x, fp, meta, i1, i2, v)
 				return true
 			}
 		}
@@ -218,9 +438,54 @@ func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, k int32, i1, i2 uint32, 
 	return false
 }
 
-func (b *v2Bucket) put(ks *v2Keys, k int32, fp uint16, alt, meta uint8) {
-	j := b.count()
-	ks[j], b.alt[j], b.meta[j] = k, alt, meta
+// packPrimary is placePrimary's first pass, a function of its own so that
+// its loop keeps its values in registers: pos[k] is the primary position
+// of xs[k] in a line of nb buckets and ov overflow bits, of a filter of
+// lines lines, with fingerprints of at most fpMax, packed as i1 | i2<<5 |
+// ob<<10 | fp<<16.
+func packPrimary(pos []uint32, xs []uint64, lines, nb, ov, fpMax uint64) {
+	pos = pos[:len(xs)]
+	for k, x := range xs {
+		rest := uint32(uint64(uint32(x>>32)) * lines)
+		i1 := (uint64(rest) * nb) >> 32
+		q := (x >> 16 & 0xffff) * (nb - 1)
+		i2 := i1 + 1 + q>>16
+		i2 -= nb & uint64(int64(nb-1-i2)>>63) // i2 -= nb if i2 >= nb
+		ob := ((q & 0xffff) * ov) >> 16
+		fp := 1 + (x&0xffff)*fpMax>>16
+		pos[k] = uint32(i1 | i2<<5 | ob<<10 | fp<<16)
+	}
+}
+
+// holds reports whether a key of position hash x is already in bucket
+// i1 or i2 of the line bk.
+func (p *v2Placer) holds(bk []v2Bucket, ks []v2Keys, x uint64, i1, i2 uint32, fp uint16) bool {
+	if bk[i1].fpMatches(fp)|bk[i2].fpMatches(fp) == 0 {
+		return false
+	}
+	return p.isRepeat(bk, ks, x, i1, i2, fp)
+}
+
+// isRepeat is holds' rare path, behind a fingerprint match.
+func (p *v2Placer) isRepeat(bk []v2Bucket, ks []v2Keys, x uint64, i1, i2 uint32, fp uint16) bool {
+	for _, u := range [2]uint32{i1, i2} {
+		b := &bk[u]
+		for j, n := uint8(0), b.count(); j < n; j++ {
+			if b.fpAt(j) == fp && ks[u][j] == x {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (b *v2Bucket) put(ks *v2Keys, x uint64, fp uint16, alt, meta uint8) {
+	b.putAt(ks, b.count(), x, fp, alt, meta)
+}
+
+// putAt is put for a bucket whose count j the caller has at hand.
+func (b *v2Bucket) putAt(ks *v2Keys, j uint8, x uint64, fp uint16, alt, meta uint8) {
+	ks[j], b.alt[j], b.meta[j] = x, alt, meta
 	b.fp |= uint64(fp) << (16 * j)
 }
 
@@ -242,8 +507,8 @@ func (p *v2Placer) line(ln uint32) ([]v2Bucket, []v2Keys) {
 }
 
 // shift frees a slot in a root bucket (i1 or i2) by moving each key on the
-// BFS path one step towards v, which has room, then puts k in the root.
-func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, k int32, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
+// BFS path one step towards v, which has room, then puts x in the root.
+func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, x uint64, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
 	for p.from[v] >= 0 {
 		u := uint8(p.from[v])
 		src := &bk[u]
@@ -256,12 +521,29 @@ func (p *v2Placer) shift(bk []v2Bucket, ks []v2Keys, k int32, fp uint16, meta ui
 	if uint32(v) == i2 {
 		alt = uint8(i1)
 	}
-	bk[v].put(&ks[v], k, fp, alt, meta)
+	bk[v].put(&ks[v], x, fp, alt, meta)
 }
 
-func (p *v2Placer) overflow(k int32, ln uint32, ob uint8) {
+// overflow sets overflow bit ob of line ln and queues the key of
+// position hash x for its secondary line.
+func (p *v2Placer) overflow(x uint64, ln uint32, ob uint8) {
 	p.ovMask[ln] |= 1 << ob
-	p.queue = append(p.queue, k)
+	p.queue = append(p.queue, secondaryMove(x, &p.g))
+}
+
+// secondaryMove is v2Secondary for the builder, computed straight into a
+// queued move: the same line, buckets and fingerprint, without v2Pos.
+func secondaryMove(x uint64, g *v2Geom) v2Move {
+	y := keyhash.Mix(x, secondarySalt)
+	hp := uint64(uint32(y>>32)) * uint64(g.lines)
+	line := uint32(hp >> 32)
+	f := g.width(line)
+	b := uint64(lineShapes[f].buckets)
+	i1 := (uint64(uint32(hp)) * b) >> 32
+	i2 := i1 + 1 + (y>>16&0xffff)*(b-1)>>16
+	i2 -= b & uint64(int64(b-1-i2)>>63) // i2 -= b if i2 >= b
+	fp := 1 + (y&0xffff)*(uint64(1)<<f-1)>>16
+	return v2Move{x: x, line: line, i1: uint8(i1), i2: uint8(i2), fp: uint16(fp)}
 }
 
 // v2Plan is the fingerprint width, line count and share of wide lines
@@ -478,7 +760,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	p.ovMask = resize(p.ovMask, int(lines))
 	clear(p.ovMask)
 	p.queue = p.queue[:0]
-	p.evict, p.dups = 0, 0
+	p.evicted, p.dups = 0, 0
 
 	// Primary placement, one line at a time while its keys and buckets are
 	// in cache.
@@ -488,47 +770,18 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 			bk[i].fp = 0
 		}
 		first := len(p.queue)
-		// v2Primary with the line's shape hoisted out of the loop, and
-		// insert's common case (no repeat, a root bucket with room) done
-		// here; anything else goes through insert, which decides the same.
-		s := g.shape(ln)
-		nb, ov := uint64(s.buckets), uint64(s.overflow)
-		fpMax := uint64(1)<<g.width(ln) - 1
-		for k := counts[ln]; k < counts[ln+1]; k++ {
-			x := p.x[k]
-			rest := uint32(uint64(uint32(x>>32)) * uint64(lines))
-			i1 := uint32((uint64(rest) * nb) >> 32)
-			q := (x >> 16 & 0xffff) * (nb - 1)
-			i2 := i1 + 1 + uint32(q>>16)
-			if i2 >= uint32(nb) {
-				i2 -= uint32(nb)
-			}
-			ob := uint8(((q & 0xffff) * ov) >> 16)
-			fp := uint16(1 + (x&0xffff)*fpMax>>16)
-			b1, b2 := &bk[i1], &bk[i2]
-			if b1.fpMatches(fp)|b2.fpMatches(fp) == 0 {
-				if n1, n2 := b1.count(), b2.count(); n1 < slots || n2 < slots {
-					if n2 < n1 {
-						b2.put(&ks[i2], int32(k), fp, uint8(i1), ob)
-					} else {
-						b1.put(&ks[i1], int32(k), fp, uint8(i2), ob)
-					}
-					continue
-				}
-			}
-			p.insert(bk, ks, int32(k), ln, i1, i2, fp, ob)
-		}
+		p.placePrimary(bk, ks, p.x[counts[ln]:counts[ln+1]], ln)
 		// A key pushed out of this line may have a repeat that arrived
 		// later and stayed: then the key is stored already. No copy can
 		// enter the line after this, so this is the one place to look.
 		kept := first
-		for _, k := range p.queue[first:] {
-			pos := v2Primary(p.x[k], &p.g)
-			if p.holds(bk, ks, k, pos.i1, pos.i2, pos.fp) {
+		for _, m := range p.queue[first:] {
+			pos := v2Primary(m.x, &p.g)
+			if p.holds(bk, ks, m.x, pos.i1, pos.i2, pos.fp) {
 				p.dups++
 				continue
 			}
-			p.queue[kept] = k
+			p.queue[kept] = m
 			kept++
 		}
 		p.queue = p.queue[:kept]
@@ -538,34 +791,48 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	// secondary line, so the lines are visited in memory order; the keys a
 	// round pushes out of their primary lines make the next round.
 	primaryOverflow := len(p.queue)
+	touch := nb*int(unsafe.Sizeof(v2Bucket{})+unsafe.Sizeof(v2Keys{})) > v2TouchBytes
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
 	for start := 0; start < len(p.queue); {
 		end := len(p.queue)
-		// Read each key's hash once, in queue order (the first round's
-		// queue is in primary-line order, so nearly sequential), then
-		// counting-sort the moves by secondary line.
-		p.moves = p.moves[:0]
-		p.lineCount = resize(p.lineCount, int(lines)+1)
-		clear(p.lineCount)
-		for _, k := range p.queue[start:end] {
-			sp := v2Secondary(p.x[k], &p.g)
-			p.moves = append(p.moves, v2Move{k: k, line: sp.line, i1: uint8(sp.i1), i2: uint8(sp.i2), fp: sp.fp})
-			p.lineCount[sp.line+1]++
+		// Sort the round's moves by secondary line, stably, so that keys
+		// of one line keep their queue order: a counting sort, or for the
+		// short tail rounds (each round is a fraction of the one before) a
+		// comparison sort, which costs less than a pass over every line.
+		round := p.queue[start:end]
+		p.sorted = resize(p.sorted, len(round))
+		if len(round)*v2SmallRound < int(lines) {
+			copy(p.sorted, round)
+			slices.SortStableFunc(p.sorted, func(a, b v2Move) int { return cmp.Compare(a.line, b.line) })
+		} else {
+			p.lineCount = resize(p.lineCount, int(lines)+1)
+			clear(p.lineCount)
+			for _, m := range round {
+				p.lineCount[m.line+1]++
+			}
+			for i := 1; i <= int(lines); i++ {
+				p.lineCount[i] += p.lineCount[i-1]
+			}
+			for _, m := range round {
+				p.sorted[p.lineCount[m.line]] = m
+				p.lineCount[m.line]++
+			}
 		}
-		for i := 1; i <= int(lines); i++ {
-			p.lineCount[i] += p.lineCount[i-1]
-		}
-		p.sorted = resize(p.sorted, len(p.moves))
-		for _, m := range p.moves {
-			p.sorted[p.lineCount[m.line]] = m
-			p.lineCount[m.line]++
-		}
-		for _, m := range p.sorted {
+		var touched uint64
+		for i, m := range p.sorted {
+			// Load the buckets and keys of the line some moves ahead, so
+			// that their cache misses overlap this insert (Go has no
+			// prefetch instruction; loads whose sum is kept serve as one).
+			// A small filter's lines are in cache already.
+			if a := i + v2TouchAhead; a < len(p.sorted) && touch {
+				touched += p.touch(p.sorted[a].line)
+			}
 			bk, ks := p.line(m.line)
-			if !p.insert(bk, ks, m.k, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evict > limit {
+			if !p.insert(bk, ks, m.x, m.line, uint32(m.i1), uint32(m.i2), m.fp, v2SecondaryMeta) || p.evicted > limit {
 				return nil, false
 			}
 		}
+		p.touched += touched
 		start = end
 	}
 
@@ -579,10 +846,8 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 		shape := g.shape(uint32(ln))
 		bb := uint(shape.bktBits)
 		for i := range bk {
-			w4 := bk[i].fp
-			fps := [slots]uint32{uint32(w4 & 0xffff), uint32(w4 >> 16 & 0xffff), uint32(w4 >> 32 & 0xffff), uint32(w4 >> 48)}
 			stored += int(bk[i].count())
-			v := encodeBucket(&fps, f)
+			v := encodeLanes(bk[i].fp, f)
 			off := uint(i) * bb
 			w[off>>6] |= v << (off & 63)
 			if (off&63)+bb > 64 {
