@@ -50,6 +50,10 @@ import (
 // finds no free code, or some of whose keys could not be placed (below),
 // is named by every lookup instead: a correct "maybe".
 //
+// Each table's number of entries is counted exactly (insertions,
+// rewrites and clears), so removing a table whose entries are all gone
+// costs no pass over the index.
+//
 // Layout. A segment is n buckets of four slots, packed at 4w bits each into
 // 64-bit words (a bucket may straddle two), with one 32-bit seqlock
 // counter per 16 buckets. The index grows by adding segments, which
@@ -85,15 +89,35 @@ import (
 //     and changed only after all of a removed table's entries are cleared.
 //     A Lookup that starts after AddTable returned therefore sees T's code,
 //     T's segment and T's entry.
+//  5. Replace (inputs I merged into M) rewrites entries in place: for each
+//     key k of M, in each segment, it rewrites one of k's input entries
+//     to M's value for k in a single slot write (step 2 makes that write
+//     atomic to a lookup), then clears k's other input entries there; a
+//     key with no input entry gets a new one. The trap is an entry that
+//     k shares with another key k' of an input (same buckets and
+//     fingerprint): when M's code is shorter than the input's, M's value
+//     keeps more fingerprint bits, which differ for k and k', so the
+//     rewritten entry is k's and no longer k''s. Hence, while Replace
+//     runs, lookups match M's entries only on the tag, the code and the
+//     fingerprint bits that every input's entries keep (the codebook's
+//     relax, published before the first rewrite, removed after the
+//     last). k' agrees with k on those bits, on the buckets and on the
+//     segment, so at every instant k' is named by its own input entry, by
+//     M through a relaxed match, or by its own M entry once Replace
+//     reaches it. Entries of keys M drops are cleared only after every
+//     key of M has its own entry, so no key of M relies on them; the
+//     inputs' codes are freed last (4).
 //
 // A store keeps Gets correct across a compaction (inputs I merged into
-// table M) by this order: AddTable(M) (or the first half of Replace), then
-// switch its table list from I to M, then RemoveTable for each input once
-// no Get still reading the old list can ask for it. Replace does add and
-// remove in one call for a store whose Gets read the tables the index
-// names directly: a Get that starts before Replace returns may be told I
-// or M or both, and finds its key in whichever it reads; one that starts
-// after is told M. Candidates are returned newest first (tables added
+// table M) in one of two ways. Either AddTable(M), then switch its table
+// list from I to M, then RemoveTable for each input once no Get still
+// reading the old list can ask for it: simple, but the index holds I's
+// and M's entries at once, and each removal is a pass over the index. Or
+// switch the table list to M, then Replace(I, M): no extra room and no
+// pass, but a Get must treat M named as "each of I may hold the key" (a
+// Get still reading the old list reads I, and after Replace only M is
+// named), and M as unfiltered until Replace returns (its keys may be
+// named under I). Candidates are returned newest first (tables added
 // later are newer; a merged table takes the place of its newest input).
 //
 // Keys chosen by an adversary: each Index draws a secret seed from
@@ -119,6 +143,7 @@ type Index struct {
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
 	bfs      []idxNode // the relocation search's queue, reused
+	count    []int64   // by table slot: slots holding the table's code, exactly
 }
 
 const (
@@ -152,9 +177,12 @@ type tableInfo struct {
 	// format (prevCode, prevLength) still match.
 	prevCode   uint32
 	prevLength uint8
-	live       bool
-	always     bool
-	entries    int64 // entries written (writer's count, copied at publish)
+	// While a Replace recodes its inputs' entries to this table's code,
+	// lookups compare its entries only above bit relax (documentation, 5).
+	relax   uint8
+	live    bool
+	always  bool
+	entries int64 // slots holding the code (writer's count, copied at publish)
 	keys       int   // keys given
 }
 
@@ -389,8 +417,12 @@ func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint
 }
 
 // idxTestHookAfterFirstRead, when set by a test, runs between a lookup's
-// reads of its two buckets.
-var idxTestHookAfterFirstRead func(s *idxSegment)
+// reads of its two buckets; idxTestHookRecoded after each key a Replace
+// recodes.
+var (
+	idxTestHookAfterFirstRead func(s *idxSegment)
+	idxTestHookRecoded        func()
+)
 
 func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []uint64 {
 	tagShift := x.w - x.m
@@ -405,7 +437,7 @@ func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []u
 			continue
 		}
 		ti := &book.tables[t]
-		if v == x.slotValue(p, ti.code, uint(ti.length)) ||
+		if v>>ti.relax == x.slotValue(p, ti.code, uint(ti.length))>>ti.relax ||
 			ti.prevLength != 0 && v == x.slotValue(p, ti.prevCode, uint(ti.prevLength)) {
 			dst = append(dst, uint64(t))
 		}
@@ -463,11 +495,22 @@ func (x *Index) RemoveTables(ids ...uint64) error {
 	return nil
 }
 
-// Replace adds table merged, holding the keys given by hashes, in the
-// place of the newest of inputs, then removes the inputs: a concurrent
-// Lookup of a key of the inputs names an input or merged, or both, at
-// every instant.
-func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
+// Replace puts table merged, holding the keys given by hashes, in the
+// place of inputs (its rank is the newest input's), recoding the inputs'
+// entries in place: an entry of an input for a key of merged is rewritten
+// to name merged, so a compaction needs no room beyond what its inputs
+// held and no pass over the index. dropped lists the hashes of the keys
+// the inputs held that merged leaves out (deleted keys a merge at the
+// oldest end drops); their entries are cleared by hash. If any input entry
+// is left after that (dropped was nil or incomplete, or a key's entries
+// sat in two segments), one pass over the index clears it.
+//
+// While Replace runs, a Lookup of a key of merged names merged or an
+// input holding it, or both (documentation, 5); once it returns, merged.
+// A store that still lets Gets read the inputs (views opened before the
+// compaction) must therefore treat "merged is named" as "each input may
+// hold the key".
+func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if _, ok := x.byID[merged]; ok {
@@ -478,7 +521,7 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
 	slots := make([]int, 0, len(inputs))
 	for _, id := range inputs {
 		t, ok := x.byID[id]
-		if !ok {
+		if !ok || contains(slots, t) {
 			return fmt.Errorf("%w: %d", ErrNoTable, id)
 		}
 		slots = append(slots, t)
@@ -488,9 +531,169 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
 		x.nextRank++
 		rank = x.nextRank
 	}
-	x.addLocked(merged, rank, hashes, slots)
+	t, ok := x.claim(merged, rank, len(hashes), slots)
+	if ok {
+		x.recode(slots, t, hashes, dropped)
+	}
 	x.removeLocked(slots...)
 	return nil
+}
+
+// recode moves the keys of inputs to table t (documentation, 5).
+func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
+	book := x.book.Load()
+	isInput := make([]bool, len(book.tables))
+	// The fewest fingerprint bits any input's entries carry: while
+	// recoding, t's entries match a key on their bits above those.
+	relax := uint(0)
+	code, length := book.tables[t].code, uint(book.tables[t].length)
+	for _, it := range inputs {
+		isInput[it] = true
+		relax = max(relax, uint(book.tables[it].length))
+	}
+	if relax > length {
+		relax = relax - length // t's extra bits beyond the shortest input's
+	} else {
+		relax = 0
+	}
+	if relax > 0 {
+		x.publish(func(b *codebook) { b.tables[t].relax = uint8(relax) })
+		book = x.book.Load()
+	}
+	tagShift := x.w - x.m
+	leafMask := uint32(1)<<x.d - 1
+	// inputEntry reports whether slot value sv is an input's entry for p.
+	inputEntry := func(sv uint32, p probe) (int, bool) {
+		it := book.decode[(sv>>(tagShift-x.d))&leafMask]
+		if it < 0 || !isInput[it] {
+			return 0, false
+		}
+		ti := &book.tables[it]
+		return int(it), sv == x.slotValue(p, ti.code, uint(ti.length))
+	}
+	type pos struct {
+		i uint32
+		j int
+		t int
+	}
+	var stashOnly map[uint64]bool
+	for _, e := range book.stash {
+		if int(e.table) < len(isInput) && isInput[e.table] {
+			if stashOnly == nil {
+				stashOnly = map[uint64]bool{}
+			}
+			stashOnly[e.x] = true
+		}
+	}
+	var found [2 * idxSlots]pos
+	var stashed []stashEntry
+	always := false
+	segs := *x.segs.Load()
+	for _, h := range hashes {
+		p := x.probeOf(h)
+		v := x.slotValue(p, code, length)
+		has := false
+		for _, s := range segs {
+			i1 := s.primary(p.hi)
+			i2 := x.alt(s, i1, p.tag)
+			n, present := 0, false
+			for _, i := range [2]uint32{i1, i2} {
+				b := x.bucket(s, i)
+				for j := 0; j < idxSlots; j++ {
+					sv := x.slot(b, j)
+					if sv == 0 {
+						continue
+					}
+					if sv == v {
+						present = true
+					} else if it, ok := inputEntry(sv, p); ok {
+						found[n] = pos{i, j, it}
+						n++
+					}
+				}
+				if i2 == i1 {
+					break
+				}
+			}
+			if n == 0 {
+				has = has || present
+				continue
+			}
+			// The key's own entry first (an input's rewritten in place, in
+			// one slot write), then its other inputs' entries cleared: at
+			// every instant one of them names the key.
+			k := 0
+			if !present {
+				x.setSlot(s, found[0].i, found[0].j, v)
+				x.count[found[0].t]--
+				x.count[t]++
+				k = 1
+			}
+			for ; k < n; k++ {
+				x.setSlot(s, found[k].i, found[k].j, 0)
+				s.entries.Add(-1)
+				x.count[found[k].t]--
+			}
+			has = true
+		}
+		if has || stashOnly[p.x] {
+			if idxTestHookRecoded != nil {
+				idxTestHookRecoded()
+			}
+			continue
+		}
+		switch x.insert(p, v) {
+		case idxInserted:
+			x.count[t]++
+		case idxDuplicate:
+		case idxStash:
+			if len(book.stash)+len(stashed) < idxStashSize {
+				stashed = append(stashed, stashEntry{p.x, int16(t)})
+			} else {
+				always = true
+			}
+		}
+		segs = *x.segs.Load() // insert may have added one
+		if idxTestHookRecoded != nil {
+			idxTestHookRecoded()
+		}
+	}
+	// Keys merged leaves out: nothing of merged relies on their entries
+	// any more (every key of merged has its own now), so clear them.
+	for _, h := range dropped {
+		p := x.probeOf(h)
+		for _, s := range segs {
+			i1 := s.primary(p.hi)
+			i2 := x.alt(s, i1, p.tag)
+			for _, i := range [2]uint32{i1, i2} {
+				b := x.bucket(s, i)
+				for j := 0; j < idxSlots; j++ {
+					if it, ok := inputEntry(x.slot(b, j), p); ok {
+						x.setSlot(s, i, j, 0)
+						s.entries.Add(-1)
+						x.count[it]--
+					}
+				}
+				if i2 == i1 {
+					break
+				}
+			}
+		}
+	}
+	// Inputs' stash entries now name merged (their keys may be dropped
+	// ones: a false candidate, never a miss); every key of merged has
+	// its exact entry, so the relaxed match ends.
+	x.publish(func(b *codebook) {
+		for k := range b.stash {
+			if isInput[b.stash[k].table] {
+				b.stash[k].table = int16(t)
+			}
+		}
+		b.stash = append(b.stash, stashed...)
+		slices.SortFunc(b.stash, func(a, b stashEntry) int { return cmp.Compare(a.x, b.x) })
+		b.tables[t].relax = 0
+		b.tables[t].always = always
+	})
 }
 
 // Tables returns the number of tables in the index.
@@ -511,6 +714,9 @@ func (x *Index) publish(change func(b *codebook)) {
 	change(b)
 	b.always = b.always[:0]
 	for t := range b.tables {
+		if t < len(x.count) && b.tables[t].live {
+			b.tables[t].entries = x.count[t]
+		}
 		if b.tables[t].live && b.tables[t].always {
 			b.always = append(b.always, int16(t))
 		}
@@ -586,9 +792,14 @@ func (x *Index) allFree(start, size int) bool {
 	return true
 }
 
-func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int) {
+// claim takes a table slot and a code for a new table of keys entries
+// (lengthening other tables' codes if the code tree is full) and
+// publishes them, before any entry uses the code (documentation, 4). ok
+// is false when no code could be found: the table is then named by every
+// lookup.
+func (x *Index) claim(id, rank uint64, keys int, leaving []int) (t int, ok bool) {
 	old := x.book.Load()
-	t := -1
+	t = -1
 	for i, ti := range old.tables {
 		if !ti.live {
 			t = i
@@ -598,7 +809,11 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 	if t < 0 {
 		t = len(old.tables)
 	}
-	want := x.codeLength(len(hashes), leaving)
+	for len(x.count) <= t {
+		x.count = append(x.count, 0)
+	}
+	x.count[t] = 0
+	want := x.codeLength(keys, leaving)
 	code, length, ok := x.allocCode(want)
 	if !ok {
 		// Make room: lengthen, one bit at a time, the code of the table
@@ -626,11 +841,9 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		}
 		if len(plan) > 0 {
 			x.lengthen(plan)
-			old = x.book.Load()
 		}
 	}
-	info := tableInfo{id: id, rank: rank, code: code, length: uint8(length), live: true, always: !ok, keys: len(hashes)}
-	// Publish the code before any entry that uses it (documentation, 4).
+	info := tableInfo{id: id, rank: rank, code: code, length: uint8(length), live: true, always: !ok, keys: keys}
 	x.publish(func(b *codebook) {
 		if t == len(b.tables) {
 			b.tables = append(b.tables, info)
@@ -645,10 +858,22 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		}
 	})
 	x.byID[id] = t
+	return t, ok
+}
+
+func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int) {
+	t, ok := x.claim(id, rank, len(hashes), leaving)
 	if !ok {
 		return // named by every lookup: no entries needed
 	}
-	var entries int64
+	x.fill(t, hashes)
+}
+
+// fill inserts the entries of table t for hashes; keys that cannot be
+// placed go to the stash or, past it, make t a table every lookup names.
+func (x *Index) fill(t int, hashes []uint64) {
+	old := x.book.Load()
+	code, length := old.tables[t].code, uint(old.tables[t].length)
 	var stashed []stashEntry
 	always := false
 	for _, h := range hashes {
@@ -656,7 +881,7 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		v := x.slotValue(p, code, length)
 		switch x.insert(p, v) {
 		case idxInserted:
-			entries++
+			x.count[t]++
 		case idxDuplicate:
 		case idxStash:
 			e := stashEntry{p.x, int16(t)}
@@ -673,7 +898,6 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		}
 	}
 	x.publish(func(b *codebook) {
-		b.tables[t].entries = entries
 		b.tables[t].always = always
 		b.stash = append(b.stash, stashed...)
 		slices.SortFunc(b.stash, func(a, b stashEntry) int { return cmp.Compare(a.x, b.x) })
@@ -946,7 +1170,7 @@ func (x *Index) removeLocked(ts ...int) {
 	scan := false
 	for _, t := range ts {
 		gone[t] = true
-		scan = scan || book.tables[t].length > 0
+		scan = scan || book.tables[t].length > 0 && x.count[t] > 0
 	}
 	if scan {
 		// One pass clears the entries of every table leaving: a slot's
@@ -969,20 +1193,13 @@ func (x *Index) removeLocked(ts ...int) {
 					if t := book.decode[(v>>(tagShift-x.d))&leafMask]; t >= 0 && gone[t] {
 						x.setSlot(s, i, j, 0)
 						s.entries.Add(-1)
+						x.count[t]--
 					}
 				}
 			}
 		}
-		var keep []*idxSegment
-		for k, s := range segs {
-			if s.entries.Load() > 0 || k == len(segs)-1 {
-				keep = append(keep, s)
-			}
-		}
-		if len(keep) != len(segs) {
-			x.segs.Store(&keep)
-		}
 	}
+	x.dropEmptySegments()
 	for _, t := range ts {
 		ti := book.tables[t]
 		if ti.length > 0 {
@@ -1006,6 +1223,9 @@ func (x *Index) removeLocked(ts ...int) {
 			}
 			b.tables[t] = tableInfo{}
 		}
+		for _, t := range ts {
+			x.count[t] = 0
+		}
 		kept := b.stash[:0]
 		for _, e := range b.stash {
 			if !gone[e.table] {
@@ -1014,6 +1234,21 @@ func (x *Index) removeLocked(ts ...int) {
 		}
 		b.stash = kept
 	})
+}
+
+// dropEmptySegments unpublishes segments that hold no entry (the newest
+// always stays): lookups stop probing them (documentation, 4).
+func (x *Index) dropEmptySegments() {
+	segs := *x.segs.Load()
+	var keep []*idxSegment
+	for k, s := range segs {
+		if s.entries.Load() > 0 || k == len(segs)-1 {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) != len(segs) {
+		x.segs.Store(&keep)
+	}
 }
 
 // IndexStats describes an Index.

@@ -53,7 +53,7 @@ func TestIndexVersionsNewestFirst(t *testing.T) {
 	if err := x.AddTable(11, hashesOf([][]byte{[]byte("k")})); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Replace([]uint64{9, 7}, 20, hashesOf([][]byte{[]byte("k")})); err != nil {
+	if err := x.Replace([]uint64{9, 7}, 20, hashesOf([][]byte{[]byte("k")}), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := x.Lookup([]byte("k"), nil); !slices.Equal(got, []uint64{11, 20}) {
@@ -437,7 +437,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 				}
 			}
 			m := newTable(hs)
-			if err := x.Replace(inputs, m.id, hs); err != nil {
+			if err := x.Replace(inputs, m.id, hs, nil); err != nil {
 				t.Fatal(err)
 			}
 			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
@@ -470,5 +470,130 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	}
 	if st.Tables != len(*live.Load()) {
 		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
+	}
+}
+
+// TestIndexReplaceSharedEntries merges tables whose keys were crafted to
+// share entries: keys of one input, and of several inputs, that agree on
+// bucket, tag and more fingerprint bits than the inputs' entries keep, but
+// differ in the bits the merged table's shorter code leaves them. Recoding
+// one key's shared entry must not hide the others: after every key the
+// Replace handles, every key of the merge must name the merge or an input
+// holding it, and every key of the other tables its table. Some keys are
+// dropped by the merge (a tombstone at the oldest end).
+func TestIndexReplaceSharedEntries(t *testing.T) {
+	for _, bits := range []float64{10, 14} {
+		for seed := uint32(1); seed <= 3; seed++ {
+			testReplaceShared(t, bits, seed)
+		}
+	}
+}
+
+func testReplaceShared(t *testing.T, bits float64, seed uint32) {
+	x := newIndexSeeded(3000, bits, seed)
+	s := (*x.segs.Load())[0]
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(bits)))
+	// craft returns keys (as KeyHash values) that agree on primary bucket
+	// and on the top 16 bits after the tag: one cell of the index.
+	craft := func(n int) []uint64 {
+		bucket := uint32(rng.Uint64N(uint64(s.n)))
+		top := uint32(rng.Uint32()) & 0xffff_f000
+		var out []uint64
+		for len(out) < n {
+			v := uint64(rng.Uint32())<<32 | uint64(top|uint32(rng.Uint32())&0xfff)
+			if s.primary(uint32(v>>32)) == bucket {
+				out = append(out, keyhash.Unmix(v, seed))
+			}
+		}
+		return out
+	}
+	// Older tables, large, so the inputs get long codes and their merge a
+	// shorter one.
+	tables := map[uint64][]uint64{}
+	for id := uint64(1); id <= 3; id++ {
+		tables[id] = hashesOf(testkeys.Random(600, 16, uint64(id)*7+uint64(seed)))
+	}
+	inputs := []uint64{4, 5, 6, 7, 8, 9}
+	for _, id := range inputs {
+		tables[id] = hashesOf(testkeys.Random(60, 16, uint64(id)*13+uint64(seed)))
+	}
+	// Shared cells: within one input, across inputs, and with an older
+	// table that is not merged.
+	for c := 0; c < 12; c++ {
+		cell := craft(6)
+		for i, h := range cell {
+			id := inputs[(c+i*(c%3))%len(inputs)]
+			tables[id] = append(tables[id], h)
+		}
+		if c%4 == 0 {
+			tables[1] = append(tables[1], cell[0])
+		}
+	}
+	for id := uint64(1); id <= 9; id++ {
+		if err := x.AddTable(id, tables[id]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var merged, dropped []uint64
+	seen := map[uint64]bool{}
+	holder := map[uint64][]uint64{} // key -> inputs holding it
+	for _, id := range inputs {
+		for _, h := range tables[id] {
+			holder[h] = append(holder[h], id)
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			if rng.IntN(10) == 0 {
+				dropped = append(dropped, h)
+			} else {
+				merged = append(merged, h)
+			}
+		}
+	}
+	const m = 20
+	var buf []uint64
+	checks := 0
+	check := func(when string, after bool) {
+		for _, h := range merged {
+			buf = x.LookupHash(h, buf[:0])
+			ok := holds(buf, m)
+			for _, id := range holder[h] {
+				ok = ok || !after && holds(buf, id)
+			}
+			if !ok {
+				t.Fatalf("bits %v seed %d %s: key %#x of the merge (inputs %v) names %v", bits, seed, when, h, holder[h], buf)
+			}
+		}
+		for id := uint64(1); id <= 3; id++ {
+			for _, h := range tables[id] {
+				if buf = x.LookupHash(h, buf[:0]); !holds(buf, id) {
+					t.Fatalf("bits %v seed %d %s: key %#x of table %d names %v", bits, seed, when, h, id, buf)
+				}
+			}
+		}
+		checks++
+	}
+	idxTestHookRecoded = func() { check("during Replace", false) }
+	err := x.Replace(inputs, m, merged, dropped)
+	idxTestHookRecoded = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after Replace", true)
+	st := x.Stats()
+	var slots int64
+	for _, s := range *x.segs.Load() {
+		slots += s.entries.Load()
+	}
+	var counted int64
+	for _, c := range x.count {
+		counted += c
+	}
+	if st.Tables != 4 || counted != slots {
+		t.Fatalf("bits %v seed %d: %d tables (want 4); %d entries counted by table, %d in the segments", bits, seed, st.Tables, counted, slots)
+	}
+	if checks < len(merged) {
+		t.Fatalf("only %d checks for %d keys", checks, len(merged))
 	}
 }
