@@ -97,7 +97,7 @@ import (
 //     k shares with another key k' of an input (same buckets and
 //     fingerprint): when M's code is shorter than the input's, M's value
 //     keeps more fingerprint bits, which differ for k and k', so the
-//     rewritten entry is k's and no longer k”s. Hence, while Replace
+//     rewritten entry is k's, no longer that of k'. Hence, while Replace
 //     runs, lookups match M's entries only on the tag, the code and the
 //     fingerprint bits that every input's entries keep (the codebook's
 //     relax, published before the first rewrite, removed after the
