@@ -104,9 +104,10 @@ import (
 //     last). k' agrees with k on those bits, on the buckets and on the
 //     segment, so at every instant k' is named by its own input entry, by
 //     M through a relaxed match, or by its own M entry once Replace
-//     reaches it. Entries of keys M drops are cleared only after every
-//     key of M has its own entry, so no key of M relies on them; the
-//     inputs' codes are freed last (4).
+//     reaches it. Entries of keys M drops, and input entries of a key in
+//     a segment other than the one where it got its M entry, are cleared
+//     only after every key of M has its own entry, so no key of M relies
+//     on them; the inputs' codes are freed last (4).
 //
 // A store keeps Gets correct across a compaction (inputs I merged into
 // table M) in one of two ways. Either AddTable(M), then switch its table
@@ -587,6 +588,7 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	}
 	var found [2 * idxSlots]pos
 	var stashed []stashEntry
+	var later []uint64
 	always := false
 	segs := *x.segs.Load()
 	for _, h := range hashes {
@@ -617,6 +619,14 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			}
 			if n == 0 {
 				has = has || present
+				continue
+			}
+			if has && !present {
+				// The key has its entry in an earlier segment: these go
+				// once every key of merged has its own (below), as a
+				// recode would waste a slot and a clear could hide a key
+				// sharing them whose entry is elsewhere.
+				later = append(later, h)
 				continue
 			}
 			// The key's own entry first (an input's rewritten in place, in
@@ -658,9 +668,10 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			idxTestHookRecoded()
 		}
 	}
-	// Keys merged leaves out: nothing of merged relies on their entries
-	// any more (every key of merged has its own now), so clear them.
-	for _, h := range dropped {
+	// Keys merged leaves out, and input entries left beside a key's entry
+	// in another segment: nothing of merged relies on them any more (every
+	// key of merged has its own entry now), so clear them.
+	clearInputs := func(h uint64) {
 		p := x.probeOf(h)
 		for _, s := range segs {
 			i1 := s.primary(p.hi)
@@ -679,6 +690,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 				}
 			}
 		}
+	}
+	for _, h := range dropped {
+		clearInputs(h)
+	}
+	for _, h := range later {
+		clearInputs(h)
 	}
 	// Inputs' stash entries now name merged (their keys may be dropped
 	// ones: a false candidate, never a miss); every key of merged has

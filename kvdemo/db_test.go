@@ -1108,3 +1108,93 @@ func TestGlobalFreshStoreIndexSize(t *testing.T) {
 		t.Errorf("%d tables: index %+v", st.Tables, st.Index)
 	}
 }
+
+// TestGlobalIndexMergesInPlace: with the global index, compactions move
+// their inputs' entries to the merged table in place (dynamic.Index's
+// Replace) while readers Get keys that are never deleted, and writers
+// overwrite some keys and delete others, so that merges at the oldest end
+// drop tombstones (keys the index must forget). No Get may miss; at the
+// end the index names exactly the live tables, none unfiltered, deleted
+// keys stay deleted, and its entries are no more than one per key and
+// table.
+func TestGlobalIndexMergesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{Filter: FilterGlobal, MemtableBytes: 8 << 10, MaxTables: 3, NoSyncEachWrite: true})
+	const stable = 1500
+	for i := 0; i < stable; i++ {
+		k := fmt.Appendf(nil, "s%06d", i)
+		if err := db.Put(k, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var rwg sync.WaitGroup
+	var reads atomic.Int64
+	for r := 0; r < 2; r++ {
+		rwg.Add(1)
+		go func(r int) {
+			defer rwg.Done()
+			for n := r; ; n += 2 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Appendf(nil, "s%06d", (n*7919)%stable)
+				if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+					t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
+					return
+				}
+				reads.Add(1)
+			}
+		}(r)
+	}
+	churn := 3000
+	if testing.Short() {
+		churn = 1200
+	}
+	for i := 0; i < churn; i++ {
+		k := fmt.Appendf(nil, "c%06d", i%700)
+		var err error
+		if i%3 == 2 {
+			err = db.Delete(k)
+		} else {
+			err = db.Put(k, fmt.Appendf(nil, "v%d", i))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	rwg.Wait()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Every churned key ends as its last write left it.
+	last := map[int]int{}
+	for i := 0; i < churn; i++ {
+		last[i%700] = i
+	}
+	for k, i := range last {
+		got, err := db.Get(fmt.Appendf(nil, "c%06d", k))
+		if i%3 == 2 {
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("deleted c%06d: %q, %v", k, got, err)
+			}
+		} else if err != nil || string(got) != fmt.Sprintf("v%d", i) {
+			t.Fatalf("c%06d: %q, %v; want v%d", k, got, err, i)
+		}
+	}
+	st := db.Stats()
+	ix := db.IndexStats()
+	if st.Compactions < 3 || reads.Load() == 0 {
+		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads.Load())
+	}
+	if st.UnfilteredTables != 0 || ix.Tables != st.Tables {
+		t.Fatalf("index names %d tables, store has %d (%d unfiltered)", ix.Tables, st.Tables, st.UnfilteredTables)
+	}
+	if ix.Entries > st.TableKeys {
+		t.Fatalf("index holds %d entries for %d table entries: entries of merged-away tables left behind (%+v)", ix.Entries, st.TableKeys, ix)
+	}
+	t.Logf("%d reads during %d flushes and %d compactions; %+v", reads.Load(), st.Flushes, st.Compactions, ix)
+}

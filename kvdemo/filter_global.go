@@ -20,12 +20,20 @@ const FilterGlobal FilterKind = "global"
 
 // globalFilter keeps the store's dynamic.Index. Nothing is written beside
 // the tables: at Open the index is rebuilt from the tables' keys (Open logs
-// how long that took), sized for all of them at once. A flush or
-// compaction adds the new table's keys when the table is finished, before
-// the manifest names it; a table leaves the index only when the last view
-// that lists it is released (drop), so a Get holding an older view still
-// finds its tables named (the order dynamic.Index's documentation asks a
-// store to keep).
+// how long that took), sized for all of them at once.
+//
+// A flush adds the new table's keys when the table is finished, before the
+// manifest names it. A compaction does not add its output M: once the
+// table list holds M in its inputs' place, merged calls Replace, which
+// rewrites the inputs' entries to name M in place (no room for both, no
+// pass over the index). Until Replace returns, M is unfiltered: every Get
+// on the new list reads it. Gets on older lists still read the inputs:
+// each input I gets I.mergedInto = M before Replace starts, and a Get reads
+// I when the index names I, or M, or what M was merged into later (the
+// second order dynamic.Index's documentation describes). A table leaves
+// the index by other means only when it was flushed and then abandoned,
+// or a Replace failed: at its last view's release (drop), by a pass over
+// the index.
 type globalFilter struct {
 	db         *DB
 	bitsPerKey float64
@@ -54,16 +62,33 @@ func (g *globalFilter) index(keys int) *dynamic.Index {
 func (*globalFilter) kind() FilterKind         { return FilterGlobal }
 func (*globalFilter) configure(*table.Options) {}
 
-func (g *globalFilter) newBuilder() filterBuilder { return &globalBuilder{g: g} }
+func (g *globalFilter) newBuilder(merging bool) filterBuilder {
+	return &globalBuilder{g: g, merging: merging}
+}
 
 type globalBuilder struct {
-	g      *globalFilter
-	hashes []uint64
+	g       *globalFilter
+	merging bool
+	hashes  []uint64
+	dropped []uint64
+}
+
+// pendingMerge is a compaction output's keys, held from its build until
+// merged puts them in the index (the inputs' keys it left out too).
+type pendingMerge struct {
+	hashes, dropped []uint64
 }
 
 func (b *globalBuilder) add(userKey []byte) { b.hashes = append(b.hashes, dynamic.KeyHash(userKey)) }
+func (b *globalBuilder) omit(userKey []byte) {
+	b.dropped = append(b.dropped, dynamic.KeyHash(userKey))
+}
 
 func (b *globalBuilder) finish(st *sstable) error {
+	if b.merging {
+		st.merge = &pendingMerge{hashes: b.hashes, dropped: b.dropped}
+		return nil // unfiltered until merged
+	}
 	b.g.removeLeaving() // frees their codes and slots for this table
 	start := time.Now()
 	if err := b.g.index(len(b.hashes)).AddTable(st.id, b.hashes); err != nil {
@@ -152,6 +177,46 @@ func (g *globalFilter) rebuild(st *sstable) error {
 	return err
 }
 
+// merged moves the keys of the run's indexed tables to st (Replace), then
+// marks st indexed. Keys of inputs that were never indexed are added.
+func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
+	pm := st.merge
+	st.merge = nil
+	if pm == nil || st.t == nil {
+		return
+	}
+	idx := g.index(len(pm.hashes))
+	var ids []uint64
+	var from []*sstable
+	for _, in := range inputs {
+		if in.indexed.Load() {
+			ids = append(ids, in.id)
+			from = append(from, in)
+		}
+	}
+	// Before Replace starts: a Get on an older view that is told st must
+	// read these inputs.
+	for _, in := range from {
+		in.mergedInto.Store(st)
+	}
+	start := time.Now()
+	if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); err != nil {
+		// Only an index out of step with the tables (a bug); stay correct:
+		// index st on its own, the inputs leave at their release.
+		g.db.opts.Logger.Printf("table %06d: replacing its inputs in the global index: %v", st.id, err)
+		if err := idx.AddTable(st.id, pm.hashes); err == nil {
+			st.indexed.Store(true)
+		}
+		return
+	}
+	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	g.db.stats.indexUpdateKeys.Add(int64(len(pm.hashes)))
+	for _, in := range from {
+		in.indexed.Store(false) // its entries are st's now: nothing to remove at drop
+	}
+	st.indexed.Store(true)
+}
+
 // prepare is the Get's one index lookup.
 func (g *globalFilter) prepare(key []byte) filterQuery {
 	q := filterQuery{key: key}
@@ -171,11 +236,24 @@ func (g *globalFilter) prepare(key []byte) filterQuery {
 }
 
 func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
-	if !st.indexed.Load() || q.many {
+	if q.many {
 		return filterNone
 	}
-	if slices.Contains(q.cands[:q.ncands], st.id) {
+	into := st.mergedInto.Load()
+	if !st.indexed.Load() && into == nil {
+		return filterNone
+	}
+	c := q.cands[:q.ncands]
+	if slices.Contains(c, st.id) {
 		return filterMaybe
+	}
+	// A compaction's Replace may have moved st's keys to its output, and
+	// later ones that output's keys: any of them named means st may hold
+	// the key.
+	for ; into != nil; into = into.mergedInto.Load() {
+		if slices.Contains(c, into.id) {
+			return filterMaybe
+		}
 	}
 	return filterAbsent
 }
