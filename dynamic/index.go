@@ -586,19 +586,45 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			stashOnly[e.x] = true
 		}
 	}
-	var found [2 * idxSlots]pos
+	type segScan struct {
+		n       int
+		present bool // the key's entry for t is there already
+		handled bool
+		found   [2 * idxSlots]pos
+	}
+	var scans []segScan
 	var stashed []stashEntry
 	var later []uint64
 	always := false
 	segs := *x.segs.Load()
+	// own rewrites scans[k].found[0] to v unless the key's entry is in
+	// segment k already, then clears the rest of the key's input entries
+	// there: at every instant one of them names the key.
+	own := func(k int, v uint32) {
+		s, sc := segs[k], &scans[k]
+		f := sc.found[:sc.n]
+		if !sc.present && len(f) > 0 {
+			x.setSlot(s, f[0].i, f[0].j, v)
+			x.count[f[0].t]--
+			x.count[t]++
+			f = f[1:]
+		}
+		for _, e := range f {
+			x.setSlot(s, e.i, e.j, 0)
+			s.entries.Add(-1)
+			x.count[e.t]--
+		}
+		sc.handled = true
+	}
 	for _, h := range hashes {
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
-		has := false
+		scans = scans[:0]
+		present, matched := false, false
 		for _, s := range segs {
+			var sc segScan
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
-			n, present := 0, false
 			for _, i := range [2]uint32{i1, i2} {
 				b := x.bucket(s, i)
 				for j := 0; j < idxSlots; j++ {
@@ -607,44 +633,60 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 						continue
 					}
 					if sv == v {
-						present = true
+						sc.present = true
 					} else if it, ok := inputEntry(sv, p); ok {
-						found[n] = pos{i, j, it}
-						n++
+						sc.found[sc.n] = pos{i, j, it}
+						sc.n++
 					}
 				}
 				if i2 == i1 {
 					break
 				}
 			}
-			if n == 0 {
-				has = has || present
-				continue
-			}
-			if has && !present {
-				// The key has its entry in an earlier segment: these go
-				// once every key of merged has its own (below), as a
-				// recode would waste a slot and a clear could hide a key
-				// sharing them whose entry is elsewhere.
-				later = append(later, h)
-				continue
-			}
-			// The key's own entry first (an input's rewritten in place, in
-			// one slot write), then its other inputs' entries cleared: at
-			// every instant one of them names the key.
-			k := 0
-			if !present {
-				x.setSlot(s, found[0].i, found[0].j, v)
-				x.count[found[0].t]--
-				x.count[t]++
-				k = 1
-			}
-			for ; k < n; k++ {
-				x.setSlot(s, found[k].i, found[k].j, 0)
-				s.entries.Add(-1)
-				x.count[found[k].t]--
+			present = present || sc.present
+			matched = matched || sc.n > 0
+			scans = append(scans, sc)
+		}
+		newest := len(segs) - 1
+		has := false
+		switch {
+		case present:
+			for k := range scans {
+				if scans[k].present {
+					own(k, v)
+				}
 			}
 			has = true
+		case scans[newest].n > 0:
+			own(newest, v)
+			has = true
+		case matched:
+			// The key's input entries are all in older segments: give it
+			// its entry in the newest if a slot is free there, so that
+			// compactions drain older segments (dropped once empty);
+			// else rewrite one where it is.
+			if x.insertSegment(segs[newest], p, v, false) {
+				segs[newest].entries.Add(1)
+				x.count[t]++
+				scans[newest].handled = true
+			} else {
+				for k := range scans {
+					if scans[k].n > 0 {
+						own(k, v)
+						break
+					}
+				}
+			}
+			has = true
+		}
+		// Input entries in segments other than where the key got its
+		// entry go once every key of merged has its own (below): a clear
+		// now could hide a key sharing them whose entry is elsewhere.
+		for k := range scans {
+			if scans[k].n > 0 && !scans[k].handled {
+				later = append(later, h)
+				break
+			}
 		}
 		if has || stashOnly[p.x] {
 			if idxTestHookRecoded != nil {

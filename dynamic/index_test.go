@@ -484,13 +484,16 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 func TestIndexReplaceSharedEntries(t *testing.T) {
 	for _, bits := range []float64{10, 14} {
 		for seed := uint32(1); seed <= 3; seed++ {
-			testReplaceShared(t, bits, seed)
+			testReplaceShared(t, bits, seed, 3000)
+			// Sized for a sixth of the keys: several segments, so that a
+			// key's entries of two inputs may sit in different segments.
+			testReplaceShared(t, bits, seed, 500)
 		}
 	}
 }
 
-func testReplaceShared(t *testing.T, bits float64, seed uint32) {
-	x := newIndexSeeded(3000, bits, seed)
+func testReplaceShared(t *testing.T, bits float64, seed uint32, capacity int) {
+	x := newIndexSeeded(capacity, bits, seed)
 	s := (*x.segs.Load())[0]
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(bits)))
 	// craft returns keys (as KeyHash values) that agree on primary bucket
@@ -582,6 +585,7 @@ func testReplaceShared(t *testing.T, bits float64, seed uint32) {
 	}
 	check("after Replace", true)
 	st := x.Stats()
+	t.Logf("bits %v seed %d capacity %d: %+v", bits, seed, capacity, st)
 	var slots int64
 	for _, s := range *x.segs.Load() {
 		slots += s.entries.Load()
