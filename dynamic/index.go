@@ -198,6 +198,46 @@ type idxSegment struct {
 	words   []atomic.Uint64
 	ctr     []atomic.Uint32
 	entries atomic.Int64 // written by the writer only; read by Stats
+	// byTable counts the entries of each table slot here (writer only),
+	// so that Replace and removals visit only the segments that hold
+	// their tables' entries.
+	byTable []int64
+}
+
+// added, cleared and recoded keep the entry counts (writer only).
+func (x *Index) added(s *idxSegment, t int) {
+	s.entries.Add(1)
+	for len(s.byTable) <= t {
+		s.byTable = append(s.byTable, 0)
+	}
+	s.byTable[t]++
+	x.count[t]++
+}
+
+func (x *Index) cleared(s *idxSegment, t int) {
+	s.entries.Add(-1)
+	s.byTable[t]--
+	x.count[t]--
+}
+
+func (x *Index) recoded(s *idxSegment, from, to int) {
+	for len(s.byTable) <= to {
+		s.byTable = append(s.byTable, 0)
+	}
+	s.byTable[from]--
+	s.byTable[to]++
+	x.count[from]--
+	x.count[to]++
+}
+
+// holds reports whether s has entries of any of the table slots ts.
+func (s *idxSegment) holds(ts []int) bool {
+	for _, t := range ts {
+		if t < len(s.byTable) && s.byTable[t] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // NewIndex returns an index sized so that capacityHint entries (keys summed
@@ -605,24 +645,28 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		f := sc.found[:sc.n]
 		if !sc.present && len(f) > 0 {
 			x.setSlot(s, f[0].i, f[0].j, v)
-			x.count[f[0].t]--
-			x.count[t]++
+			x.recoded(s, f[0].t, t)
 			f = f[1:]
 		}
 		for _, e := range f {
 			x.setSlot(s, e.i, e.j, 0)
-			s.entries.Add(-1)
-			x.count[e.t]--
+			x.cleared(s, e.t)
 		}
 		sc.handled = true
 	}
+	// The table slots whose entries this Replace looks for.
+	mine := append(slices.Clone(inputs), t)
 	for _, h := range hashes {
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
 		scans = scans[:0]
 		present, matched := false, false
-		for _, s := range segs {
+		for k, s := range segs {
 			var sc segScan
+			if k < len(segs)-1 && !s.holds(mine) {
+				scans = append(scans, sc) // nothing of t's or the inputs' here
+				continue
+			}
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
@@ -666,8 +710,7 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			// compactions drain older segments (dropped once empty);
 			// else rewrite one where it is.
 			if x.insertSegment(segs[newest], p, v, false) {
-				segs[newest].entries.Add(1)
-				x.count[t]++
+				x.added(segs[newest], t)
 				scans[newest].handled = true
 			} else {
 				for k := range scans {
@@ -694,9 +737,9 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			}
 			continue
 		}
-		switch x.insert(p, v) {
+		switch r, s := x.insert(p, v); r {
 		case idxInserted:
-			x.count[t]++
+			x.added(s, t)
 		case idxDuplicate:
 		case idxStash:
 			if len(book.stash)+len(stashed) < idxStashSize {
@@ -716,6 +759,9 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	clearInputs := func(h uint64) {
 		p := x.probeOf(h)
 		for _, s := range segs {
+			if !s.holds(inputs) {
+				continue
+			}
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
@@ -723,8 +769,7 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 				for j := 0; j < idxSlots; j++ {
 					if it, ok := inputEntry(x.slot(b, j), p); ok {
 						x.setSlot(s, i, j, 0)
-						s.entries.Add(-1)
-						x.count[it]--
+						x.cleared(s, it)
 					}
 				}
 				if i2 == i1 {
@@ -938,9 +983,9 @@ func (x *Index) fill(t int, hashes []uint64) {
 	for _, h := range hashes {
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
-		switch x.insert(p, v) {
+		switch r, s := x.insert(p, v); r {
 		case idxInserted:
-			x.count[t]++
+			x.added(s, t)
 		case idxDuplicate:
 		case idxStash:
 			e := stashEntry{p.x, int16(t)}
@@ -1016,7 +1061,14 @@ func (x *Index) lengthen(plan map[int]uint) {
 	})
 	tagShift := x.w - x.m
 	leafMask := uint32(1)<<x.d - 1
+	planned := make([]int, 0, len(plan))
+	for t := range plan {
+		planned = append(planned, t)
+	}
 	for _, s := range *x.segs.Load() {
+		if !s.holds(planned) {
+			continue
+		}
 		for i := uint32(0); i < s.n; i++ {
 			b := x.bucket(s, i)
 			if b == 0 {
@@ -1066,7 +1118,7 @@ const (
 // insert places entry v of probe p: in the newest segment, else in an
 // older one with room, else in a new segment if the newest is loaded
 // enough to justify one; idxStash otherwise.
-func (x *Index) insert(p probe, v uint32) idxInsertResult {
+func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	segs := *x.segs.Load()
 	// The newest segment first, relocating if need be: its two buckets
 	// are all a typical insert reads (older segments would cost a cache
@@ -1075,7 +1127,7 @@ func (x *Index) insert(p probe, v uint32) idxInsertResult {
 	// a growth costs a slot, never an entry.
 	newest := segs[len(segs)-1]
 	if x.dupOrFree(newest, p, v) == idxDuplicate {
-		return idxDuplicate
+		return idxDuplicate, nil
 	}
 	// A free slot in the newest segment, then in an older one (drained by
 	// compactions), before a relocation search in the newest: when the
@@ -1083,25 +1135,22 @@ func (x *Index) insert(p probe, v uint32) idxInsertResult {
 	// would be the whole cost.
 	for k := len(segs) - 1; k >= 0; k-- {
 		if x.insertSegment(segs[k], p, v, false) {
-			segs[k].entries.Add(1)
-			return idxInserted
+			return idxInserted, segs[k]
 		}
 	}
 	if x.insertSegment(newest, p, v, true) {
-		newest.entries.Add(1)
-		return idxInserted
+		return idxInserted, newest
 	}
 	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
-		return idxStash
+		return idxStash, nil
 	}
 	s := x.newSegment(2 * uint64(newest.n))
 	next := append(append([]*idxSegment(nil), segs...), s)
 	x.segs.Store(&next) // published before any entry goes in (documentation, 4)
 	if x.insertSegment(s, p, v, true) {
-		s.entries.Add(1)
-		return idxInserted
+		return idxInserted, s
 	}
-	return idxStash
+	return idxStash, nil
 }
 
 func (x *Index) bucketHas(s *idxSegment, i uint32, v uint32) bool {
@@ -1239,6 +1288,9 @@ func (x *Index) removeLocked(ts ...int) {
 		tagShift := x.w - x.m
 		leafMask := uint32(1)<<x.d - 1
 		for _, s := range segs {
+			if !s.holds(ts) {
+				continue
+			}
 			for i := uint32(0); i < s.n; i++ {
 				b := x.bucket(s, i)
 				if b == 0 {
@@ -1251,8 +1303,7 @@ func (x *Index) removeLocked(ts ...int) {
 					}
 					if t := book.decode[(v>>(tagShift-x.d))&leafMask]; t >= 0 && gone[t] {
 						x.setSlot(s, i, j, 0)
-						s.entries.Add(-1)
-						x.count[t]--
+						x.cleared(s, int(t))
 					}
 				}
 			}
