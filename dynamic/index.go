@@ -56,7 +56,7 @@ import (
 //
 // Layout. A segment is n buckets of four slots, packed at 4w bits each into
 // 64-bit words (a bucket may straddle two), with one 32-bit seqlock
-// counter per 16 buckets. The index grows by adding segments, which
+// counter per 64 buckets. The index grows by adding segments, which
 // lookups probe in turn; a segment that its tables' removals have emptied
 // is dropped.
 //
@@ -149,8 +149,8 @@ type Index struct {
 
 const (
 	idxSlots      = 4
-	idxGroupShift = 4 // one seqlock counter per 16 buckets
-	idxLoad       = 0.9
+	idxGroupShift = 6    // one seqlock counter per 64 buckets
+	idxLoad       = 0.92 // segments are sized to this load; a 5-bit tag fails just above it
 	idxGrowLoad   = 0.75
 	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
 	idxMaxNodes   = 2048
@@ -242,9 +242,11 @@ func (s *idxSegment) holds(ts []int) bool {
 
 // NewIndex returns an index sized so that capacityHint entries (keys summed
 // over tables) fit without growing, at about bitsPerKey bits per entry,
-// table codes included. Slots are at least 10 bits (a 5-bit tag and up to
-// 5 code bits, 31 tables), so budgets below about 12 bits per entry are
-// raised to that; above 18.4 buys nothing more than 16-bit slots.
+// table codes included: w-bit slots filled to the load a 5-bit tag
+// reliably reaches (idxLoad) cost (4w + one 32-bit counter per 64
+// buckets) / (4·idxLoad) bits per entry. Slots are at least 10 bits (a
+// 5-bit tag and up to 5 code bits, 31 tables), so smaller budgets are
+// raised to what 10-bit slots cost; slots are at most 16 bits.
 func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
 }
