@@ -149,8 +149,8 @@ type Index struct {
 
 const (
 	idxSlots      = 4
-	idxGroupShift = 6    // one seqlock counter per 64 buckets
-	idxLoad       = 0.92 // segments are sized to this load; a 5-bit tag fails just above it
+	idxGroupShift = 6   // one seqlock counter per 64 buckets
+	idxLoad       = 0.9 // segments are sized to this load; a 5-bit tag fails just above it
 	idxGrowLoad   = 0.75
 	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
 	idxMaxNodes   = 2048

@@ -123,9 +123,10 @@ func (g *globalFilter) attachedAll() error {
 		total += int(st.t.KeyCount())
 	}
 	if g.idx.Load() == nil && len(pending) > 0 {
-		// A store with no tables yet sizes its index from its first table
-		// (index), not from nothing.
-		g.idx.Store(dynamic.NewIndex(total+total/20+1024, g.bitsPerKey))
+		// Sized for the tables at hand at the index's load, with 2%
+		// headroom for the next flushes before a segment is added (a store
+		// with no tables yet sizes its index from its first table, index).
+		g.idx.Store(dynamic.NewIndex(total+total/50+1024, g.bitsPerKey))
 	}
 	g.mu.Unlock()
 	start := time.Now()
