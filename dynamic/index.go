@@ -152,7 +152,8 @@ const (
 	idxGroupShift = 6   // one seqlock counter per 64 buckets
 	idxLoad       = 0.9 // segments are sized to this load; a 5-bit tag fails just above it
 	idxGrowLoad   = 0.75
-	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
+	idxNearFull   = 0.85 // relocation searches get long beyond this load
+	idxMaxPath    = 7    // the writer alone searches: it can afford a deep path
 	idxMaxNodes   = 2048
 	idxStashSize  = 1024
 	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
@@ -1131,11 +1132,15 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	if x.dupOrFree(newest, p, v) == idxDuplicate {
 		return idxDuplicate, nil
 	}
-	// A free slot in the newest segment, then in an older one (drained by
-	// compactions), before a relocation search in the newest: when the
-	// newest is nearly full and older ones have room, a search per insert
-	// would be the whole cost.
-	for k := len(segs) - 1; k >= 0; k-- {
+	// The newest segment, relocating while it is loaded little enough
+	// for the search to be short, keeps a table's entries together, so
+	// that Replace and removals visit few segments. Past that, a free slot
+	// in an older segment (drained by compactions) before a search in the
+	// nearly full newest: a search per insert would be the whole cost.
+	if x.insertSegment(newest, p, v, float64(newest.entries.Load()) < idxNearFull*float64(newest.n)*idxSlots) {
+		return idxInserted, newest
+	}
+	for k := len(segs) - 2; k >= 0; k-- {
 		if x.insertSegment(segs[k], p, v, false) {
 			return idxInserted, segs[k]
 		}
