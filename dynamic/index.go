@@ -676,8 +676,8 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 				b := x.bucket(s, i)
 				for j := 0; j < idxSlots; j++ {
 					sv := x.slot(b, j)
-					if sv == 0 {
-						continue
+					if sv>>tagShift != p.tag || sv == 0 {
+						continue // not the key's (the tag is checked first: it is cheap)
 					}
 					if sv == v {
 						sc.present = true
@@ -770,7 +770,11 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			for _, i := range [2]uint32{i1, i2} {
 				b := x.bucket(s, i)
 				for j := 0; j < idxSlots; j++ {
-					if it, ok := inputEntry(x.slot(b, j), p); ok {
+					sv := x.slot(b, j)
+					if sv>>tagShift != p.tag || sv == 0 {
+						continue
+					}
+					if it, ok := inputEntry(sv, p); ok {
 						x.setSlot(s, i, j, 0)
 						x.cleared(s, it)
 					}
