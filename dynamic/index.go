@@ -709,10 +709,11 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			has = true
 		case matched:
 			// The key's input entries are all in older segments: give it
-			// its entry in the newest if a slot is free there, so that
-			// compactions drain older segments (dropped once empty);
-			// else rewrite one where it is.
-			if x.insertSegment(segs[newest], p, v, false) {
+			// its entry in the newest if it has room (relocating while it
+			// is below idxNearFull), so that compactions drain older
+			// segments (dropped once empty); else rewrite one where it is.
+			ns := segs[newest]
+			if x.insertSegment(ns, p, v, float64(ns.entries.Load()) < idxNearFull*float64(ns.n)*idxSlots) {
 				x.added(segs[newest], t)
 				scans[newest].handled = true
 			} else {
