@@ -553,7 +553,11 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	}
 	defer v.release()
 	db.stats.gets.Add(1)
+	return db.getIn(v, key)
+}
 
+// getIn is Get on view v.
+func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 	seek := y.KeyWithTs(key, math.MaxUint64)
 	for _, m := range [2]*memtable{v.mem, v.imm} {
 		if m == nil {

@@ -1198,3 +1198,90 @@ func TestGlobalIndexMergesInPlace(t *testing.T) {
 	}
 	t.Logf("%d reads during %d flushes and %d compactions; %+v", reads.Load(), st.Flushes, st.Compactions, ix)
 }
+
+// TestGlobalOldViewAcrossMerges: a Get on a view opened before two
+// compactions (its tables merged into M1, then M1 merged into M2, both
+// Replaced in the index in place) must still find every key in the
+// tables that view lists: the index names only M2 by then, and the old
+// view's tables are read through what they were merged into.
+func TestGlobalOldViewAcrossMerges(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	want := map[string]string{}
+	for tb := 0; tb < 8; tb++ {
+		for i := 0; i < 400; i++ {
+			k := fmt.Sprintf("k%05d", (tb*300+i)%2000) // overlaps: versions in several tables
+			v := fmt.Sprintf("t%d-%d", tb, i)
+			if err := db.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		}
+		for i := 0; i < 20; i++ {
+			k := fmt.Sprintf("k%05d", (tb*97+i*13)%2000)
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, k)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.release()
+	if len(old.tables) != 8 {
+		t.Fatalf("%d tables, want 8", len(old.tables))
+	}
+	check := func(v *view, when string) {
+		for i := 0; i < 2000; i++ {
+			k := fmt.Sprintf("k%05d", i)
+			got, err := db.getIn(v, []byte(k))
+			w, ok := want[k]
+			switch {
+			case !ok && !errors.Is(err, ErrNotFound):
+				t.Fatalf("%s: deleted %s: %q, %v", when, k, got, err)
+			case ok && (err != nil || string(got) != w):
+				t.Fatalf("%s: %s = %q, %v; want %q", when, k, got, err, w)
+			}
+		}
+	}
+	// Merge the four oldest (tombstones dropped), then the result with
+	// the three tables above it.
+	merge := func(start, width int) {
+		v, err := db.acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.release()
+		if err := db.compactRun(v, start, width); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge(4, 4)
+	check(old, "old view after one merge")
+	merge(1, 4)
+	check(old, "old view after two merges")
+	cur, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.release()
+	check(cur, "current view")
+	if len(cur.tables) != 2 || db.IndexStats().Tables != 2 {
+		t.Fatalf("%d tables, index names %d; want 2", len(cur.tables), db.IndexStats().Tables)
+	}
+	m2 := cur.tables[1]
+	for _, st := range old.tables[1:] {
+		into := st.mergedInto.Load()
+		for into != nil && into != m2 {
+			into = into.mergedInto.Load()
+		}
+		if into != m2 {
+			t.Fatalf("table %06d of the old view does not lead to the second merge", st.id)
+		}
+	}
+}
