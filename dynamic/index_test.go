@@ -311,6 +311,29 @@ func TestIndexCraftedClusters(t *testing.T) {
 			}
 		}
 	}
+	// A compaction of crafted tables (some of whose keys sit in the stash,
+	// or whose table every lookup names) recodes what it can in place:
+	// still no growth, no miss.
+	inputs := []uint64{3, 4, 5, 6, 7, 8}
+	var merged []uint64
+	for _, id := range inputs {
+		merged = append(merged, tables[id]...)
+		delete(tables, id)
+	}
+	if err := x.Replace(inputs, 100, merged, nil); err != nil {
+		t.Fatal(err)
+	}
+	tables[100] = merged
+	if st := x.Stats(); st.Segments != 1 || st.Tables != 25 {
+		t.Errorf("after a crafted compaction: %+v", st)
+	}
+	for id, hs := range tables {
+		for _, h := range hs {
+			if !holds(x.LookupHash(h, nil), id) {
+				t.Fatalf("table %d: crafted key not found after the compaction", id)
+			}
+		}
+	}
 	// Removing the crafted tables gives everything back.
 	for id := range tables {
 		if err := x.RemoveTable(id); err != nil {
