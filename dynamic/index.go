@@ -50,15 +50,22 @@ import (
 // finds no free code, or some of whose keys could not be placed (below),
 // is named by every lookup instead: a correct "maybe".
 //
-// Each table's number of entries is counted exactly (insertions,
-// rewrites and clears), so removing a table whose entries are all gone
-// costs no pass over the index.
+// Each table's number of entries is counted exactly, in total and per
+// segment (insertions, rewrites and clears), so removing a table whose
+// entries are all gone costs no pass over the index, and Replace, removals
+// and code lengthening visit only the segments holding their tables'
+// entries.
 //
 // Layout. A segment is n buckets of four slots, packed at 4w bits each into
 // 64-bit words (a bucket may straddle two), with one 32-bit seqlock
 // counter per 64 buckets. The index grows by adding segments, which
 // lookups probe in turn; a segment that its tables' removals have emptied
-// is dropped.
+// is dropped. Inserts go to the newest segment (relocating while it is
+// below idxNearFull, then into a free slot of an older one), and Replace
+// moves a key whose entries sit only in older segments into the newest
+// when it has room, so compactions drain older segments; entries of
+// tables no compaction touches stay where they are (an entry does not
+// carry enough of its hash to be placed in another segment).
 //
 // Why a concurrent Lookup never misses. Say table T's entries were all
 // added (AddTable or Replace returned) before Lookup(k) began, and T has
@@ -125,8 +132,9 @@ import (
 // crypto/rand and mixes it into every key hash, so bucket pairs cannot be
 // computed from outside. A key that still cannot be placed while the
 // newest segment is less than 3/4 full goes to a stash of up to 1024 exact
-// entries (full 64-bit hashes, sorted, searched only when not empty); beyond that its table becomes one that every lookup names. A
-// segment is added only when the newest is at least 3/4 full, so memory
+// entries (full 64-bit hashes, sorted, searched only when not empty);
+// beyond that its table becomes one that every lookup names. A segment is
+// added only when the newest is at least 3/4 full, so memory
 // stays within about 4/(3/4)·4w/4 bits per entry ever held by live
 // segments, whatever the keys.
 type Index struct {
