@@ -153,6 +153,10 @@ type Index struct {
 	nextRank uint64
 	bfs      []idxNode // the relocation search's queue, reused
 	count    []int64   // by table slot: slots holding the table's code, exactly
+	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
+	// so that the codes it gives first leave room for them.
+	pendingSqrt float64
+	presetCode  *[2]uint32 // AddTables: the code claim is to use (already taken)
 }
 
 const (
@@ -517,6 +521,78 @@ func (x *Index) AddTable(id uint64, hashes []uint64) error {
 	return nil
 }
 
+// AddTables adds several tables at once, oldest first (as if by AddTable
+// in that order). Each table's code length is chosen knowing all of them,
+// so a store that opens with many tables does not give the first ones
+// short codes that the later ones must then lengthen, with a pass over the
+// index each time. An ID already present, or repeated, is an error and
+// adds nothing.
+func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(ids) != len(hashes) {
+		return fmt.Errorf("dynamic: %d table IDs for %d key sets", len(ids), len(hashes))
+	}
+	seen := map[uint64]bool{}
+	for _, id := range ids {
+		if _, ok := x.byID[id]; ok || seen[id] {
+			return fmt.Errorf("%w: %d", ErrTableExists, id)
+		}
+		seen[id] = true
+	}
+	// Lengths by the square-root rule over the live tables and all of
+	// these; then, largest tables first, one bit shorter while the free
+	// leaves allow (rounding every length up leaves part of the tree
+	// unused); codes taken shortest first, so that no long code splits a
+	// subtree a short one needs.
+	var sum float64
+	for _, hs := range hashes {
+		sum += math.Sqrt(float64(max(len(hs), 1)))
+	}
+	x.pendingSqrt = sum
+	lengths := make([]uint, len(ids))
+	for i, hs := range hashes {
+		x.pendingSqrt = sum - math.Sqrt(float64(max(len(hs), 1)))
+		lengths[i] = x.codeLength(len(hs), nil)
+	}
+	x.pendingSqrt = 0
+	free := 0
+	for leaf := 1; leaf < len(x.leafUsed); leaf++ {
+		if !x.leafUsed[leaf] {
+			free++
+		}
+	}
+	used := 0
+	for _, l := range lengths {
+		used += 1 << (x.d - l)
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(hashes[b]), len(hashes[a])) })
+	for _, i := range order {
+		if l := lengths[i]; l > 1 && used+1<<(x.d-l) <= free {
+			used += 1 << (x.d - l)
+			lengths[i] = l - 1
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(lengths[a], lengths[b]) })
+	pre := make([]*[2]uint32, len(ids))
+	for _, i := range order {
+		if code, length, ok := x.allocCode(lengths[i]); ok {
+			pre[i] = &[2]uint32{code, uint32(length)}
+		}
+	}
+	for i, id := range ids {
+		x.nextRank++
+		x.presetCode = pre[i] // nil: claim finds one itself
+		x.addLocked(id, x.nextRank, hashes[i], nil)
+	}
+	x.presetCode = nil
+	return nil
+}
+
 // RemoveTable removes every entry of table id, and nothing else.
 func (x *Index) RemoveTable(id uint64) error {
 	x.mu.Lock()
@@ -848,7 +924,7 @@ func (x *Index) publish(change func(b *codebook)) {
 // live tables not leaving.
 func (x *Index) codeLength(keys int, leaving []int) uint {
 	book := x.book.Load()
-	sum := math.Sqrt(float64(max(keys, 1)))
+	sum := math.Sqrt(float64(max(keys, 1))) + x.pendingSqrt
 	for t, ti := range book.tables {
 		if !ti.live || contains(leaving, t) {
 			continue
@@ -934,7 +1010,13 @@ func (x *Index) claim(id, rank uint64, keys int, leaving []int) (t int, ok bool)
 	}
 	x.count[t] = 0
 	want := x.codeLength(keys, leaving)
-	code, length, ok := x.allocCode(want)
+	var code uint32
+	var length uint
+	if pc := x.presetCode; pc != nil {
+		code, length, ok = pc[0], uint(pc[1]), true
+	} else {
+		code, length, ok = x.allocCode(want)
+	}
 	if !ok {
 		// Make room: lengthen, one bit at a time, the code of the table
 		// holding the largest share of the code tree (each bit frees half

@@ -624,3 +624,52 @@ func testReplaceShared(t *testing.T, bits float64, seed uint32, capacity int) {
 		t.Fatalf("only %d checks for %d keys", checks, len(merged))
 	}
 }
+
+// TestIndexAddTables: adding a store's tables in one call finds every key,
+// orders versions newest first as AddTable in the same order would, and
+// spends fewer code bits than adding them one by one, within a bit of the
+// table-size entropy's bound.
+func TestIndexAddTables(t *testing.T) {
+	for _, bits := range []float64{10, 14} {
+		var ids []uint64
+		var sets [][]uint64
+		total := 0
+		for i := 0; i < 22; i++ {
+			n := 3000 + 97*i
+			keys := append(testkeys.Random(n, 16, uint64(i)+100), []byte("shared"))
+			ids = append(ids, uint64(i+1))
+			sets = append(sets, hashesOf(keys))
+			total += len(keys)
+		}
+		one := NewIndex(total, bits)
+		for i, id := range ids {
+			if err := one.AddTable(id, sets[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all := NewIndex(total, bits)
+		if err := all.AddTables(ids, sets); err != nil {
+			t.Fatal(err)
+		}
+		if err := all.AddTables([]uint64{99, 99}, [][]uint64{nil, nil}); err == nil {
+			t.Fatal("a repeated ID was accepted")
+		}
+		for i, id := range ids {
+			for _, h := range sets[i] {
+				if !holds(all.LookupHash(h, nil), id) {
+					t.Fatalf("bits %v: key of table %d not found", bits, id)
+				}
+			}
+		}
+		want := slices.Clone(ids)
+		slices.Reverse(want)
+		if got := all.Lookup([]byte("shared"), nil); !slices.Equal(got, want) {
+			t.Fatalf("bits %v: versions %v, want %v", bits, got, want)
+		}
+		s1, s2 := one.Stats(), all.Stats()
+		t.Logf("bits %v: one by one %.2f code bits, together %.2f, entropy %.2f", bits, s1.CodeBits, s2.CodeBits, s2.SizeEntropy)
+		if s2.CodeBits > s1.CodeBits+1e-9 || s2.CodeBits > s2.SizeEntropy+1 {
+			t.Errorf("bits %v: together %.2f code bits per entry (one by one %.2f, entropy %.2f)", bits, s2.CodeBits, s1.CodeBits, s2.SizeEntropy)
+		}
+	}
+}

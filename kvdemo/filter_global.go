@@ -131,16 +131,29 @@ func (g *globalFilter) attachedAll() error {
 	g.mu.Unlock()
 	start := time.Now()
 	keys := 0
+	// Read every table's keys, then add them in one call, so that the
+	// index chooses each table's code knowing them all.
+	var ids []uint64
+	var sets [][]uint64
+	var added []*sstable
 	for _, st := range pending {
-		n, err := g.indexTable(st)
-		if errors.Is(err, ErrCorrupt) {
+		hashes, err := tableHashes(st)
+		if err != nil {
 			g.db.opts.Logger.Printf("%s", quote(err))
 			continue
 		}
-		if err != nil {
-			return err
+		ids = append(ids, st.id)
+		sets = append(sets, hashes)
+		added = append(added, st)
+		keys += len(hashes)
+	}
+	if len(ids) > 0 {
+		if err := g.index(keys).AddTables(ids, sets); err != nil {
+			return errorf("indexing the tables at open: %w", err)
 		}
-		keys += n
+		for _, st := range added {
+			st.indexed.Store(true)
+		}
 	}
 	if len(pending) > 0 {
 		g.db.opts.Logger.Printf("global index rebuilt from %d tables (%d keys) in %v", len(pending), keys, time.Since(start).Round(time.Millisecond))
@@ -150,6 +163,19 @@ func (g *globalFilter) attachedAll() error {
 
 // indexTable adds st's keys to the index, read from the table itself.
 func (g *globalFilter) indexTable(st *sstable) (int, error) {
+	hashes, err := tableHashes(st)
+	if err != nil {
+		return 0, err
+	}
+	if err := g.index(len(hashes)).AddTable(st.id, hashes); err != nil {
+		return 0, errorf("indexing table %06d: %w", st.id, err)
+	}
+	st.indexed.Store(true)
+	return len(hashes), nil
+}
+
+// tableHashes reads st's keys' hashes from the table itself.
+func tableHashes(st *sstable) ([]uint64, error) {
 	hashes := make([]uint64, 0, st.t.KeyCount())
 	it := st.t.NewIterator(table.NOCACHE)
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -161,13 +187,9 @@ func (g *globalFilter) indexTable(st *sstable) (int, error) {
 	// "absent" for keys it holds. The table stays unindexed, so every Get
 	// searches it (and learns of the damage from it).
 	if len(hashes) != int(st.t.KeyCount()) {
-		return 0, errorf("%w: table %06d: read %d of its %d entries to index it; every Get searches it", ErrCorrupt, st.id, len(hashes), st.t.KeyCount())
+		return nil, errorf("%w: table %06d: read %d of its %d entries to index it; every Get searches it", ErrCorrupt, st.id, len(hashes), st.t.KeyCount())
 	}
-	if err := g.index(len(hashes)).AddTable(st.id, hashes); err != nil {
-		return 0, errorf("indexing table %06d: %w", st.id, err)
-	}
-	st.indexed.Store(true)
-	return len(hashes), nil
+	return hashes, nil
 }
 
 func (g *globalFilter) rebuild(st *sstable) error {
