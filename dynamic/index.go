@@ -566,16 +566,28 @@ func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 	for _, l := range lengths {
 		used += 1 << (x.d - l)
 	}
+	// A bit off table i's code halves its false candidates, keys_i·2^ℓ,
+	// and takes 2^(d−ℓ) more leaves: take the best ratio while leaves
+	// last.
+	for {
+		best, bestGain := -1, 0.0
+		for i, l := range lengths {
+			if l <= 1 || used+1<<(x.d-l) > free {
+				continue
+			}
+			if g := float64(max(len(hashes[i]), 1)) * math.Ldexp(1, 2*int(l)); g > bestGain {
+				best, bestGain = i, g
+			}
+		}
+		if best < 0 {
+			break
+		}
+		used += 1 << (x.d - lengths[best])
+		lengths[best]--
+	}
 	order := make([]int, len(ids))
 	for i := range order {
 		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(hashes[b]), len(hashes[a])) })
-	for _, i := range order {
-		if l := lengths[i]; l > 1 && used+1<<(x.d-l) <= free {
-			used += 1 << (x.d - l)
-			lengths[i] = l - 1
-		}
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(lengths[a], lengths[b]) })
 	pre := make([]*[2]uint32, len(ids))
