@@ -904,6 +904,14 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	})
 }
 
+// HasTable reports whether table id is in the index.
+func (x *Index) HasTable(id uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.byID[id]
+	return ok
+}
+
 // Tables returns the number of tables in the index.
 func (x *Index) Tables() int {
 	x.mu.Lock()

@@ -85,6 +85,9 @@ func (db *DB) flushImm() error {
 	}
 	db.flushDone()
 	db.stats.flushes.Add(1)
+	if g, ok := db.filter.(*globalFilter); ok {
+		g.maybeRebuild() // here no flushed table waits for its edit
+	}
 	imm.wal().close()
 	db.removeLogsBelow(mem.log)
 	signal(db.compactCh)

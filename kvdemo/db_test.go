@@ -1285,3 +1285,67 @@ func TestGlobalOldViewAcrossMerges(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalIndexRebuildsWhileServing: a store that grows from nothing
+// grows its index by segments; the index is rebuilt in one segment in the
+// background (flushes and compactions going on, their changes replayed on
+// the new index) and swapped in, while readers Get every key written so
+// far. No Get may miss, and the rebuilds must have happened.
+func TestGlobalIndexRebuildsWhileServing(t *testing.T) {
+	for _, maxTables := range []int{-1, 4} {
+		db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 16 << 10, MaxTables: maxTables, NoSyncEachWrite: true})
+		var written atomic.Int64
+		stop := make(chan struct{})
+		var rwg sync.WaitGroup
+		for r := 0; r < 2; r++ {
+			rwg.Add(1)
+			go func(r int) {
+				defer rwg.Done()
+				for n := r; ; n++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					hi := written.Load()
+					if hi == 0 {
+						continue
+					}
+					k := fmt.Appendf(nil, "r%07d", (int64(n)*7919)%hi)
+					if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+						t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
+						return
+					}
+				}
+			}(r)
+		}
+		n := 30_000
+		if testing.Short() {
+			n = 12_000
+		}
+		for i := 0; i < n; i++ {
+			k := fmt.Appendf(nil, "r%07d", i)
+			if err := db.Put(k, k); err != nil {
+				t.Fatal(err)
+			}
+			written.Store(int64(i + 1))
+		}
+		close(stop)
+		rwg.Wait()
+		g := db.filter.(*globalFilter)
+		st := db.Stats()
+		t.Logf("max tables %d: %d rebuilds, %d flushes, %d compactions, %+v", maxTables, g.rebuilds.Load(), st.Flushes, st.Compactions, st.Index)
+		if g.rebuilds.Load() == 0 {
+			t.Errorf("max tables %d: the index was never rebuilt", maxTables)
+		}
+		for i := 0; i < n; i++ {
+			k := fmt.Appendf(nil, "r%07d", i)
+			if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+				t.Fatalf("max tables %d: Get(%s) = %q, %v", maxTables, k, got, err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

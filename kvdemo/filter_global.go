@@ -42,6 +42,36 @@ type globalFilter struct {
 	idx     atomic.Pointer[dynamic.Index]
 	pending []*sstable // attached at Open, indexed by attachedAll
 	leaving []uint64   // dropped tables whose entries are still in the index
+
+	// An index that grew by segments is rebuilt in one from the tables'
+	// keys (rebuildIndex). Every change to the index is made under swapMu,
+	// and recorded while a rebuild runs, to be replayed on the new index
+	// before it takes the old one's place.
+	swapMu     sync.Mutex
+	tracking   bool
+	changes    []indexChange
+	rebuilding atomic.Bool
+	rebuilds   atomic.Int64
+}
+
+// indexChange is one writer call made while a rebuild ran: add (with its
+// keys) in the place of remove (a Replace), or only one of them.
+type indexChange struct {
+	add             uint64
+	hashes, dropped []uint64
+	remove          []uint64
+}
+
+// change runs op on the index under swapMu, and records c if a rebuild
+// is under way.
+func (g *globalFilter) change(keys int, c indexChange, op func(idx *dynamic.Index) error) error {
+	g.swapMu.Lock()
+	defer g.swapMu.Unlock()
+	err := op(g.index(keys))
+	if g.tracking {
+		g.changes = append(g.changes, c)
+	}
+	return err
 }
 
 // index returns the store's index, creating it for a store that had no
@@ -91,7 +121,9 @@ func (b *globalBuilder) finish(st *sstable) error {
 	}
 	b.g.removeLeaving() // frees their codes and slots for this table
 	start := time.Now()
-	if err := b.g.index(len(b.hashes)).AddTable(st.id, b.hashes); err != nil {
+	if err := b.g.change(len(b.hashes), indexChange{add: st.id, hashes: b.hashes}, func(idx *dynamic.Index) error {
+		return idx.AddTable(st.id, b.hashes)
+	}); err != nil {
 		return errorf("indexing table %06d: %w", st.id, err)
 	}
 	b.g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
@@ -167,7 +199,9 @@ func (g *globalFilter) indexTable(st *sstable) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := g.index(len(hashes)).AddTable(st.id, hashes); err != nil {
+	if err := g.change(len(hashes), indexChange{add: st.id, hashes: hashes}, func(idx *dynamic.Index) error {
+		return idx.AddTable(st.id, hashes)
+	}); err != nil {
 		return 0, errorf("indexing table %06d: %w", st.id, err)
 	}
 	st.indexed.Store(true)
@@ -208,7 +242,6 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	if pm == nil || st.t == nil {
 		return
 	}
-	idx := g.index(len(pm.hashes))
 	var ids []uint64
 	var from []*sstable
 	for _, in := range inputs {
@@ -223,11 +256,21 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 		in.mergedInto.Store(st)
 	}
 	start := time.Now()
-	if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); err != nil {
-		// Only an index out of step with the tables (a bug); stay correct:
-		// index st on its own, the inputs leave at their release.
-		g.db.opts.Logger.Printf("table %06d: replacing its inputs in the global index: %v", st.id, err)
-		if err := idx.AddTable(st.id, pm.hashes); err == nil {
+	var fellBack bool
+	err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
+		err := idx.Replace(ids, st.id, pm.hashes, pm.dropped)
+		if err != nil {
+			// Only an index out of step with the tables (a bug); stay
+			// correct: index st on its own, the inputs leave at their
+			// release.
+			g.db.opts.Logger.Printf("table %06d: replacing its inputs in the global index: %v", st.id, err)
+			fellBack = true
+			return idx.AddTable(st.id, pm.hashes)
+		}
+		return nil
+	})
+	if fellBack {
+		if err == nil {
 			st.indexed.Store(true)
 		}
 		return
@@ -238,6 +281,106 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 		in.indexed.Store(false) // its entries are st's now: nothing to remove at drop
 	}
 	st.indexed.Store(true)
+}
+
+// maybeRebuild starts rebuildIndex when growth has left the index in
+// rebuildSegments segments or more. It runs in the flush goroutine after
+// a flush's edit, when no flushed table is between its AddTable and the
+// table list that names it: every table in the index is then in the view
+// it takes, or is added later by a change the rebuild records.
+func (g *globalFilter) maybeRebuild() {
+	idx := g.idx.Load()
+	if idx == nil || g.rebuilding.Load() || idx.Stats().Segments < rebuildSegments {
+		return
+	}
+	g.swapMu.Lock()
+	g.tracking, g.changes = true, nil
+	g.swapMu.Unlock()
+	v, err := g.db.acquire()
+	if err != nil {
+		g.stopTracking()
+		return
+	}
+	g.rebuilding.Store(true)
+	g.db.bg.Add(1) // the flush goroutine, itself counted, is running
+	go func() {
+		defer g.db.bg.Done()
+		defer g.rebuilding.Store(false)
+		defer v.release()
+		g.rebuildIndex(v)
+	}()
+}
+
+// rebuildSegments: an index in this many segments is rebuilt in one.
+const rebuildSegments = 3
+
+func (g *globalFilter) stopTracking() {
+	g.swapMu.Lock()
+	g.tracking, g.changes = false, nil
+	g.swapMu.Unlock()
+}
+
+// rebuildIndex builds a new index, in one segment, from the keys of v's
+// indexed tables, replays on it the changes made to the old one since
+// tracking began, and swaps it in, all under swapMu from the replay on.
+// A Get that loaded the old index keeps a complete one for its view: no
+// writer changes the old index after the swap, and any table added after
+// the Get loaded it is missing from the Get's view too.
+func (g *globalFilter) rebuildIndex(v *view) {
+	start := time.Now()
+	var ids []uint64
+	var sets [][]uint64
+	total := 0
+	for i := len(v.tables) - 1; i >= 0; i-- { // oldest first
+		st := v.tables[i]
+		if !st.indexed.Load() || st.t == nil {
+			continue
+		}
+		select {
+		case <-g.db.stop:
+			g.stopTracking()
+			return
+		default:
+		}
+		hashes, err := tableHashes(st)
+		if err != nil {
+			g.stopTracking() // the table is damaged: keep the index as it is
+			return
+		}
+		ids = append(ids, st.id)
+		sets = append(sets, hashes)
+		total += len(hashes)
+	}
+	fresh := dynamic.NewIndex(total+total/50+1024, g.bitsPerKey)
+	if err := fresh.AddTables(ids, sets); err != nil {
+		g.stopTracking()
+		return
+	}
+	g.swapMu.Lock()
+	defer g.swapMu.Unlock()
+	for _, c := range g.changes {
+		var present []uint64
+		for _, id := range c.remove {
+			if fresh.HasTable(id) {
+				present = append(present, id)
+			}
+		}
+		switch {
+		case c.add != 0 && fresh.HasTable(c.add):
+			// Indexed before the view was read, recorded too.
+			if len(present) > 0 {
+				fresh.RemoveTables(present...)
+			}
+		case c.add != 0:
+			fresh.Replace(present, c.add, c.hashes, c.dropped)
+		case len(present) > 0:
+			fresh.RemoveTables(present...)
+		}
+	}
+	g.tracking, g.changes = false, nil
+	g.idx.Store(fresh)
+	g.rebuilds.Add(1)
+	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 }
 
 // prepare is the Get's one index lookup.
@@ -305,19 +448,21 @@ func (g *globalFilter) removeLeaving() {
 	ids := g.leaving
 	g.leaving = nil
 	g.mu.Unlock()
-	idx := g.idx.Load()
-	if len(ids) == 0 || idx == nil {
+	if len(ids) == 0 || g.idx.Load() == nil {
 		return
 	}
 	start := time.Now()
-	if err := idx.RemoveTables(ids...); err != nil {
-		// Only an ID the index never had; remove the others one by one.
-		for _, id := range ids {
-			if err := idx.RemoveTable(id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
-				g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", id, err)
+	g.change(0, indexChange{remove: ids}, func(idx *dynamic.Index) error {
+		if err := idx.RemoveTables(ids...); err != nil {
+			// Only an ID the index never had; remove the others one by one.
+			for _, id := range ids {
+				if err := idx.RemoveTable(id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
+					g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", id, err)
+				}
 			}
 		}
-	}
+		return nil
+	})
 	// Upkeep counts removals too, per key added.
 	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 }
