@@ -134,9 +134,10 @@ import (
 // newest segment is less than 3/4 full goes to a stash of up to 1024 exact
 // entries (full 64-bit hashes, sorted, searched only when not empty);
 // beyond that its table becomes one that every lookup names. A segment is
-// added only when the newest is at least 3/4 full, so memory
-// stays within about 4/(3/4)·4w/4 bits per entry ever held by live
-// segments, whatever the keys.
+// added only when the newest is at least 3/4 full, and is twice the
+// newest (half of it when it is the only one), so memory stays within
+// about 4/(3/4)·4w/4 bits per entry ever held by live segments, whatever
+// the keys.
 type Index struct {
 	mu   sync.Mutex // serialises writers
 	seed uint32
@@ -1266,7 +1267,15 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
 		return idxStash, nil
 	}
-	s := x.newSegment(2 * uint64(newest.n))
+	// Twice the newest, except that a single segment (an index built for
+	// its keys, at Open or by a store's rebuild) grows by half: such a
+	// store rebuilds again when it holds a few segments (kvdemo), and a
+	// first growth of twice its size would triple its memory.
+	size := 2 * uint64(newest.n)
+	if len(segs) == 1 {
+		size = uint64(newest.n) / 2
+	}
+	s := x.newSegment(size)
 	next := append(append([]*idxSegment(nil), segs...), s)
 	x.segs.Store(&next) // published before any entry goes in (documentation, 4)
 	if x.insertSegment(s, p, v, true) {
