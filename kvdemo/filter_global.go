@@ -52,6 +52,7 @@ type globalFilter struct {
 	changes    []indexChange
 	rebuilding atomic.Bool
 	rebuilds   atomic.Int64
+	builtWith  atomic.Int64 // entries of the index when it was last built in one segment
 }
 
 // indexChange is one writer call made while a rebuild ran: add (with its
@@ -186,6 +187,7 @@ func (g *globalFilter) attachedAll() error {
 		for _, st := range added {
 			st.indexed.Store(true)
 		}
+		g.builtWith.Store(int64(keys))
 	}
 	if len(pending) > 0 {
 		g.db.opts.Logger.Printf("global index rebuilt from %d tables (%d keys) in %v", len(pending), keys, time.Since(start).Round(time.Millisecond))
@@ -284,13 +286,18 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 }
 
 // maybeRebuild starts rebuildIndex when growth has left the index in
-// rebuildSegments segments or more. It runs in the flush goroutine after
+// rebuildSegments segments or more and it holds at least twice the
+// entries it was last built for, so that rebuilds, each a read of every
+// table, cost a bounded number of reads per key added. It runs in the flush goroutine after
 // a flush's edit, when no flushed table is between its AddTable and the
 // table list that names it: every table in the index is then in the view
 // it takes, or is added later by a change the rebuild records.
 func (g *globalFilter) maybeRebuild() {
 	idx := g.idx.Load()
-	if idx == nil || g.rebuilding.Load() || idx.Stats().Segments < rebuildSegments {
+	if idx == nil || g.rebuilding.Load() {
+		return
+	}
+	if st := idx.Stats(); st.Segments < rebuildSegments || st.Entries < 2*g.builtWith.Load() {
 		return
 	}
 	g.swapMu.Lock()
@@ -380,6 +387,7 @@ func (g *globalFilter) rebuildIndex(v *view) {
 	g.tracking, g.changes = false, nil
 	g.idx.Store(fresh)
 	g.rebuilds.Add(1)
+	g.builtWith.Store(int64(total))
 	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 }
 
