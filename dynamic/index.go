@@ -135,7 +135,8 @@ import (
 // entries (full 64-bit hashes, sorted, searched only when not empty);
 // beyond that its table becomes one that every lookup names. A segment is
 // added only when the newest is at least 3/4 full, and is twice the
-// newest (half of it when it is the only one), so memory stays within
+// newest (half of it when it is the only one, filled by AddTables), so
+// memory stays within
 // about 4/(3/4)·4w/4 bits per entry ever held by live segments, whatever
 // the keys.
 type Index struct {
@@ -158,6 +159,7 @@ type Index struct {
 	// so that the codes it gives first leave room for them.
 	pendingSqrt float64
 	presetCode  *[2]uint32 // AddTables: the code claim is to use (already taken)
+	builtAtOnce bool       // AddTables filled the index's first segment
 }
 
 const (
@@ -603,6 +605,7 @@ func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 		x.addLocked(id, x.nextRank, hashes[i], nil)
 	}
 	x.presetCode = nil
+	x.builtAtOnce = len(*x.segs.Load()) == 1
 	return nil
 }
 
@@ -1267,12 +1270,12 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
 		return idxStash, nil
 	}
-	// Twice the newest, except that a single segment (an index built for
-	// its keys, at Open or by a store's rebuild) grows by half: such a
-	// store rebuilds again when it holds a few segments (kvdemo), and a
-	// first growth of twice its size would triple its memory.
+	// Twice the newest, except that an index built for a store's tables at
+	// once (AddTables, at Open or by a store's rebuild) first grows by half:
+	// such a store rebuilds again when it holds a few segments (kvdemo),
+	// and a first growth of twice its size would triple its memory.
 	size := 2 * uint64(newest.n)
-	if len(segs) == 1 {
+	if len(segs) == 1 && x.builtAtOnce {
 		size = uint64(newest.n) / 2
 	}
 	s := x.newSegment(size)
