@@ -34,6 +34,10 @@ const FilterGlobal FilterKind = "global"
 // the index by other means only when it was flushed and then abandoned,
 // or a Replace failed: at its last view's release (drop), by a pass over
 // the index.
+//
+// At Open the index is built from all tables at once (AddTables), in one
+// segment. An index that has since grown to a few segments is rebuilt in
+// one in the background (maybeRebuild, rebuildIndex), and swapped in.
 type globalFilter struct {
 	db         *DB
 	bitsPerKey float64
