@@ -14,8 +14,8 @@
 // table code) entries, after Dayan & Twitto's Chucky (SIGMOD 2021), so a
 // Get probes one filter and reads only the tables it names instead of
 // probing a filter per table. Lookups take no lock (seqlock reads);
-// flushes and compactions add and remove tables' entries under a writer
-// mutex. Its
+// under a writer mutex, flushes add tables' entries and compactions
+// rewrite their inputs' entries in place to name the merged table. Its
 // documentation argues why a concurrent Get never misses a key, including
 // in the middle of a compaction.
 //

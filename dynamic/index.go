@@ -50,11 +50,22 @@ import (
 // finds no free code, or some of whose keys could not be placed (below),
 // is named by every lookup instead: a correct "maybe".
 //
+// Each table's number of entries is counted exactly, in total and per
+// segment (insertions, rewrites and clears), so removing a table whose
+// entries are all gone costs no pass over the index, and Replace, removals
+// and code lengthening visit only the segments holding their tables'
+// entries.
+//
 // Layout. A segment is n buckets of four slots, packed at 4w bits each into
 // 64-bit words (a bucket may straddle two), with one 32-bit seqlock
-// counter per 16 buckets. The index grows by adding segments, which
+// counter per 64 buckets. The index grows by adding segments, which
 // lookups probe in turn; a segment that its tables' removals have emptied
-// is dropped.
+// is dropped. Inserts go to the newest segment (relocating while it is
+// below idxNearFull, then into a free slot of an older one), and Replace
+// moves a key whose entries sit only in older segments into the newest
+// when it has room, so compactions drain older segments; entries of
+// tables no compaction touches stay where they are (an entry does not
+// carry enough of its hash to be placed in another segment).
 //
 // Why a concurrent Lookup never misses. Say table T's entries were all
 // added (AddTable or Replace returned) before Lookup(k) began, and T has
@@ -85,25 +96,49 @@ import (
 //     and changed only after all of a removed table's entries are cleared.
 //     A Lookup that starts after AddTable returned therefore sees T's code,
 //     T's segment and T's entry.
+//  5. Replace (inputs I merged into M) rewrites entries in place: for each
+//     key k of M, in each segment, it rewrites one of k's input entries
+//     to M's value for k in a single slot write (step 2 makes that write
+//     atomic to a lookup), then clears k's other input entries there; a
+//     key with no input entry gets a new one. The trap is an entry that
+//     k shares with another key k' of an input (same buckets and
+//     fingerprint): when M's code is shorter than the input's, M's value
+//     keeps more fingerprint bits, which differ for k and k', so the
+//     rewritten entry is k's, no longer that of k'. Hence, while Replace
+//     runs, lookups match M's entries only on the tag, the code and the
+//     fingerprint bits that every input's entries keep (the codebook's
+//     relax, published before the first rewrite, removed after the
+//     last). k' agrees with k on those bits, on the buckets and on the
+//     segment, so at every instant k' is named by its own input entry, by
+//     M through a relaxed match, or by its own M entry once Replace
+//     reaches it. Entries of keys M drops, and input entries of a key in
+//     a segment other than the one where it got its M entry, are cleared
+//     only after every key of M has its own entry, so no key of M relies
+//     on them; the inputs' codes are freed last (4).
 //
 // A store keeps Gets correct across a compaction (inputs I merged into
-// table M) by this order: AddTable(M) (or the first half of Replace), then
-// switch its table list from I to M, then RemoveTable for each input once
-// no Get still reading the old list can ask for it. Replace does add and
-// remove in one call for a store whose Gets read the tables the index
-// names directly: a Get that starts before Replace returns may be told I
-// or M or both, and finds its key in whichever it reads; one that starts
-// after is told M. Candidates are returned newest first (tables added
+// table M) in one of two ways. Either AddTable(M), then switch its table
+// list from I to M, then RemoveTable for each input once no Get still
+// reading the old list can ask for it: simple, but the index holds I's
+// and M's entries at once, and each removal is a pass over the index. Or
+// switch the table list to M, then Replace(I, M): no extra room and no
+// pass, but a Get must treat M named as "each of I may hold the key" (a
+// Get still reading the old list reads I, and after Replace only M is
+// named), and M as unfiltered until Replace returns (its keys may be
+// named under I). Candidates are returned newest first (tables added
 // later are newer; a merged table takes the place of its newest input).
 //
 // Keys chosen by an adversary: each Index draws a secret seed from
 // crypto/rand and mixes it into every key hash, so bucket pairs cannot be
 // computed from outside. A key that still cannot be placed while the
 // newest segment is less than 3/4 full goes to a stash of up to 1024 exact
-// entries (full 64-bit hashes, sorted, searched only when not empty); beyond that its table becomes one that every lookup names. A
-// segment is added only when the newest is at least 3/4 full, so memory
-// stays within about 4/(3/4)·4w/4 bits per entry ever held by live
-// segments, whatever the keys.
+// entries (full 64-bit hashes, sorted, searched only when not empty);
+// beyond that its table becomes one that every lookup names. A segment is
+// added only when the newest is at least 3/4 full, and is twice the
+// newest (half of it when it is the only one, filled by AddTables), so
+// memory stays within
+// about 4/(3/4)·4w/4 bits per entry ever held by live segments, whatever
+// the keys.
 type Index struct {
 	mu   sync.Mutex // serialises writers
 	seed uint32
@@ -119,14 +154,21 @@ type Index struct {
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
 	bfs      []idxNode // the relocation search's queue, reused
+	count    []int64   // by table slot: slots holding the table's code, exactly
+	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
+	// so that the codes it gives first leave room for them.
+	pendingSqrt float64
+	presetCode  *[2]uint32 // AddTables: the code claim is to use (already taken)
+	builtAtOnce bool       // AddTables filled the index's first segment
 }
 
 const (
 	idxSlots      = 4
-	idxGroupShift = 4 // one seqlock counter per 16 buckets
-	idxLoad       = 0.9
+	idxGroupShift = 6   // one seqlock counter per 64 buckets
+	idxLoad       = 0.9 // segments are sized to this load; a 5-bit tag fails just above it
 	idxGrowLoad   = 0.75
-	idxMaxPath    = 7 // the writer alone searches: it can afford a deep path
+	idxNearFull   = 0.85 // relocation searches get long beyond this load
+	idxMaxPath    = 7    // the writer alone searches: it can afford a deep path
 	idxMaxNodes   = 2048
 	idxStashSize  = 1024
 	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
@@ -152,10 +194,13 @@ type tableInfo struct {
 	// format (prevCode, prevLength) still match.
 	prevCode   uint32
 	prevLength uint8
-	live       bool
-	always     bool
-	entries    int64 // entries written (writer's count, copied at publish)
-	keys       int   // keys given
+	// While a Replace recodes its inputs' entries to this table's code,
+	// lookups compare its entries only above bit relax (documentation, 5).
+	relax   uint8
+	live    bool
+	always  bool
+	entries int64 // slots holding the code (writer's count, copied at publish)
+	keys    int   // keys given
 }
 
 type stashEntry struct {
@@ -169,13 +214,55 @@ type idxSegment struct {
 	words   []atomic.Uint64
 	ctr     []atomic.Uint32
 	entries atomic.Int64 // written by the writer only; read by Stats
+	// byTable counts the entries of each table slot here (writer only),
+	// so that Replace and removals visit only the segments that hold
+	// their tables' entries.
+	byTable []int64
+}
+
+// added, cleared and recoded keep the entry counts (writer only).
+func (x *Index) added(s *idxSegment, t int) {
+	s.entries.Add(1)
+	for len(s.byTable) <= t {
+		s.byTable = append(s.byTable, 0)
+	}
+	s.byTable[t]++
+	x.count[t]++
+}
+
+func (x *Index) cleared(s *idxSegment, t int) {
+	s.entries.Add(-1)
+	s.byTable[t]--
+	x.count[t]--
+}
+
+func (x *Index) recoded(s *idxSegment, from, to int) {
+	for len(s.byTable) <= to {
+		s.byTable = append(s.byTable, 0)
+	}
+	s.byTable[from]--
+	s.byTable[to]++
+	x.count[from]--
+	x.count[to]++
+}
+
+// holds reports whether s has entries of any of the table slots ts.
+func (s *idxSegment) holds(ts []int) bool {
+	for _, t := range ts {
+		if t < len(s.byTable) && s.byTable[t] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // NewIndex returns an index sized so that capacityHint entries (keys summed
 // over tables) fit without growing, at about bitsPerKey bits per entry,
-// table codes included. Slots are at least 10 bits (a 5-bit tag and up to
-// 5 code bits, 31 tables), so budgets below about 12 bits per entry are
-// raised to that; above 18.4 buys nothing more than 16-bit slots.
+// table codes included: w-bit slots filled to the load a 5-bit tag
+// reliably reaches (idxLoad) cost (4w + one 32-bit counter per 64
+// buckets) / (4·idxLoad) bits per entry. Slots are at least 10 bits (a
+// 5-bit tag and up to 5 code bits, 31 tables), so smaller budgets are
+// raised to what 10-bit slots cost; slots are at most 16 bits.
 func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
 }
@@ -389,8 +476,12 @@ func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint
 }
 
 // idxTestHookAfterFirstRead, when set by a test, runs between a lookup's
-// reads of its two buckets.
-var idxTestHookAfterFirstRead func(s *idxSegment)
+// reads of its two buckets; idxTestHookRecoded after each key a Replace
+// recodes.
+var (
+	idxTestHookAfterFirstRead func(s *idxSegment)
+	idxTestHookRecoded        func()
+)
 
 func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []uint64 {
 	tagShift := x.w - x.m
@@ -405,7 +496,7 @@ func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []u
 			continue
 		}
 		ti := &book.tables[t]
-		if v == x.slotValue(p, ti.code, uint(ti.length)) ||
+		if v>>ti.relax == x.slotValue(p, ti.code, uint(ti.length))>>ti.relax ||
 			ti.prevLength != 0 && v == x.slotValue(p, ti.prevCode, uint(ti.prevLength)) {
 			dst = append(dst, uint64(t))
 		}
@@ -430,6 +521,91 @@ func (x *Index) AddTable(id uint64, hashes []uint64) error {
 	}
 	x.nextRank++
 	x.addLocked(id, x.nextRank, hashes, nil)
+	return nil
+}
+
+// AddTables adds several tables at once, oldest first (as if by AddTable
+// in that order). Each table's code length is chosen knowing all of them,
+// so a store that opens with many tables does not give the first ones
+// short codes that the later ones must then lengthen, with a pass over the
+// index each time. An ID already present, or repeated, is an error and
+// adds nothing.
+func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(ids) != len(hashes) {
+		return fmt.Errorf("dynamic: %d table IDs for %d key sets", len(ids), len(hashes))
+	}
+	seen := map[uint64]bool{}
+	for _, id := range ids {
+		if _, ok := x.byID[id]; ok || seen[id] {
+			return fmt.Errorf("%w: %d", ErrTableExists, id)
+		}
+		seen[id] = true
+	}
+	// Lengths by the square-root rule over the live tables and all of
+	// these; then, largest tables first, one bit shorter while the free
+	// leaves allow (rounding every length up leaves part of the tree
+	// unused); codes taken shortest first, so that no long code splits a
+	// subtree a short one needs.
+	var sum float64
+	for _, hs := range hashes {
+		sum += math.Sqrt(float64(max(len(hs), 1)))
+	}
+	x.pendingSqrt = sum
+	lengths := make([]uint, len(ids))
+	for i, hs := range hashes {
+		x.pendingSqrt = sum - math.Sqrt(float64(max(len(hs), 1)))
+		lengths[i] = x.codeLength(len(hs), nil)
+	}
+	x.pendingSqrt = 0
+	free := 0
+	for leaf := 1; leaf < len(x.leafUsed); leaf++ {
+		if !x.leafUsed[leaf] {
+			free++
+		}
+	}
+	used := 0
+	for _, l := range lengths {
+		used += 1 << (x.d - l)
+	}
+	// A bit off table i's code halves its false candidates, keys_i·2^ℓ,
+	// and takes 2^(d−ℓ) more leaves: take the best ratio while leaves
+	// last.
+	for {
+		best, bestGain := -1, 0.0
+		for i, l := range lengths {
+			if l <= 1 || used+1<<(x.d-l) > free {
+				continue
+			}
+			if g := float64(max(len(hashes[i]), 1)) * math.Ldexp(1, 2*int(l)); g > bestGain {
+				best, bestGain = i, g
+			}
+		}
+		if best < 0 {
+			break
+		}
+		used += 1 << (x.d - lengths[best])
+		lengths[best]--
+	}
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(lengths[a], lengths[b]) })
+	pre := make([]*[2]uint32, len(ids))
+	for _, i := range order {
+		if code, length, ok := x.allocCode(lengths[i]); ok {
+			pre[i] = &[2]uint32{code, uint32(length)}
+		}
+	}
+	for i, id := range ids {
+		x.nextRank++
+		x.presetCode = pre[i] // nil: claim finds one itself
+		x.addLocked(id, x.nextRank, hashes[i], nil)
+	}
+	x.presetCode = nil
+	x.builtAtOnce = len(*x.segs.Load()) == 1
 	return nil
 }
 
@@ -463,11 +639,22 @@ func (x *Index) RemoveTables(ids ...uint64) error {
 	return nil
 }
 
-// Replace adds table merged, holding the keys given by hashes, in the
-// place of the newest of inputs, then removes the inputs: a concurrent
-// Lookup of a key of the inputs names an input or merged, or both, at
-// every instant.
-func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
+// Replace puts table merged, holding the keys given by hashes, in the
+// place of inputs (its rank is the newest input's), recoding the inputs'
+// entries in place: an entry of an input for a key of merged is rewritten
+// to name merged, so a compaction needs no room beyond what its inputs
+// held and no pass over the index. dropped lists the hashes of the keys
+// the inputs held that merged leaves out (deleted keys a merge at the
+// oldest end drops); their entries are cleared by hash. If any input entry
+// is left after that (dropped was nil or incomplete, or a key's entries
+// sat in two segments), one pass over the index clears it.
+//
+// While Replace runs, a Lookup of a key of merged names merged or an
+// input holding it, or both (documentation, 5); once it returns, merged.
+// A store that still lets Gets read the inputs (views opened before the
+// compaction) must therefore treat "merged is named" as "each input may
+// hold the key".
+func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if _, ok := x.byID[merged]; ok {
@@ -478,7 +665,7 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
 	slots := make([]int, 0, len(inputs))
 	for _, id := range inputs {
 		t, ok := x.byID[id]
-		if !ok {
+		if !ok || contains(slots, t) {
 			return fmt.Errorf("%w: %d", ErrNoTable, id)
 		}
 		slots = append(slots, t)
@@ -488,9 +675,245 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes []uint64) error {
 		x.nextRank++
 		rank = x.nextRank
 	}
-	x.addLocked(merged, rank, hashes, slots)
+	t, ok := x.claim(merged, rank, len(hashes), slots)
+	if ok {
+		x.recode(slots, t, hashes, dropped)
+	}
 	x.removeLocked(slots...)
 	return nil
+}
+
+// recode moves the keys of inputs to table t (documentation, 5).
+func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
+	book := x.book.Load()
+	isInput := make([]bool, len(book.tables))
+	// The fewest fingerprint bits any input's entries carry: while
+	// recoding, t's entries match a key on their bits above those.
+	relax := uint(0)
+	code, length := book.tables[t].code, uint(book.tables[t].length)
+	for _, it := range inputs {
+		isInput[it] = true
+		relax = max(relax, uint(book.tables[it].length))
+	}
+	if relax > length {
+		relax = relax - length // t's extra bits beyond the shortest input's
+	} else {
+		relax = 0
+	}
+	if relax > 0 {
+		x.publish(func(b *codebook) { b.tables[t].relax = uint8(relax) })
+		book = x.book.Load()
+	}
+	tagShift := x.w - x.m
+	leafMask := uint32(1)<<x.d - 1
+	// inputEntry reports whether slot value sv is an input's entry for p.
+	inputEntry := func(sv uint32, p probe) (int, bool) {
+		it := book.decode[(sv>>(tagShift-x.d))&leafMask]
+		if it < 0 || !isInput[it] {
+			return 0, false
+		}
+		ti := &book.tables[it]
+		return int(it), sv == x.slotValue(p, ti.code, uint(ti.length))
+	}
+	type pos struct {
+		i uint32
+		j int
+		t int
+	}
+	var stashOnly map[uint64]bool
+	for _, e := range book.stash {
+		if int(e.table) < len(isInput) && isInput[e.table] {
+			if stashOnly == nil {
+				stashOnly = map[uint64]bool{}
+			}
+			stashOnly[e.x] = true
+		}
+	}
+	type segScan struct {
+		n       int
+		present bool // the key's entry for t is there already
+		handled bool
+		found   [2 * idxSlots]pos
+	}
+	var scans []segScan
+	var stashed []stashEntry
+	var later []uint64
+	always := false
+	segs := *x.segs.Load()
+	// own rewrites scans[k].found[0] to v unless the key's entry is in
+	// segment k already, then clears the rest of the key's input entries
+	// there: at every instant one of them names the key.
+	own := func(k int, v uint32) {
+		s, sc := segs[k], &scans[k]
+		f := sc.found[:sc.n]
+		if !sc.present && len(f) > 0 {
+			x.setSlot(s, f[0].i, f[0].j, v)
+			x.recoded(s, f[0].t, t)
+			f = f[1:]
+		}
+		for _, e := range f {
+			x.setSlot(s, e.i, e.j, 0)
+			x.cleared(s, e.t)
+		}
+		sc.handled = true
+	}
+	// The table slots whose entries this Replace looks for.
+	mine := append(slices.Clone(inputs), t)
+	for _, h := range hashes {
+		p := x.probeOf(h)
+		v := x.slotValue(p, code, length)
+		scans = scans[:0]
+		present, matched := false, false
+		for k, s := range segs {
+			var sc segScan
+			if k < len(segs)-1 && !s.holds(mine) {
+				scans = append(scans, sc) // nothing of t's or the inputs' here
+				continue
+			}
+			i1 := s.primary(p.hi)
+			i2 := x.alt(s, i1, p.tag)
+			for _, i := range [2]uint32{i1, i2} {
+				b := x.bucket(s, i)
+				for j := 0; j < idxSlots; j++ {
+					sv := x.slot(b, j)
+					if sv>>tagShift != p.tag || sv == 0 {
+						continue // not the key's (the tag is checked first: it is cheap)
+					}
+					if sv == v {
+						sc.present = true
+					} else if it, ok := inputEntry(sv, p); ok {
+						sc.found[sc.n] = pos{i, j, it}
+						sc.n++
+					}
+				}
+				if i2 == i1 {
+					break
+				}
+			}
+			present = present || sc.present
+			matched = matched || sc.n > 0
+			scans = append(scans, sc)
+		}
+		newest := len(segs) - 1
+		has := false
+		switch {
+		case present:
+			for k := range scans {
+				if scans[k].present {
+					own(k, v)
+				}
+			}
+			has = true
+		case scans[newest].n > 0:
+			own(newest, v)
+			has = true
+		case matched:
+			// The key's input entries are all in older segments: give it
+			// its entry in the newest if it has room (relocating while it
+			// is below idxNearFull), so that compactions drain older
+			// segments (dropped once empty); else rewrite one where it is.
+			ns := segs[newest]
+			if x.insertSegment(ns, p, v, float64(ns.entries.Load()) < idxNearFull*float64(ns.n)*idxSlots) {
+				x.added(segs[newest], t)
+				scans[newest].handled = true
+			} else {
+				for k := range scans {
+					if scans[k].n > 0 {
+						own(k, v)
+						break
+					}
+				}
+			}
+			has = true
+		}
+		// Input entries in segments other than where the key got its
+		// entry go once every key of merged has its own (below): a clear
+		// now could hide a key sharing them whose entry is elsewhere.
+		for k := range scans {
+			if scans[k].n > 0 && !scans[k].handled {
+				later = append(later, h)
+				break
+			}
+		}
+		if has || stashOnly[p.x] {
+			if idxTestHookRecoded != nil {
+				idxTestHookRecoded()
+			}
+			continue
+		}
+		switch r, s := x.insert(p, v); r {
+		case idxInserted:
+			x.added(s, t)
+		case idxDuplicate:
+		case idxStash:
+			if len(book.stash)+len(stashed) < idxStashSize {
+				stashed = append(stashed, stashEntry{p.x, int16(t)})
+			} else {
+				always = true
+			}
+		}
+		segs = *x.segs.Load() // insert may have added one
+		if idxTestHookRecoded != nil {
+			idxTestHookRecoded()
+		}
+	}
+	// Keys merged leaves out, and input entries left beside a key's entry
+	// in another segment: nothing of merged relies on them any more (every
+	// key of merged has its own entry now), so clear them.
+	clearInputs := func(h uint64) {
+		p := x.probeOf(h)
+		for _, s := range segs {
+			if !s.holds(inputs) {
+				continue
+			}
+			i1 := s.primary(p.hi)
+			i2 := x.alt(s, i1, p.tag)
+			for _, i := range [2]uint32{i1, i2} {
+				b := x.bucket(s, i)
+				for j := 0; j < idxSlots; j++ {
+					sv := x.slot(b, j)
+					if sv>>tagShift != p.tag || sv == 0 {
+						continue
+					}
+					if it, ok := inputEntry(sv, p); ok {
+						x.setSlot(s, i, j, 0)
+						x.cleared(s, it)
+					}
+				}
+				if i2 == i1 {
+					break
+				}
+			}
+		}
+	}
+	for _, h := range dropped {
+		clearInputs(h)
+	}
+	for _, h := range later {
+		clearInputs(h)
+	}
+	// Inputs' stash entries now name merged (their keys may be dropped
+	// ones: a false candidate, never a miss); every key of merged has
+	// its exact entry, so the relaxed match ends.
+	x.publish(func(b *codebook) {
+		for k := range b.stash {
+			if isInput[b.stash[k].table] {
+				b.stash[k].table = int16(t)
+			}
+		}
+		b.stash = append(b.stash, stashed...)
+		slices.SortFunc(b.stash, func(a, b stashEntry) int { return cmp.Compare(a.x, b.x) })
+		b.tables[t].relax = 0
+		b.tables[t].always = always
+	})
+}
+
+// HasTable reports whether table id is in the index.
+func (x *Index) HasTable(id uint64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_, ok := x.byID[id]
+	return ok
 }
 
 // Tables returns the number of tables in the index.
@@ -511,6 +934,9 @@ func (x *Index) publish(change func(b *codebook)) {
 	change(b)
 	b.always = b.always[:0]
 	for t := range b.tables {
+		if t < len(x.count) && b.tables[t].live {
+			b.tables[t].entries = x.count[t]
+		}
 		if b.tables[t].live && b.tables[t].always {
 			b.always = append(b.always, int16(t))
 		}
@@ -522,7 +948,7 @@ func (x *Index) publish(change func(b *codebook)) {
 // live tables not leaving.
 func (x *Index) codeLength(keys int, leaving []int) uint {
 	book := x.book.Load()
-	sum := math.Sqrt(float64(max(keys, 1)))
+	sum := math.Sqrt(float64(max(keys, 1))) + x.pendingSqrt
 	for t, ti := range book.tables {
 		if !ti.live || contains(leaving, t) {
 			continue
@@ -586,9 +1012,14 @@ func (x *Index) allFree(start, size int) bool {
 	return true
 }
 
-func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int) {
+// claim takes a table slot and a code for a new table of keys entries
+// (lengthening other tables' codes if the code tree is full) and
+// publishes them, before any entry uses the code (documentation, 4). ok
+// is false when no code could be found: the table is then named by every
+// lookup.
+func (x *Index) claim(id, rank uint64, keys int, leaving []int) (t int, ok bool) {
 	old := x.book.Load()
-	t := -1
+	t = -1
 	for i, ti := range old.tables {
 		if !ti.live {
 			t = i
@@ -598,8 +1029,18 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 	if t < 0 {
 		t = len(old.tables)
 	}
-	want := x.codeLength(len(hashes), leaving)
-	code, length, ok := x.allocCode(want)
+	for len(x.count) <= t {
+		x.count = append(x.count, 0)
+	}
+	x.count[t] = 0
+	want := x.codeLength(keys, leaving)
+	var code uint32
+	var length uint
+	if pc := x.presetCode; pc != nil {
+		code, length, ok = pc[0], uint(pc[1]), true
+	} else {
+		code, length, ok = x.allocCode(want)
+	}
 	if !ok {
 		// Make room: lengthen, one bit at a time, the code of the table
 		// holding the largest share of the code tree (each bit frees half
@@ -626,11 +1067,9 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		}
 		if len(plan) > 0 {
 			x.lengthen(plan)
-			old = x.book.Load()
 		}
 	}
-	info := tableInfo{id: id, rank: rank, code: code, length: uint8(length), live: true, always: !ok, keys: len(hashes)}
-	// Publish the code before any entry that uses it (documentation, 4).
+	info := tableInfo{id: id, rank: rank, code: code, length: uint8(length), live: true, always: !ok, keys: keys}
 	x.publish(func(b *codebook) {
 		if t == len(b.tables) {
 			b.tables = append(b.tables, info)
@@ -645,18 +1084,30 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		}
 	})
 	x.byID[id] = t
+	return t, ok
+}
+
+func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int) {
+	t, ok := x.claim(id, rank, len(hashes), leaving)
 	if !ok {
 		return // named by every lookup: no entries needed
 	}
-	var entries int64
+	x.fill(t, hashes)
+}
+
+// fill inserts the entries of table t for hashes; keys that cannot be
+// placed go to the stash or, past it, make t a table every lookup names.
+func (x *Index) fill(t int, hashes []uint64) {
+	old := x.book.Load()
+	code, length := old.tables[t].code, uint(old.tables[t].length)
 	var stashed []stashEntry
 	always := false
 	for _, h := range hashes {
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
-		switch x.insert(p, v) {
+		switch r, s := x.insert(p, v); r {
 		case idxInserted:
-			entries++
+			x.added(s, t)
 		case idxDuplicate:
 		case idxStash:
 			e := stashEntry{p.x, int16(t)}
@@ -673,7 +1124,6 @@ func (x *Index) addLocked(id uint64, rank uint64, hashes []uint64, leaving []int
 		}
 	}
 	x.publish(func(b *codebook) {
-		b.tables[t].entries = entries
 		b.tables[t].always = always
 		b.stash = append(b.stash, stashed...)
 		slices.SortFunc(b.stash, func(a, b stashEntry) int { return cmp.Compare(a.x, b.x) })
@@ -733,7 +1183,14 @@ func (x *Index) lengthen(plan map[int]uint) {
 	})
 	tagShift := x.w - x.m
 	leafMask := uint32(1)<<x.d - 1
+	planned := make([]int, 0, len(plan))
+	for t := range plan {
+		planned = append(planned, t)
+	}
 	for _, s := range *x.segs.Load() {
+		if !s.holds(planned) {
+			continue
+		}
 		for i := uint32(0); i < s.n; i++ {
 			b := x.bucket(s, i)
 			if b == 0 {
@@ -783,7 +1240,7 @@ const (
 // insert places entry v of probe p: in the newest segment, else in an
 // older one with room, else in a new segment if the newest is loaded
 // enough to justify one; idxStash otherwise.
-func (x *Index) insert(p probe, v uint32) idxInsertResult {
+func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	segs := *x.segs.Load()
 	// The newest segment first, relocating if need be: its two buckets
 	// are all a typical insert reads (older segments would cost a cache
@@ -792,33 +1249,42 @@ func (x *Index) insert(p probe, v uint32) idxInsertResult {
 	// a growth costs a slot, never an entry.
 	newest := segs[len(segs)-1]
 	if x.dupOrFree(newest, p, v) == idxDuplicate {
-		return idxDuplicate
+		return idxDuplicate, nil
 	}
-	// A free slot in the newest segment, then in an older one (drained by
-	// compactions), before a relocation search in the newest: when the
-	// newest is nearly full and older ones have room, a search per insert
-	// would be the whole cost.
-	for k := len(segs) - 1; k >= 0; k-- {
+	// The newest segment, relocating while it is loaded little enough
+	// for the search to be short, keeps a table's entries together, so
+	// that Replace and removals visit few segments. Past that, a free slot
+	// in an older segment (drained by compactions) before a search in the
+	// nearly full newest: a search per insert would be the whole cost.
+	if x.insertSegment(newest, p, v, float64(newest.entries.Load()) < idxNearFull*float64(newest.n)*idxSlots) {
+		return idxInserted, newest
+	}
+	for k := len(segs) - 2; k >= 0; k-- {
 		if x.insertSegment(segs[k], p, v, false) {
-			segs[k].entries.Add(1)
-			return idxInserted
+			return idxInserted, segs[k]
 		}
 	}
 	if x.insertSegment(newest, p, v, true) {
-		newest.entries.Add(1)
-		return idxInserted
+		return idxInserted, newest
 	}
 	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
-		return idxStash
+		return idxStash, nil
 	}
-	s := x.newSegment(2 * uint64(newest.n))
+	// Twice the newest, except that an index built for a store's tables at
+	// once (AddTables, at Open or by a store's rebuild) first grows by half:
+	// such a store rebuilds again when it holds a few segments (kvdemo),
+	// and a first growth of twice its size would triple its memory.
+	size := 2 * uint64(newest.n)
+	if len(segs) == 1 && x.builtAtOnce {
+		size = uint64(newest.n) / 2
+	}
+	s := x.newSegment(size)
 	next := append(append([]*idxSegment(nil), segs...), s)
 	x.segs.Store(&next) // published before any entry goes in (documentation, 4)
 	if x.insertSegment(s, p, v, true) {
-		s.entries.Add(1)
-		return idxInserted
+		return idxInserted, s
 	}
-	return idxStash
+	return idxStash, nil
 }
 
 func (x *Index) bucketHas(s *idxSegment, i uint32, v uint32) bool {
@@ -946,7 +1412,7 @@ func (x *Index) removeLocked(ts ...int) {
 	scan := false
 	for _, t := range ts {
 		gone[t] = true
-		scan = scan || book.tables[t].length > 0
+		scan = scan || book.tables[t].length > 0 && x.count[t] > 0
 	}
 	if scan {
 		// One pass clears the entries of every table leaving: a slot's
@@ -956,6 +1422,9 @@ func (x *Index) removeLocked(ts ...int) {
 		tagShift := x.w - x.m
 		leafMask := uint32(1)<<x.d - 1
 		for _, s := range segs {
+			if !s.holds(ts) {
+				continue
+			}
 			for i := uint32(0); i < s.n; i++ {
 				b := x.bucket(s, i)
 				if b == 0 {
@@ -968,21 +1437,13 @@ func (x *Index) removeLocked(ts ...int) {
 					}
 					if t := book.decode[(v>>(tagShift-x.d))&leafMask]; t >= 0 && gone[t] {
 						x.setSlot(s, i, j, 0)
-						s.entries.Add(-1)
+						x.cleared(s, int(t))
 					}
 				}
 			}
 		}
-		var keep []*idxSegment
-		for k, s := range segs {
-			if s.entries.Load() > 0 || k == len(segs)-1 {
-				keep = append(keep, s)
-			}
-		}
-		if len(keep) != len(segs) {
-			x.segs.Store(&keep)
-		}
 	}
+	x.dropEmptySegments()
 	for _, t := range ts {
 		ti := book.tables[t]
 		if ti.length > 0 {
@@ -1006,6 +1467,9 @@ func (x *Index) removeLocked(ts ...int) {
 			}
 			b.tables[t] = tableInfo{}
 		}
+		for _, t := range ts {
+			x.count[t] = 0
+		}
 		kept := b.stash[:0]
 		for _, e := range b.stash {
 			if !gone[e.table] {
@@ -1014,6 +1478,21 @@ func (x *Index) removeLocked(ts ...int) {
 		}
 		b.stash = kept
 	})
+}
+
+// dropEmptySegments unpublishes segments that hold no entry (the newest
+// always stays): lookups stop probing them (documentation, 4).
+func (x *Index) dropEmptySegments() {
+	segs := *x.segs.Load()
+	var keep []*idxSegment
+	for k, s := range segs {
+		if s.entries.Load() > 0 || k == len(segs)-1 {
+			keep = append(keep, s)
+		}
+	}
+	if len(keep) != len(segs) {
+		x.segs.Store(&keep)
+	}
 }
 
 // IndexStats describes an Index.

@@ -53,7 +53,7 @@ func TestIndexVersionsNewestFirst(t *testing.T) {
 	if err := x.AddTable(11, hashesOf([][]byte{[]byte("k")})); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Replace([]uint64{9, 7}, 20, hashesOf([][]byte{[]byte("k")})); err != nil {
+	if err := x.Replace([]uint64{9, 7}, 20, hashesOf([][]byte{[]byte("k")}), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := x.Lookup([]byte("k"), nil); !slices.Equal(got, []uint64{11, 20}) {
@@ -311,6 +311,29 @@ func TestIndexCraftedClusters(t *testing.T) {
 			}
 		}
 	}
+	// A compaction of crafted tables (some of whose keys sit in the stash,
+	// or whose table every lookup names) recodes what it can in place:
+	// still no growth, no miss.
+	inputs := []uint64{3, 4, 5, 6, 7, 8}
+	var merged []uint64
+	for _, id := range inputs {
+		merged = append(merged, tables[id]...)
+		delete(tables, id)
+	}
+	if err := x.Replace(inputs, 100, merged, nil); err != nil {
+		t.Fatal(err)
+	}
+	tables[100] = merged
+	if st := x.Stats(); st.Segments != 1 || st.Tables != 25 {
+		t.Errorf("after a crafted compaction: %+v", st)
+	}
+	for id, hs := range tables {
+		for _, h := range hs {
+			if !holds(x.LookupHash(h, nil), id) {
+				t.Fatalf("table %d: crafted key not found after the compaction", id)
+			}
+		}
+	}
 	// Removing the crafted tables gives everything back.
 	for id := range tables {
 		if err := x.RemoveTable(id); err != nil {
@@ -437,7 +460,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 				}
 			}
 			m := newTable(hs)
-			if err := x.Replace(inputs, m.id, hs); err != nil {
+			if err := x.Replace(inputs, m.id, hs, nil); err != nil {
 				t.Fatal(err)
 			}
 			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
@@ -470,5 +493,183 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	}
 	if st.Tables != len(*live.Load()) {
 		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
+	}
+}
+
+// TestIndexReplaceSharedEntries merges tables whose keys were crafted to
+// share entries: keys of one input, and of several inputs, that agree on
+// bucket, tag and more fingerprint bits than the inputs' entries keep, but
+// differ in the bits the merged table's shorter code leaves them. Recoding
+// one key's shared entry must not hide the others: after every key the
+// Replace handles, every key of the merge must name the merge or an input
+// holding it, and every key of the other tables its table. Some keys are
+// dropped by the merge (a tombstone at the oldest end).
+func TestIndexReplaceSharedEntries(t *testing.T) {
+	for _, bits := range []float64{10, 14} {
+		for seed := uint32(1); seed <= 3; seed++ {
+			testReplaceShared(t, bits, seed, 3000)
+			// Sized for a sixth of the keys: several segments, so that a
+			// key's entries of two inputs may sit in different segments.
+			testReplaceShared(t, bits, seed, 500)
+		}
+	}
+}
+
+func testReplaceShared(t *testing.T, bits float64, seed uint32, capacity int) {
+	x := newIndexSeeded(capacity, bits, seed)
+	s := (*x.segs.Load())[0]
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(bits)))
+	// craft returns keys (as KeyHash values) that agree on primary bucket
+	// and on the top 16 bits after the tag: one cell of the index.
+	craft := func(n int) []uint64 {
+		bucket := uint32(rng.Uint64N(uint64(s.n)))
+		top := uint32(rng.Uint32()) & 0xffff_f000
+		var out []uint64
+		for len(out) < n {
+			v := uint64(rng.Uint32())<<32 | uint64(top|uint32(rng.Uint32())&0xfff)
+			if s.primary(uint32(v>>32)) == bucket {
+				out = append(out, keyhash.Unmix(v, seed))
+			}
+		}
+		return out
+	}
+	// Older tables, large, so the inputs get long codes and their merge a
+	// shorter one.
+	tables := map[uint64][]uint64{}
+	for id := uint64(1); id <= 3; id++ {
+		tables[id] = hashesOf(testkeys.Random(600, 16, uint64(id)*7+uint64(seed)))
+	}
+	inputs := []uint64{4, 5, 6, 7, 8, 9}
+	for _, id := range inputs {
+		tables[id] = hashesOf(testkeys.Random(60, 16, uint64(id)*13+uint64(seed)))
+	}
+	// Shared cells: within one input, across inputs, and with an older
+	// table that is not merged.
+	for c := 0; c < 12; c++ {
+		cell := craft(6)
+		for i, h := range cell {
+			id := inputs[(c+i*(c%3))%len(inputs)]
+			tables[id] = append(tables[id], h)
+		}
+		if c%4 == 0 {
+			tables[1] = append(tables[1], cell[0])
+		}
+	}
+	for id := uint64(1); id <= 9; id++ {
+		if err := x.AddTable(id, tables[id]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var merged, dropped []uint64
+	seen := map[uint64]bool{}
+	holder := map[uint64][]uint64{} // key -> inputs holding it
+	for _, id := range inputs {
+		for _, h := range tables[id] {
+			holder[h] = append(holder[h], id)
+			if seen[h] {
+				continue
+			}
+			seen[h] = true
+			if rng.IntN(10) == 0 {
+				dropped = append(dropped, h)
+			} else {
+				merged = append(merged, h)
+			}
+		}
+	}
+	const m = 20
+	var buf []uint64
+	checks := 0
+	check := func(when string, after bool) {
+		for _, h := range merged {
+			buf = x.LookupHash(h, buf[:0])
+			ok := holds(buf, m)
+			for _, id := range holder[h] {
+				ok = ok || !after && holds(buf, id)
+			}
+			if !ok {
+				t.Fatalf("bits %v seed %d %s: key %#x of the merge (inputs %v) names %v", bits, seed, when, h, holder[h], buf)
+			}
+		}
+		for id := uint64(1); id <= 3; id++ {
+			for _, h := range tables[id] {
+				if buf = x.LookupHash(h, buf[:0]); !holds(buf, id) {
+					t.Fatalf("bits %v seed %d %s: key %#x of table %d names %v", bits, seed, when, h, id, buf)
+				}
+			}
+		}
+		checks++
+	}
+	idxTestHookRecoded = func() { check("during Replace", false) }
+	err := x.Replace(inputs, m, merged, dropped)
+	idxTestHookRecoded = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("after Replace", true)
+	st := x.Stats()
+	t.Logf("bits %v seed %d capacity %d: %+v", bits, seed, capacity, st)
+	var slots int64
+	for _, s := range *x.segs.Load() {
+		slots += s.entries.Load()
+	}
+	var counted int64
+	for _, c := range x.count {
+		counted += c
+	}
+	if st.Tables != 4 || counted != slots {
+		t.Fatalf("bits %v seed %d: %d tables (want 4); %d entries counted by table, %d in the segments", bits, seed, st.Tables, counted, slots)
+	}
+	if checks < len(merged) {
+		t.Fatalf("only %d checks for %d keys", checks, len(merged))
+	}
+}
+
+// TestIndexAddTables: adding a store's tables in one call finds every key,
+// orders versions newest first as AddTable in the same order would, and
+// spends fewer code bits than adding them one by one, within a bit of the
+// table-size entropy's bound.
+func TestIndexAddTables(t *testing.T) {
+	for _, bits := range []float64{10, 14} {
+		var ids []uint64
+		var sets [][]uint64
+		total := 0
+		for i := 0; i < 22; i++ {
+			n := 3000 + 97*i
+			keys := append(testkeys.Random(n, 16, uint64(i)+100), []byte("shared"))
+			ids = append(ids, uint64(i+1))
+			sets = append(sets, hashesOf(keys))
+			total += len(keys)
+		}
+		one := NewIndex(total, bits)
+		for i, id := range ids {
+			if err := one.AddTable(id, sets[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all := NewIndex(total, bits)
+		if err := all.AddTables(ids, sets); err != nil {
+			t.Fatal(err)
+		}
+		if err := all.AddTables([]uint64{99, 99}, [][]uint64{nil, nil}); err == nil {
+			t.Fatal("a repeated ID was accepted")
+		}
+		for i, id := range ids {
+			for _, h := range sets[i] {
+				if !holds(all.LookupHash(h, nil), id) {
+					t.Fatalf("bits %v: key of table %d not found", bits, id)
+				}
+			}
+		}
+		want := slices.Clone(ids)
+		slices.Reverse(want)
+		if got := all.Lookup([]byte("shared"), nil); !slices.Equal(got, want) {
+			t.Fatalf("bits %v: versions %v, want %v", bits, got, want)
+		}
+		s1, s2 := one.Stats(), all.Stats()
+		t.Logf("bits %v: one by one %.2f code bits, together %.2f, entropy %.2f", bits, s1.CodeBits, s2.CodeBits, s2.SizeEntropy)
+		if s2.CodeBits > s1.CodeBits+1e-9 || s2.CodeBits > s2.SizeEntropy+1 {
+			t.Errorf("bits %v: together %.2f code bits per entry (one by one %.2f, entropy %.2f)", bits, s2.CodeBits, s1.CodeBits, s2.SizeEntropy)
+		}
 	}
 }

@@ -67,7 +67,7 @@ func (db *DB) flushImm() error {
 	imm.writers.Wait()
 	id := db.allocFile()
 	it := imm.sl.NewIterator()
-	st, ts, err := db.buildTable(id, sklSource{it}, false, nil)
+	st, ts, err := db.buildTable(id, sklSource{it}, false, false, nil)
 	it.Close()
 	if err != nil {
 		return err
@@ -85,6 +85,9 @@ func (db *DB) flushImm() error {
 	}
 	db.flushDone()
 	db.stats.flushes.Add(1)
+	if g, ok := db.filter.(*globalFilter); ok {
+		g.maybeRebuild() // here no flushed table waits for its edit
+	}
 	imm.wal().close()
 	db.removeLogsBelow(mem.log)
 	signal(db.compactCh)
@@ -105,7 +108,7 @@ func (db *DB) flushDone() {
 func (db *DB) flushAtOpen(m *memtable) error {
 	id := db.allocFile()
 	it := m.sl.NewIterator()
-	st, ts, err := db.buildTable(id, sklSource{it}, false, nil)
+	st, ts, err := db.buildTable(id, sklSource{it}, false, false, nil)
 	it.Close()
 	if err != nil {
 		return err
@@ -211,7 +214,7 @@ func (db *DB) compactRun(v *view, start, width int) error {
 	}
 	merged := table.NewMergeIterator(iters, false)
 	id := db.allocFile()
-	st, _, err := db.buildTable(id, merged, dropTombstones, db.stop)
+	st, _, err := db.buildTable(id, merged, dropTombstones, true, db.stop)
 	merged.Close()
 	if err == nil {
 		// Badger's table iterator reports a failed block load only as
@@ -231,7 +234,14 @@ func (db *DB) compactRun(v *view, start, width int) error {
 	if err != nil {
 		return err
 	}
-	if err := db.applyEdit(tableEdit{add: st, replace: slices.Clone(run)}); err != nil {
+	err = db.applyEdit(tableEdit{add: st, replace: slices.Clone(run)})
+	if st != nil && !st.closed.Load() {
+		// The table list holds st in the run's place (an edit that fails
+		// before that removes and closes st). The run stays referenced
+		// (v) until this returns, so no input leaves before merged is done.
+		db.filter.merged(st, run)
+	}
+	if err != nil {
 		return err
 	}
 	db.stats.compactions.Add(1)

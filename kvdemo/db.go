@@ -228,6 +228,7 @@ type counters struct {
 	// AddTable, the cuckoo kind's block build.
 	indexUpdateNanos, indexUpdateKeys atomic.Int64
 	filterBuildNanos, filterBuildKeys atomic.Int64
+	filterWriteNanos                  atomic.Int64 // build and file write
 	memFilterNegatives                atomic.Int64
 	memFilterFalsePositives           atomic.Int64
 	tableFilterNegatives              atomic.Int64
@@ -274,6 +275,9 @@ type Stats struct {
 	// index's update, or the cuckoo filter's block build.
 	IndexUpdateNsPerKey float64
 	FilterBuildNsPerKey float64
+	// FilterWriteNsPerKey: the cuckoo filter's build and its file written
+	// and fsynced beside the table, per key.
+	FilterWriteNsPerKey float64
 	// Index describes the store-wide index (Filter = global; zero
 	// otherwise). Its bytes are TableFilterBytes.
 	Index           dynamic.IndexStats
@@ -549,7 +553,11 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	}
 	defer v.release()
 	db.stats.gets.Add(1)
+	return db.getIn(v, key)
+}
 
+// getIn is Get on view v.
+func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 	seek := y.KeyWithTs(key, math.MaxUint64)
 	for _, m := range [2]*memtable{v.mem, v.imm} {
 		if m == nil {
@@ -743,6 +751,7 @@ func (db *DB) Stats() Stats {
 	}
 	if n := db.stats.filterBuildKeys.Load(); n > 0 {
 		s.FilterBuildNsPerKey = float64(db.stats.filterBuildNanos.Load()) / float64(n)
+		s.FilterWriteNsPerKey = float64(db.stats.filterWriteNanos.Load()) / float64(n)
 	}
 	return s
 }

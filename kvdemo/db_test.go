@@ -1108,3 +1108,244 @@ func TestGlobalFreshStoreIndexSize(t *testing.T) {
 		t.Errorf("%d tables: index %+v", st.Tables, st.Index)
 	}
 }
+
+// TestGlobalIndexMergesInPlace: with the global index, compactions move
+// their inputs' entries to the merged table in place (dynamic.Index's
+// Replace) while readers Get keys that are never deleted, and writers
+// overwrite some keys and delete others, so that merges at the oldest end
+// drop tombstones (keys the index must forget). No Get may miss; at the
+// end the index names exactly the live tables, none unfiltered, deleted
+// keys stay deleted, and its entries are no more than one per key and
+// table.
+func TestGlobalIndexMergesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{Filter: FilterGlobal, MemtableBytes: 8 << 10, MaxTables: 3, NoSyncEachWrite: true})
+	const stable = 1500
+	for i := 0; i < stable; i++ {
+		k := fmt.Appendf(nil, "s%06d", i)
+		if err := db.Put(k, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var rwg sync.WaitGroup
+	var reads atomic.Int64
+	for r := 0; r < 2; r++ {
+		rwg.Add(1)
+		go func(r int) {
+			defer rwg.Done()
+			for n := r; ; n += 2 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Appendf(nil, "s%06d", (n*7919)%stable)
+				if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+					t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
+					return
+				}
+				reads.Add(1)
+			}
+		}(r)
+	}
+	churn := 3000
+	if testing.Short() {
+		churn = 1200
+	}
+	for i := 0; i < churn; i++ {
+		k := fmt.Appendf(nil, "c%06d", i%700)
+		var err error
+		if i%3 == 2 {
+			err = db.Delete(k)
+		} else {
+			err = db.Put(k, fmt.Appendf(nil, "v%d", i))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	rwg.Wait()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Every churned key ends as its last write left it.
+	last := map[int]int{}
+	for i := 0; i < churn; i++ {
+		last[i%700] = i
+	}
+	for k, i := range last {
+		got, err := db.Get(fmt.Appendf(nil, "c%06d", k))
+		if i%3 == 2 {
+			if !errors.Is(err, ErrNotFound) {
+				t.Fatalf("deleted c%06d: %q, %v", k, got, err)
+			}
+		} else if err != nil || string(got) != fmt.Sprintf("v%d", i) {
+			t.Fatalf("c%06d: %q, %v; want v%d", k, got, err, i)
+		}
+	}
+	st := db.Stats()
+	ix := db.IndexStats()
+	if st.Compactions < 3 || reads.Load() == 0 {
+		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads.Load())
+	}
+	if st.UnfilteredTables != 0 || ix.Tables != st.Tables {
+		t.Fatalf("index names %d tables, store has %d (%d unfiltered)", ix.Tables, st.Tables, st.UnfilteredTables)
+	}
+	if ix.Entries > st.TableKeys {
+		t.Fatalf("index holds %d entries for %d table entries: entries of merged-away tables left behind (%+v)", ix.Entries, st.TableKeys, ix)
+	}
+	t.Logf("%d reads during %d flushes and %d compactions; %+v", reads.Load(), st.Flushes, st.Compactions, ix)
+}
+
+// TestGlobalOldViewAcrossMerges: a Get on a view opened before two
+// compactions (its tables merged into M1, then M1 merged into M2, both
+// Replaced in the index in place) must still find every key in the
+// tables that view lists: the index names only M2 by then, and the old
+// view's tables are read through what they were merged into.
+func TestGlobalOldViewAcrossMerges(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	want := map[string]string{}
+	for tb := 0; tb < 8; tb++ {
+		for i := 0; i < 400; i++ {
+			k := fmt.Sprintf("k%05d", (tb*300+i)%2000) // overlaps: versions in several tables
+			v := fmt.Sprintf("t%d-%d", tb, i)
+			if err := db.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			want[k] = v
+		}
+		for i := 0; i < 20; i++ {
+			k := fmt.Sprintf("k%05d", (tb*97+i*13)%2000)
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, k)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.release()
+	if len(old.tables) != 8 {
+		t.Fatalf("%d tables, want 8", len(old.tables))
+	}
+	check := func(v *view, when string) {
+		for i := 0; i < 2000; i++ {
+			k := fmt.Sprintf("k%05d", i)
+			got, err := db.getIn(v, []byte(k))
+			w, ok := want[k]
+			switch {
+			case !ok && !errors.Is(err, ErrNotFound):
+				t.Fatalf("%s: deleted %s: %q, %v", when, k, got, err)
+			case ok && (err != nil || string(got) != w):
+				t.Fatalf("%s: %s = %q, %v; want %q", when, k, got, err, w)
+			}
+		}
+	}
+	// Merge the four oldest (tombstones dropped), then the result with
+	// the three tables above it.
+	merge := func(start, width int) {
+		v, err := db.acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.release()
+		if err := db.compactRun(v, start, width); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge(4, 4)
+	check(old, "old view after one merge")
+	merge(1, 4)
+	check(old, "old view after two merges")
+	cur, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.release()
+	check(cur, "current view")
+	if len(cur.tables) != 2 || db.IndexStats().Tables != 2 {
+		t.Fatalf("%d tables, index names %d; want 2", len(cur.tables), db.IndexStats().Tables)
+	}
+	m2 := cur.tables[1]
+	for _, st := range old.tables[1:] {
+		into := st.mergedInto.Load()
+		for into != nil && into != m2 {
+			into = into.mergedInto.Load()
+		}
+		if into != m2 {
+			t.Fatalf("table %06d of the old view does not lead to the second merge", st.id)
+		}
+	}
+}
+
+// TestGlobalIndexRebuildsWhileServing: a store that grows from nothing
+// grows its index by segments; the index is rebuilt in one segment in the
+// background (flushes and compactions going on, their changes replayed on
+// the new index) and swapped in, while readers Get every key written so
+// far. No Get may miss, and the rebuilds must have happened.
+func TestGlobalIndexRebuildsWhileServing(t *testing.T) {
+	for _, maxTables := range []int{-1, 4} {
+		db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 16 << 10, MaxTables: maxTables, NoSyncEachWrite: true})
+		var written atomic.Int64
+		stop := make(chan struct{})
+		var rwg sync.WaitGroup
+		for r := 0; r < 2; r++ {
+			rwg.Add(1)
+			go func(r int) {
+				defer rwg.Done()
+				for n := r; ; n++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					hi := written.Load()
+					if hi == 0 {
+						continue
+					}
+					k := fmt.Appendf(nil, "r%07d", (int64(n)*7919)%hi)
+					if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+						t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
+						return
+					}
+				}
+			}(r)
+		}
+		n := 30_000
+		if testing.Short() {
+			n = 12_000
+		}
+		for i := 0; i < n; i++ {
+			k := fmt.Appendf(nil, "r%07d", i)
+			if err := db.Put(k, k); err != nil {
+				t.Fatal(err)
+			}
+			written.Store(int64(i + 1))
+		}
+		close(stop)
+		rwg.Wait()
+		g := db.filter.(*globalFilter)
+		st := db.Stats()
+		t.Logf("max tables %d: %d rebuilds, %d flushes, %d compactions, %+v", maxTables, g.rebuilds.Load(), st.Flushes, st.Compactions, st.Index)
+		if g.rebuilds.Load() == 0 {
+			t.Errorf("max tables %d: the index was never rebuilt", maxTables)
+		}
+		for i := 0; i < n; i++ {
+			k := fmt.Appendf(nil, "r%07d", i)
+			if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+				t.Fatalf("max tables %d: Get(%s) = %q, %v", maxTables, k, got, err)
+			}
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -17,8 +17,11 @@ import (
 //   - configure, once, before any table is built or opened (a kind that
 //     lives inside Badger's table, like bloom, sets its options here);
 //   - newBuilder at every flush and compaction: it sees each user key the
-//     table will hold, and finish makes the filter durable (bound to the
+//     table will hold (and, in a compaction, each key its inputs held that
+//     it leaves out), and finish makes the filter durable (bound to the
 //     table's identity) before the manifest names the table;
+//   - merged, after a compaction's table took its inputs' place in the
+//     table list (Gets on older views may still read the inputs);
 //   - attach at Open for each listed table; false means "no trustworthy
 //     filter": the table is read unfiltered and rebuild is called in the
 //     background;
@@ -41,7 +44,8 @@ import (
 type tableFilter interface {
 	kind() FilterKind
 	configure(o *table.Options)
-	newBuilder() filterBuilder
+	newBuilder(merging bool) filterBuilder
+	merged(st *sstable, inputs []*sstable)
 	attach(st *sstable) bool
 	rebuild(st *sstable) error
 	prepare(key []byte) filterQuery
@@ -59,6 +63,9 @@ type tableFilter interface {
 // filterBuilder collects a new table's keys (each user key once, in order).
 type filterBuilder interface {
 	add(userKey []byte)
+	// omit: a key the compaction's inputs held that the table leaves out
+	// (a deleted key dropped at the oldest end).
+	omit(userKey []byte)
 	// finish makes the filter durable beside st (the table's file is
 	// written, its identity known) and attaches it. The caller syncs the
 	// directory before the manifest names the table.
@@ -116,7 +123,8 @@ type noFilter struct{}
 
 func (noFilter) kind() FilterKind                              { return FilterNone }
 func (noFilter) configure(*table.Options)                      {}
-func (noFilter) newBuilder() filterBuilder                     { return nopBuilder{} }
+func (noFilter) newBuilder(bool) filterBuilder                 { return nopBuilder{} }
+func (noFilter) merged(*sstable, []*sstable)                   {}
 func (noFilter) attach(*sstable) bool                          { return true }
 func (noFilter) rebuild(*sstable) error                        { return nil }
 func (noFilter) prepare(key []byte) filterQuery                { return filterQuery{key: key} }
@@ -127,6 +135,7 @@ func (noFilter) memoryBytes(*sstable) int64                    { return 0 }
 type nopBuilder struct{}
 
 func (nopBuilder) add([]byte)            {}
+func (nopBuilder) omit([]byte)           {}
 func (nopBuilder) finish(*sstable) error { return nil }
 
 // bloomFilter is Badger's own bloom filter, written by Badger's table
@@ -138,9 +147,10 @@ func (bloomFilter) kind() FilterKind { return FilterBloom }
 func (bloomFilter) configure(o *table.Options) {
 	o.BloomFalsePositive = 0.01 // Badger's default
 }
-func (bloomFilter) newBuilder() filterBuilder { return nopBuilder{} }
-func (bloomFilter) attach(*sstable) bool      { return true }
-func (bloomFilter) rebuild(*sstable) error    { return nil }
+func (bloomFilter) newBuilder(bool) filterBuilder { return nopBuilder{} }
+func (bloomFilter) merged(*sstable, []*sstable)   {}
+func (bloomFilter) attach(*sstable) bool          { return true }
+func (bloomFilter) rebuild(*sstable) error        { return nil }
 func (bloomFilter) prepare(key []byte) filterQuery {
 	return filterQuery{key: key, hash: y.Hash(key)}
 }
@@ -171,7 +181,9 @@ type cuckooFilter struct {
 func (*cuckooFilter) kind() FilterKind         { return FilterCuckoo }
 func (*cuckooFilter) configure(*table.Options) {}
 
-func (c *cuckooFilter) newBuilder() filterBuilder {
+func (*cuckooFilter) merged(*sstable, []*sstable) {}
+
+func (c *cuckooFilter) newBuilder(bool) filterBuilder {
 	return &cuckooBuilder{c: c, b: codec.NewBuilder(codec.Options{BitsPerKey: c.bitsPerKey})}
 }
 
@@ -182,13 +194,18 @@ type cuckooBuilder struct {
 }
 
 func (b *cuckooBuilder) add(userKey []byte) { b.b.Add(userKey); b.keys++ }
+func (*cuckooBuilder) omit([]byte)          {}
 
 func (b *cuckooBuilder) finish(st *sstable) error {
 	start := time.Now()
 	block := b.b.Finish(nil)
 	b.c.db.stats.filterBuildNanos.Add(time.Since(start).Nanoseconds())
 	b.c.db.stats.filterBuildKeys.Add(b.keys)
-	return b.c.install(st, block)
+	err := b.c.install(st, block)
+	// The build's full cost includes its file (written and fsynced), which
+	// the global index, kept only in memory, does not pay.
+	b.c.db.stats.filterWriteNanos.Add(time.Since(start).Nanoseconds())
+	return err
 }
 
 // install saves block as st's filter and attaches it.

@@ -20,12 +20,24 @@ const FilterGlobal FilterKind = "global"
 
 // globalFilter keeps the store's dynamic.Index. Nothing is written beside
 // the tables: at Open the index is rebuilt from the tables' keys (Open logs
-// how long that took), sized for all of them at once. A flush or
-// compaction adds the new table's keys when the table is finished, before
-// the manifest names it; a table leaves the index only when the last view
-// that lists it is released (drop), so a Get holding an older view still
-// finds its tables named (the order dynamic.Index's documentation asks a
-// store to keep).
+// how long that took), sized for all of them at once.
+//
+// A flush adds the new table's keys when the table is finished, before the
+// manifest names it. A compaction does not add its output M: once the
+// table list holds M in its inputs' place, merged calls Replace, which
+// rewrites the inputs' entries to name M in place (no room for both, no
+// pass over the index). Until Replace returns, M is unfiltered: every Get
+// on the new list reads it. Gets on older lists still read the inputs:
+// each input I gets I.mergedInto = M before Replace starts, and a Get reads
+// I when the index names I, or M, or what M was merged into later (the
+// second order dynamic.Index's documentation describes). A table leaves
+// the index by other means only when it was flushed and then abandoned,
+// or a Replace failed: at its last view's release (drop), by a pass over
+// the index.
+//
+// At Open the index is built from all tables at once (AddTables), in one
+// segment. An index that has since grown to a few segments is rebuilt in
+// one in the background (maybeRebuild, rebuildIndex), and swapped in.
 type globalFilter struct {
 	db         *DB
 	bitsPerKey float64
@@ -34,6 +46,37 @@ type globalFilter struct {
 	idx     atomic.Pointer[dynamic.Index]
 	pending []*sstable // attached at Open, indexed by attachedAll
 	leaving []uint64   // dropped tables whose entries are still in the index
+
+	// An index that grew by segments is rebuilt in one from the tables'
+	// keys (rebuildIndex). Every change to the index is made under swapMu,
+	// and recorded while a rebuild runs, to be replayed on the new index
+	// before it takes the old one's place.
+	swapMu     sync.Mutex
+	tracking   bool
+	changes    []indexChange
+	rebuilding atomic.Bool
+	rebuilds   atomic.Int64
+	builtWith  atomic.Int64 // entries of the index when it was last built in one segment
+}
+
+// indexChange is one writer call made while a rebuild ran: add (with its
+// keys) in the place of remove (a Replace), or only one of them.
+type indexChange struct {
+	add             uint64
+	hashes, dropped []uint64
+	remove          []uint64
+}
+
+// change runs op on the index under swapMu, and records c if a rebuild
+// is under way.
+func (g *globalFilter) change(keys int, c indexChange, op func(idx *dynamic.Index) error) error {
+	g.swapMu.Lock()
+	defer g.swapMu.Unlock()
+	err := op(g.index(keys))
+	if g.tracking {
+		g.changes = append(g.changes, c)
+	}
+	return err
 }
 
 // index returns the store's index, creating it for a store that had no
@@ -54,19 +97,38 @@ func (g *globalFilter) index(keys int) *dynamic.Index {
 func (*globalFilter) kind() FilterKind         { return FilterGlobal }
 func (*globalFilter) configure(*table.Options) {}
 
-func (g *globalFilter) newBuilder() filterBuilder { return &globalBuilder{g: g} }
+func (g *globalFilter) newBuilder(merging bool) filterBuilder {
+	return &globalBuilder{g: g, merging: merging}
+}
 
 type globalBuilder struct {
-	g      *globalFilter
-	hashes []uint64
+	g       *globalFilter
+	merging bool
+	hashes  []uint64
+	dropped []uint64
+}
+
+// pendingMerge is a compaction output's keys, held from its build until
+// merged puts them in the index (the inputs' keys it left out too).
+type pendingMerge struct {
+	hashes, dropped []uint64
 }
 
 func (b *globalBuilder) add(userKey []byte) { b.hashes = append(b.hashes, dynamic.KeyHash(userKey)) }
+func (b *globalBuilder) omit(userKey []byte) {
+	b.dropped = append(b.dropped, dynamic.KeyHash(userKey))
+}
 
 func (b *globalBuilder) finish(st *sstable) error {
+	if b.merging {
+		st.merge = &pendingMerge{hashes: b.hashes, dropped: b.dropped}
+		return nil // unfiltered until merged
+	}
 	b.g.removeLeaving() // frees their codes and slots for this table
 	start := time.Now()
-	if err := b.g.index(len(b.hashes)).AddTable(st.id, b.hashes); err != nil {
+	if err := b.g.change(len(b.hashes), indexChange{add: st.id, hashes: b.hashes}, func(idx *dynamic.Index) error {
+		return idx.AddTable(st.id, b.hashes)
+	}); err != nil {
 		return errorf("indexing table %06d: %w", st.id, err)
 	}
 	b.g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
@@ -98,23 +160,38 @@ func (g *globalFilter) attachedAll() error {
 		total += int(st.t.KeyCount())
 	}
 	if g.idx.Load() == nil && len(pending) > 0 {
-		// A store with no tables yet sizes its index from its first table
-		// (index), not from nothing.
-		g.idx.Store(dynamic.NewIndex(total+total/20+1024, g.bitsPerKey))
+		// Sized for the tables at hand at the index's load, with 2%
+		// headroom for the next flushes before a segment is added (a store
+		// with no tables yet sizes its index from its first table, index).
+		g.idx.Store(dynamic.NewIndex(total+total/50+1024, g.bitsPerKey))
 	}
 	g.mu.Unlock()
 	start := time.Now()
 	keys := 0
+	// Read every table's keys, then add them in one call, so that the
+	// index chooses each table's code knowing them all.
+	var ids []uint64
+	var sets [][]uint64
+	var added []*sstable
 	for _, st := range pending {
-		n, err := g.indexTable(st)
-		if errors.Is(err, ErrCorrupt) {
+		hashes, err := tableHashes(st)
+		if err != nil {
 			g.db.opts.Logger.Printf("%s", quote(err))
 			continue
 		}
-		if err != nil {
-			return err
+		ids = append(ids, st.id)
+		sets = append(sets, hashes)
+		added = append(added, st)
+		keys += len(hashes)
+	}
+	if len(ids) > 0 {
+		if err := g.index(keys).AddTables(ids, sets); err != nil {
+			return errorf("indexing the tables at open: %w", err)
 		}
-		keys += n
+		for _, st := range added {
+			st.indexed.Store(true)
+		}
+		g.builtWith.Store(int64(keys))
 	}
 	if len(pending) > 0 {
 		g.db.opts.Logger.Printf("global index rebuilt from %d tables (%d keys) in %v", len(pending), keys, time.Since(start).Round(time.Millisecond))
@@ -124,6 +201,21 @@ func (g *globalFilter) attachedAll() error {
 
 // indexTable adds st's keys to the index, read from the table itself.
 func (g *globalFilter) indexTable(st *sstable) (int, error) {
+	hashes, err := tableHashes(st)
+	if err != nil {
+		return 0, err
+	}
+	if err := g.change(len(hashes), indexChange{add: st.id, hashes: hashes}, func(idx *dynamic.Index) error {
+		return idx.AddTable(st.id, hashes)
+	}); err != nil {
+		return 0, errorf("indexing table %06d: %w", st.id, err)
+	}
+	st.indexed.Store(true)
+	return len(hashes), nil
+}
+
+// tableHashes reads st's keys' hashes from the table itself.
+func tableHashes(st *sstable) ([]uint64, error) {
 	hashes := make([]uint64, 0, st.t.KeyCount())
 	it := st.t.NewIterator(table.NOCACHE)
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -135,13 +227,9 @@ func (g *globalFilter) indexTable(st *sstable) (int, error) {
 	// "absent" for keys it holds. The table stays unindexed, so every Get
 	// searches it (and learns of the damage from it).
 	if len(hashes) != int(st.t.KeyCount()) {
-		return 0, errorf("%w: table %06d: read %d of its %d entries to index it; every Get searches it", ErrCorrupt, st.id, len(hashes), st.t.KeyCount())
+		return nil, errorf("%w: table %06d: read %d of its %d entries to index it; every Get searches it", ErrCorrupt, st.id, len(hashes), st.t.KeyCount())
 	}
-	if err := g.index(len(hashes)).AddTable(st.id, hashes); err != nil {
-		return 0, errorf("indexing table %06d: %w", st.id, err)
-	}
-	st.indexed.Store(true)
-	return len(hashes), nil
+	return hashes, nil
 }
 
 func (g *globalFilter) rebuild(st *sstable) error {
@@ -150,6 +238,161 @@ func (g *globalFilter) rebuild(st *sstable) error {
 	}
 	_, err := g.indexTable(st)
 	return err
+}
+
+// merged moves the keys of the run's indexed tables to st (Replace), then
+// marks st indexed. Keys of inputs that were never indexed are added.
+func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
+	pm := st.merge
+	st.merge = nil
+	if pm == nil || st.t == nil {
+		return
+	}
+	var ids []uint64
+	var from []*sstable
+	for _, in := range inputs {
+		if in.indexed.Load() {
+			ids = append(ids, in.id)
+			from = append(from, in)
+		}
+	}
+	// Before Replace starts: a Get on an older view that is told st must
+	// read these inputs.
+	for _, in := range from {
+		in.mergedInto.Store(st)
+	}
+	start := time.Now()
+	var fellBack bool
+	err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
+		err := idx.Replace(ids, st.id, pm.hashes, pm.dropped)
+		if err != nil {
+			// Only an index out of step with the tables (a bug); stay
+			// correct: index st on its own, the inputs leave at their
+			// release.
+			g.db.opts.Logger.Printf("table %06d: replacing its inputs in the global index: %v", st.id, err)
+			fellBack = true
+			return idx.AddTable(st.id, pm.hashes)
+		}
+		return nil
+	})
+	if fellBack {
+		if err == nil {
+			st.indexed.Store(true)
+		}
+		return
+	}
+	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	g.db.stats.indexUpdateKeys.Add(int64(len(pm.hashes)))
+	for _, in := range from {
+		in.indexed.Store(false) // its entries are st's now: nothing to remove at drop
+	}
+	st.indexed.Store(true)
+}
+
+// maybeRebuild starts rebuildIndex when growth has left the index in
+// rebuildSegments segments or more and it holds at least twice the
+// entries it was last built for, so that rebuilds, each a read of every
+// table, cost a bounded number of reads per key added. It runs in the flush goroutine after
+// a flush's edit, when no flushed table is between its AddTable and the
+// table list that names it: every table in the index is then in the view
+// it takes, or is added later by a change the rebuild records.
+func (g *globalFilter) maybeRebuild() {
+	idx := g.idx.Load()
+	if idx == nil || g.rebuilding.Load() {
+		return
+	}
+	if st := idx.Stats(); st.Segments < rebuildSegments || st.Entries < 2*g.builtWith.Load() {
+		return
+	}
+	g.swapMu.Lock()
+	g.tracking, g.changes = true, nil
+	g.swapMu.Unlock()
+	v, err := g.db.acquire()
+	if err != nil {
+		g.stopTracking()
+		return
+	}
+	g.rebuilding.Store(true)
+	g.db.bg.Add(1) // the flush goroutine, itself counted, is running
+	go func() {
+		defer g.db.bg.Done()
+		defer g.rebuilding.Store(false)
+		defer v.release()
+		g.rebuildIndex(v)
+	}()
+}
+
+// rebuildSegments: an index in this many segments is rebuilt in one.
+const rebuildSegments = 3
+
+func (g *globalFilter) stopTracking() {
+	g.swapMu.Lock()
+	g.tracking, g.changes = false, nil
+	g.swapMu.Unlock()
+}
+
+// rebuildIndex builds a new index, in one segment, from the keys of v's
+// indexed tables, replays on it the changes made to the old one since
+// tracking began, and swaps it in, all under swapMu from the replay on.
+// A Get that loaded the old index keeps a complete one for its view: no
+// writer changes the old index after the swap, and any table added after
+// the Get loaded it is missing from the Get's view too.
+func (g *globalFilter) rebuildIndex(v *view) {
+	start := time.Now()
+	var ids []uint64
+	var sets [][]uint64
+	total := 0
+	for i := len(v.tables) - 1; i >= 0; i-- { // oldest first
+		st := v.tables[i]
+		if !st.indexed.Load() || st.t == nil {
+			continue
+		}
+		select {
+		case <-g.db.stop:
+			g.stopTracking()
+			return
+		default:
+		}
+		hashes, err := tableHashes(st)
+		if err != nil {
+			g.stopTracking() // the table is damaged: keep the index as it is
+			return
+		}
+		ids = append(ids, st.id)
+		sets = append(sets, hashes)
+		total += len(hashes)
+	}
+	fresh := dynamic.NewIndex(total+total/50+1024, g.bitsPerKey)
+	if err := fresh.AddTables(ids, sets); err != nil {
+		g.stopTracking()
+		return
+	}
+	g.swapMu.Lock()
+	defer g.swapMu.Unlock()
+	for _, c := range g.changes {
+		var present []uint64
+		for _, id := range c.remove {
+			if fresh.HasTable(id) {
+				present = append(present, id)
+			}
+		}
+		switch {
+		case c.add != 0 && fresh.HasTable(c.add):
+			// Indexed before the view was read, recorded too.
+			if len(present) > 0 {
+				fresh.RemoveTables(present...)
+			}
+		case c.add != 0:
+			fresh.Replace(present, c.add, c.hashes, c.dropped)
+		case len(present) > 0:
+			fresh.RemoveTables(present...)
+		}
+	}
+	g.tracking, g.changes = false, nil
+	g.idx.Store(fresh)
+	g.rebuilds.Add(1)
+	g.builtWith.Store(int64(total))
+	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 }
 
 // prepare is the Get's one index lookup.
@@ -171,11 +414,24 @@ func (g *globalFilter) prepare(key []byte) filterQuery {
 }
 
 func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
-	if !st.indexed.Load() || q.many {
+	if q.many {
 		return filterNone
 	}
-	if slices.Contains(q.cands[:q.ncands], st.id) {
+	into := st.mergedInto.Load()
+	if !st.indexed.Load() && into == nil {
+		return filterNone
+	}
+	c := q.cands[:q.ncands]
+	if slices.Contains(c, st.id) {
 		return filterMaybe
+	}
+	// A compaction's Replace may have moved st's keys to its output, and
+	// later ones that output's keys: any of them named means st may hold
+	// the key.
+	for ; into != nil; into = into.mergedInto.Load() {
+		if slices.Contains(c, into.id) {
+			return filterMaybe
+		}
 	}
 	return filterAbsent
 }
@@ -204,19 +460,21 @@ func (g *globalFilter) removeLeaving() {
 	ids := g.leaving
 	g.leaving = nil
 	g.mu.Unlock()
-	idx := g.idx.Load()
-	if len(ids) == 0 || idx == nil {
+	if len(ids) == 0 || g.idx.Load() == nil {
 		return
 	}
 	start := time.Now()
-	if err := idx.RemoveTables(ids...); err != nil {
-		// Only an ID the index never had; remove the others one by one.
-		for _, id := range ids {
-			if err := idx.RemoveTable(id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
-				g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", id, err)
+	g.change(0, indexChange{remove: ids}, func(idx *dynamic.Index) error {
+		if err := idx.RemoveTables(ids...); err != nil {
+			// Only an ID the index never had; remove the others one by one.
+			for _, id := range ids {
+				if err := idx.RemoveTable(id); err != nil && !errors.Is(err, dynamic.ErrNoTable) {
+					g.db.opts.Logger.Printf("table %06d: leaving the global index: %v", id, err)
+				}
 			}
 		}
-	}
+		return nil
+	})
 	// Upkeep counts removals too, per key added.
 	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 }

@@ -336,7 +336,7 @@ func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
 	}
 	w.syncs = &db.stats.walSyncs
 	it := mem.sl.NewIterator()
-	st, ts, err := db.buildTable(db.allocFile(), sklSource{it}, false, nil)
+	st, ts, err := db.buildTable(db.allocFile(), sklSource{it}, false, false, nil)
 	it.Close()
 	if err == nil {
 		err = db.applyEdit(tableEdit{add: st, seq: ts.maxSeq, log: id})

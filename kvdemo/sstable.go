@@ -43,6 +43,13 @@ type sstable struct {
 	cfBytes atomic.Int64
 	// indexed: the table's keys are in the global index (Filter = global).
 	indexed atomic.Bool
+	// mergedInto: the compaction output whose Replace took this table's
+	// entries (global): a Get on an older view reads this table when the
+	// index names that table, or what it was merged into in turn.
+	mergedInto atomic.Pointer[sstable]
+	// merge: a compaction output's key hashes, kept from its build until
+	// merged indexes them in its inputs' place.
+	merge *pendingMerge
 
 	refs     atomic.Int32
 	obsolete atomic.Bool // replaced by a compaction: delete the files at the last unref
@@ -151,11 +158,11 @@ type tableStats struct {
 // removeTable if it never does. With dropTombstones (nothing older than
 // src exists) deleted keys are left out. It returns nil and no error when
 // nothing was left to write. Closing stop abandons the build (errAborted).
-func (db *DB) buildTable(id uint64, src entrySource, dropTombstones bool, stop <-chan struct{}) (*sstable, tableStats, error) {
+func (db *DB) buildTable(id uint64, src entrySource, dropTombstones, merging bool, stop <-chan struct{}) (*sstable, tableStats, error) {
 	var ts tableStats
 	b := table.NewTableBuilder(db.tOpt)
 	defer b.Close()
-	fb := db.filter.newBuilder()
+	fb := db.filter.newBuilder(merging)
 	var last []byte
 	n := 0
 	for src.Rewind(); src.Valid(); src.Next() {
@@ -177,6 +184,7 @@ func (db *DB) buildTable(id uint64, src entrySource, dropTombstones bool, stop <
 		if vs.Meta&metaDelete != 0 {
 			if dropTombstones {
 				ts.dropped++
+				fb.omit(user)
 				continue
 			}
 			ts.tombstones++
