@@ -1182,38 +1182,20 @@ func (x *Index) lengthen(plan map[int]uint) {
 		}
 	})
 	tagShift := x.w - x.m
-	leafMask := uint32(1)<<x.d - 1
 	planned := make([]int, 0, len(plan))
 	for t := range plan {
 		planned = append(planned, t)
 	}
-	for _, s := range *x.segs.Load() {
-		if !s.holds(planned) {
-			continue
+	x.eachEntry(before, planned, func(s *idxSegment, i uint32, j int, v uint32, t int) {
+		if t < 0 || changes[t].newLen == 0 {
+			return
 		}
-		for i := uint32(0); i < s.n; i++ {
-			b := x.bucket(s, i)
-			if b == 0 {
-				continue
-			}
-			for j := 0; j < idxSlots; j++ {
-				v := x.slot(b, j)
-				if v == 0 {
-					continue
-				}
-				t := before.decode[(v>>(tagShift-x.d))&leafMask]
-				if t < 0 || changes[t].newLen == 0 {
-					continue
-				}
-				c := changes[t]
-				kOld := tagShift - c.oldLen
-				delta := c.newLen - c.oldLen
-				extra := v & (1<<kOld - 1)
-				nv := v>>tagShift<<tagShift | c.newCode<<(kOld-delta) | extra>>delta
-				x.setSlot(s, i, j, nv)
-			}
-		}
-	}
+		c := changes[t]
+		kOld := tagShift - c.oldLen
+		delta := c.newLen - c.oldLen
+		extra := v & (1<<kOld - 1)
+		x.setSlot(s, i, j, v>>tagShift<<tagShift|c.newCode<<(kOld-delta)|extra>>delta)
+	})
 	x.publish(func(b *codebook) {
 		for t, c := range changes {
 			if c.newLen == 0 {
@@ -1404,6 +1386,31 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	return nil, false
 }
 
+// eachEntry calls fn for every occupied slot of the segments that hold
+// entries of a table in ts, with its value and the table book's code leaf
+// names (-1: none). A pass over the index, for the writer: fn may rewrite
+// or clear the slot it is given.
+func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uint32, j int, v uint32, t int)) {
+	tagShift := x.w - x.m
+	leafMask := uint32(1)<<x.d - 1
+	for _, s := range *x.segs.Load() {
+		if !s.holds(ts) {
+			continue
+		}
+		for i := uint32(0); i < s.n; i++ {
+			b := x.bucket(s, i)
+			if b == 0 {
+				continue
+			}
+			for j := 0; j < idxSlots; j++ {
+				if v := x.slot(b, j); v != 0 {
+					fn(s, i, j, v, int(book.decode[(v>>(tagShift-x.d))&leafMask]))
+				}
+			}
+		}
+	}
+}
+
 // removeLocked clears every entry whose code is table t's, then frees the
 // code (documentation, 4) and drops segments left empty.
 func (x *Index) removeLocked(ts ...int) {
@@ -1418,30 +1425,12 @@ func (x *Index) removeLocked(ts ...int) {
 		// One pass clears the entries of every table leaving: a slot's
 		// code leaf names its table unambiguously (codes are prefix-free
 		// and none is being lengthened under the writer mutex).
-		segs := *x.segs.Load()
-		tagShift := x.w - x.m
-		leafMask := uint32(1)<<x.d - 1
-		for _, s := range segs {
-			if !s.holds(ts) {
-				continue
+		x.eachEntry(book, ts, func(s *idxSegment, i uint32, j int, _ uint32, t int) {
+			if t >= 0 && gone[t] {
+				x.setSlot(s, i, j, 0)
+				x.cleared(s, t)
 			}
-			for i := uint32(0); i < s.n; i++ {
-				b := x.bucket(s, i)
-				if b == 0 {
-					continue
-				}
-				for j := 0; j < idxSlots; j++ {
-					v := x.slot(b, j)
-					if v == 0 {
-						continue
-					}
-					if t := book.decode[(v>>(tagShift-x.d))&leafMask]; t >= 0 && gone[t] {
-						x.setSlot(s, i, j, 0)
-						x.cleared(s, int(t))
-					}
-				}
-			}
-		}
+		})
 	}
 	x.dropEmptySegments()
 	for _, t := range ts {
