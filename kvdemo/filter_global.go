@@ -283,6 +283,9 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 		}
 		return nil
 	})
+	if globalTestHookReplaced != nil {
+		globalTestHookReplaced()
+	}
 	if fellBack {
 		if err == nil {
 			st.indexedAt.Store(g.epoch.Add(1))
@@ -301,6 +304,10 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	st.indexedAt.Store(g.epoch.Add(1))
 	st.indexed.Store(true)
 }
+
+// globalTestHookReplaced, when set by a test, runs in merged once its
+// index change is made.
+var globalTestHookReplaced func()
 
 // maybeRebuild starts rebuildIndex when growth has left the index in
 // rebuildSegments segments or more and it holds at least twice the

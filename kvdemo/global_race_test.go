@@ -94,3 +94,71 @@ func TestGlobalGetLookupBeforeReplace(t *testing.T) {
 		t.Errorf("%d of %d keys missed", missed, len(want))
 	}
 }
+
+// TestGlobalRebuildBetweenReplaceAndIndexed: a background rebuild starts
+// (tracking on, view taken) just after a compaction's Replace returned,
+// before merged marks the output M indexed. The Replace was not recorded
+// (tracking was off), so the new index holds M only if the rebuild reads
+// M as indexed; once swapped in, every Get must still find M's keys.
+func TestGlobalRebuildBetweenReplaceAndIndexed(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	want := map[string]string{}
+	for tb := 0; tb < 5; tb++ {
+		for i := 0; i < 300; i++ {
+			k := fmt.Sprintf("k%05d", tb*200+i)
+			v := fmt.Sprintf("t%d-%d", tb, i)
+			mustPut(t, db, []byte(k), []byte(v))
+			want[k] = v
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := db.filter.(*globalFilter)
+	rebuilt := false
+	globalTestHookReplaced = func() {
+		// What maybeRebuild and its goroutine do, here synchronously.
+		g.swapMu.Lock()
+		g.tracking, g.changes = true, nil
+		g.swapMu.Unlock()
+		v, err := db.acquire()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer v.release()
+		g.rebuildIndex(v)
+		rebuilt = true
+	}
+	defer func() { globalTestHookReplaced = nil }()
+	v, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.compactRun(v, 1, 4) // the four oldest; the newest stays apart
+	v.release()
+	globalTestHookReplaced = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rebuilt || g.rebuilds.Load() != 1 {
+		t.Fatalf("rebuilt %v, %d rebuilds: not exercised", rebuilt, g.rebuilds.Load())
+	}
+	missed := 0
+	for k, w := range want {
+		got, err := db.Get([]byte(k))
+		if err != nil || string(got) != w {
+			if missed == 0 {
+				t.Errorf("Get(%s) after a rebuild between Replace and merged's end: %q, %v; want %q", k, got, err, w)
+			}
+			missed++
+		}
+	}
+	if missed > 0 {
+		t.Errorf("%d of %d keys missed", missed, len(want))
+	}
+	if ix := db.IndexStats(); ix.Tables != 2 {
+		t.Errorf("index names %d tables, store has 2", ix.Tables)
+	}
+}
