@@ -272,37 +272,38 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	start := time.Now()
 	var fellBack bool
 	err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
-		err := idx.Replace(ids, st.id, pm.hashes, pm.dropped)
-		if err != nil {
+		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); err != nil {
 			// Only an index out of step with the tables (a bug); stay
 			// correct: index st on its own, the inputs leave at their
 			// release.
 			g.db.opts.Logger.Printf("table %06d: replacing its inputs in the global index: %v", st.id, err)
 			fellBack = true
-			return idx.AddTable(st.id, pm.hashes)
+			if err := idx.AddTable(st.id, pm.hashes); err != nil {
+				return err
+			}
+		} else {
+			for _, in := range from {
+				in.indexed.Store(false) // its entries are st's now: nothing to remove at drop
+			}
 		}
+		// Marked under swapMu: a rebuild that starts tracking after this
+		// reads st as indexed in its view, one that started before
+		// records this change and replays it. Gets on views that list st
+		// and looked the key up before Replace returned were told st's
+		// inputs (not in their view), so they must search st: the epoch
+		// they read is below this one.
+		st.indexedAt.Store(g.epoch.Add(1))
+		st.indexed.Store(true)
 		return nil
 	})
 	if globalTestHookReplaced != nil {
 		globalTestHookReplaced()
 	}
-	if fellBack {
-		if err == nil {
-			st.indexedAt.Store(g.epoch.Add(1))
-			st.indexed.Store(true)
-		}
+	if fellBack || err != nil {
 		return
 	}
 	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 	g.db.stats.indexUpdateKeys.Add(int64(len(pm.hashes)))
-	for _, in := range from {
-		in.indexed.Store(false) // its entries are st's now: nothing to remove at drop
-	}
-	// Gets on views that list st and looked the key up before Replace
-	// returned were told st's inputs (not in their view), so they must
-	// search st: the epoch they read is below this one.
-	st.indexedAt.Store(g.epoch.Add(1))
-	st.indexed.Store(true)
 }
 
 // globalTestHookReplaced, when set by a test, runs in merged once its
