@@ -477,10 +477,12 @@ func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint
 
 // idxTestHookAfterFirstRead, when set by a test, runs between a lookup's
 // reads of its two buckets; idxTestHookRecoded after each key a Replace
-// recodes.
+// recodes; idxTestHookCleared when a Replace has cleared the input
+// entries left beside its keys' entries, before its last codebook.
 var (
 	idxTestHookAfterFirstRead func(s *idxSegment)
 	idxTestHookRecoded        func()
+	idxTestHookCleared        func()
 )
 
 func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []uint64 {
@@ -891,6 +893,9 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	}
 	for _, h := range later {
 		clearInputs(h)
+	}
+	if idxTestHookCleared != nil {
+		idxTestHookCleared()
 	}
 	// Inputs' stash entries now name merged (their keys may be dropped
 	// ones: a false candidate, never a miss); every key of merged has
