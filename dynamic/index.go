@@ -114,7 +114,11 @@ import (
 //     reaches it. Entries of keys M drops, and input entries of a key in
 //     a segment other than the one where it got its M entry, are cleared
 //     only after every key of M has its own entry, so no key of M relies
-//     on them; the inputs' codes are freed last (4).
+//     on them, and only after a codebook is published: a lookup reads
+//     segments one at a time, so it may have read the segment of a key's
+//     M entry before that entry was written there (or not have that
+//     segment in its list at all) and read the key's cleared input entry
+//     after; by (3) it reads again. The inputs' codes are freed last (4).
 //
 // A store keeps Gets correct across a compaction (inputs I merged into
 // table M) in one of two ways. Either AddTable(M), then switch its table
@@ -887,6 +891,15 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 				}
 			}
 		}
+	}
+	if len(dropped)+len(later) > 0 {
+		// A lookup reads segments one after the other: it may have read
+		// the segment where a key just got its entry before the entry was
+		// written (or loaded the segment list before that segment was
+		// added), and read the segment of the key's input entry after it
+		// is cleared below. A codebook published in between makes such a
+		// lookup read again (documentation, 3 and 5).
+		x.publish(func(*codebook) {})
 	}
 	for _, h := range dropped {
 		clearInputs(h)
