@@ -1,9 +1,12 @@
 package kvdemo
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4/y"
@@ -160,5 +163,68 @@ func TestGlobalRebuildBetweenReplaceAndIndexed(t *testing.T) {
 	}
 	if ix := db.IndexStats(); ix.Tables != 2 {
 		t.Errorf("index names %d tables, store has 2", ix.Tables)
+	}
+}
+
+// TestGlobalStressGetsAcrossMerges: more readers than cores Get keys that
+// never change (they sit in tables being merged over and over) while a
+// writer overwrites and deletes other keys, so flushes, compactions and
+// index rebuilds keep running. Readers are descheduled at every point of
+// a Get, including between its index lookup and its table reads; no Get
+// may miss. Run with -race.
+func TestGlobalStressGetsAcrossMerges(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 8 << 10, MaxTables: 3, NoSyncEachWrite: true})
+	defer db.Close()
+	const stable = 2000
+	for i := 0; i < stable; i++ {
+		k := fmt.Appendf(nil, "s%06d", i)
+		mustPut(t, db, k, k)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var reads, misses atomic.Int64
+	for r := 0; r < 6; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			for n := r; ; n += 6 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := fmt.Appendf(nil, "s%06d", (n*7919)%stable)
+				if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+					if misses.Add(1) == 1 {
+						t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
+					}
+				}
+				reads.Add(1)
+			}
+		}(r)
+	}
+	churn := 6000
+	if testing.Short() {
+		churn = 2000
+	}
+	for i := 0; i < churn; i++ {
+		k := fmt.Appendf(nil, "c%06d", i%900)
+		if i%3 == 2 {
+			if err := db.Delete(k); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			mustPut(t, db, k, fmt.Appendf(nil, "v%d", i))
+		}
+	}
+	close(stop)
+	wg.Wait()
+	st := db.Stats()
+	t.Logf("%d reads, %d misses, %d flushes, %d compactions, %d rebuilds", reads.Load(), misses.Load(), st.Flushes, st.Compactions, db.filter.(*globalFilter).rebuilds.Load())
+	if misses.Load() > 0 {
+		t.Fatalf("%d of %d Gets missed a key", misses.Load(), reads.Load())
+	}
+	if st.Compactions < 3 || reads.Load() == 0 {
+		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads.Load())
 	}
 }
