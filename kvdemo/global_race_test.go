@@ -228,3 +228,131 @@ func TestGlobalStressGetsAcrossMerges(t *testing.T) {
 		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads.Load())
 	}
 }
+
+// TestGlobalOldViewAcrossRebuildsAndMerges: Gets hold a view, and index
+// lookups made on one index, across a rebuild and swap, a merge of the
+// view's oldest tables, a second rebuild and a merge of the first merge's
+// output with newer tables. Keys have versions in several tables and
+// deletes. Every Get, whichever view and whichever lookup it made, must
+// see each key as its view holds it.
+func TestGlobalOldViewAcrossRebuildsAndMerges(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	const keys = 2000
+	want := map[string]string{}
+	for tb := 0; tb < 8; tb++ {
+		for i := 0; i < 400; i++ {
+			k := fmt.Sprintf("k%05d", (tb*300+i)%keys)
+			v := fmt.Sprintf("t%d-%d", tb, i)
+			mustPut(t, db, []byte(k), []byte(v))
+			want[k] = v
+		}
+		for i := 0; i < 20; i++ {
+			k := fmt.Sprintf("k%05d", (tb*97+i*13)%keys)
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(want, k)
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := db.filter.(*globalFilter)
+	rebuild := func() {
+		g.swapMu.Lock()
+		g.tracking, g.changes = true, nil
+		g.swapMu.Unlock()
+		v, err := db.acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.release()
+		g.rebuildIndex(v)
+	}
+	merge := func(start, width int) {
+		v, err := db.acquire()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.release()
+		if err := db.compactRun(v, start, width); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prepared := func() map[string]filterQuery {
+		qs := map[string]filterQuery{}
+		for i := 0; i < keys; i++ {
+			k := fmt.Sprintf("k%05d", i)
+			qs[k] = g.prepare([]byte(k))
+		}
+		return qs
+	}
+	check := func(v *view, qs map[string]filterQuery, when string) {
+		t.Helper()
+		for i := 0; i < keys; i++ {
+			k := fmt.Sprintf("k%05d", i)
+			var got []byte
+			var err error
+			if qs != nil {
+				got, err = getWithQuery(t, db, v, []byte(k), qs[k])
+			} else {
+				got, err = db.getIn(v, []byte(k))
+			}
+			w, ok := want[k]
+			switch {
+			case !ok && !errors.Is(err, ErrNotFound):
+				t.Fatalf("%s: deleted %s: %q, %v", when, k, got, err)
+			case ok && (err != nil || string(got) != w):
+				t.Fatalf("%s: %s = %q, %v; want %q", when, k, got, err, w)
+			}
+		}
+	}
+	old, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.release()
+	q0 := prepared() // on the index built table by table
+	rebuild()
+	check(old, nil, "old view after a rebuild")
+	check(old, q0, "old view, lookups on the replaced index")
+	q1 := prepared()
+	merge(4, 4)
+	mid, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mid.release()
+	check(old, nil, "old view after a merge")
+	check(old, q1, "old view, lookups before the merge")
+	check(mid, q1, "new view, lookups before the merge")
+	rebuild()
+	q2 := prepared()
+	merge(1, 4)
+	cur, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.release()
+	for _, c := range []struct {
+		v    *view
+		qs   map[string]filterQuery
+		when string
+	}{
+		{old, nil, "old view after two merges"},
+		{old, q0, "old view, lookups from before everything"},
+		{old, q2, "old view, lookups before the second merge"},
+		{mid, nil, "middle view after the second merge"},
+		{mid, q1, "middle view, lookups before the first merge"},
+		{mid, q2, "middle view, lookups before the second merge"},
+		{cur, nil, "current view"},
+		{cur, q1, "current view, lookups before the first merge"},
+		{cur, q2, "current view, lookups before the second merge"},
+	} {
+		check(c.v, c.qs, c.when)
+	}
+	if g.rebuilds.Load() != 2 || len(cur.tables) != 2 || db.IndexStats().Tables != 2 {
+		t.Fatalf("%d rebuilds, %d tables, index names %d; want 2, 2, 2", g.rebuilds.Load(), len(cur.tables), db.IndexStats().Tables)
+	}
+}
