@@ -356,3 +356,76 @@ func TestGlobalOldViewAcrossRebuildsAndMerges(t *testing.T) {
 		t.Fatalf("%d rebuilds, %d tables, index names %d; want 2, 2, 2", g.rebuilds.Load(), len(cur.tables), db.IndexStats().Tables)
 	}
 }
+
+// TestGlobalTombstoneLookupBeforeReplace: keys written in the oldest
+// table, then overwritten or deleted in newer tables that a compaction
+// merges (tombstones kept: an older table exists). A Get that looked the
+// key up before the merge's Replace and asks the tables after it must
+// see the overwrite or the delete, never the old value in the oldest
+// table.
+func TestGlobalTombstoneLookupBeforeReplace(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	const keys = 600
+	want := map[string]string{}
+	for i := 0; i < keys; i++ {
+		k := fmt.Sprintf("k%05d", i)
+		mustPut(t, db, []byte(k), []byte("old"))
+		want[k] = "old"
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for tb := 0; tb < 3; tb++ {
+		for i := tb; i < keys; i += 3 {
+			k := fmt.Sprintf("k%05d", i)
+			if i%2 == 0 {
+				if err := db.Delete([]byte(k)); err != nil {
+					t.Fatal(err)
+				}
+				delete(want, k)
+			} else {
+				v := fmt.Sprintf("new%d", tb)
+				mustPut(t, db, []byte(k), []byte(v))
+				want[k] = v
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := db.filter.(*globalFilter)
+	qs := map[string]filterQuery{}
+	for i := 0; i < keys; i++ {
+		k := fmt.Sprintf("k%05d", i)
+		qs[k] = g.prepare([]byte(k))
+	}
+	v, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.compactRun(v, 0, 3) // the three newest; the oldest stays below
+	v.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.release()
+	if len(cur.tables) != 2 {
+		t.Fatalf("%d tables, want 2", len(cur.tables))
+	}
+	for i := 0; i < keys; i++ {
+		k := fmt.Sprintf("k%05d", i)
+		got, err := getWithQuery(t, db, cur, []byte(k), qs[k])
+		w, ok := want[k]
+		switch {
+		case !ok && !errors.Is(err, ErrNotFound):
+			t.Fatalf("deleted %s, looked up before Replace: %q, %v", k, got, err)
+		case ok && (err != nil || string(got) != w):
+			t.Fatalf("%s, looked up before Replace: %q, %v; want %q", k, got, err, w)
+		}
+	}
+}
