@@ -114,7 +114,11 @@ import (
 //     reaches it. Entries of keys M drops, and input entries of a key in
 //     a segment other than the one where it got its M entry, are cleared
 //     only after every key of M has its own entry, so no key of M relies
-//     on them; the inputs' codes are freed last (4).
+//     on them, and only after a codebook is published: a lookup reads
+//     segments one at a time, so it may have read the segment of a key's
+//     M entry before that entry was written there (or not have that
+//     segment in its list at all) and read the key's cleared input entry
+//     after; by (3) it reads again. The inputs' codes are freed last (4).
 //
 // A store keeps Gets correct across a compaction (inputs I merged into
 // table M) in one of two ways. Either AddTable(M), then switch its table
@@ -124,8 +128,9 @@ import (
 // switch the table list to M, then Replace(I, M): no extra room and no
 // pass, but a Get must treat M named as "each of I may hold the key" (a
 // Get still reading the old list reads I, and after Replace only M is
-// named), and M as unfiltered until Replace returns (its keys may be
-// named under I). Candidates are returned newest first (tables added
+// named), and M as unfiltered until Replace returns, and by any Get
+// whose lookup began before Replace returned (its keys may be named
+// under I, which that Get's list no longer holds). Candidates are returned newest first (tables added
 // later are newer; a merged table takes the place of its newest input).
 //
 // Keys chosen by an adversary: each Index draws a secret seed from
@@ -477,10 +482,12 @@ func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint
 
 // idxTestHookAfterFirstRead, when set by a test, runs between a lookup's
 // reads of its two buckets; idxTestHookRecoded after each key a Replace
-// recodes.
+// recodes; idxTestHookCleared when a Replace has cleared the input
+// entries left beside its keys' entries, before its last codebook.
 var (
 	idxTestHookAfterFirstRead func(s *idxSegment)
 	idxTestHookRecoded        func()
+	idxTestHookCleared        func()
 )
 
 func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []uint64 {
@@ -886,11 +893,23 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			}
 		}
 	}
+	if len(dropped)+len(later) > 0 {
+		// A lookup reads segments one after the other: it may have read
+		// the segment where a key just got its entry before the entry was
+		// written (or loaded the segment list before that segment was
+		// added), and read the segment of the key's input entry after it
+		// is cleared below. A codebook published in between makes such a
+		// lookup read again (documentation, 3 and 5).
+		x.publish(func(*codebook) {})
+	}
 	for _, h := range dropped {
 		clearInputs(h)
 	}
 	for _, h := range later {
 		clearInputs(h)
+	}
+	if idxTestHookCleared != nil {
+		idxTestHookCleared()
 	}
 	// Inputs' stash entries now name merged (their keys may be dropped
 	// ones: a false candidate, never a miss); every key of merged has

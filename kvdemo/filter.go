@@ -84,6 +84,9 @@ type filterQuery struct {
 	cands  [4]uint64
 	ncands uint8
 	many   bool
+	// global: the filter's epoch read before the lookup; a table indexed
+	// in a later epoch is searched.
+	epoch uint64
 }
 
 type filterAnswer uint8

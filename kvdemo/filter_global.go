@@ -27,7 +27,8 @@ const FilterGlobal FilterKind = "global"
 // table list holds M in its inputs' place, merged calls Replace, which
 // rewrites the inputs' entries to name M in place (no room for both, no
 // pass over the index). Until Replace returns, M is unfiltered: every Get
-// on the new list reads it. Gets on older lists still read the inputs:
+// on the new list reads it, and so does a Get whose index lookup came
+// before Replace returned, whenever it reaches M (epoch). Gets on older lists still read the inputs:
 // each input I gets I.mergedInto = M before Replace starts, and a Get reads
 // I when the index names I, or M, or what M was merged into later (the
 // second order dynamic.Index's documentation describes). A table leaves
@@ -57,6 +58,13 @@ type globalFilter struct {
 	rebuilding atomic.Bool
 	rebuilds   atomic.Int64
 	builtWith  atomic.Int64 // entries of the index when it was last built in one segment
+
+	// epoch counts the tables whose keys entered the index while views
+	// already listed them (compaction outputs, at merged). A Get reads it
+	// before its lookup; a table indexed in a later epoch (indexedAt) may
+	// hold keys the lookup named under its inputs, which the Get's view
+	// does not list, so the Get searches it.
+	epoch atomic.Uint64
 }
 
 // indexChange is one writer call made while a rebuild ran: add (with its
@@ -264,30 +272,43 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	start := time.Now()
 	var fellBack bool
 	err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
-		err := idx.Replace(ids, st.id, pm.hashes, pm.dropped)
-		if err != nil {
+		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); err != nil {
 			// Only an index out of step with the tables (a bug); stay
 			// correct: index st on its own, the inputs leave at their
 			// release.
 			g.db.opts.Logger.Printf("table %06d: replacing its inputs in the global index: %v", st.id, err)
 			fellBack = true
-			return idx.AddTable(st.id, pm.hashes)
+			if err := idx.AddTable(st.id, pm.hashes); err != nil {
+				return err
+			}
+		} else {
+			for _, in := range from {
+				in.indexed.Store(false) // its entries are st's now: nothing to remove at drop
+			}
 		}
+		// Marked under swapMu: a rebuild that starts tracking after this
+		// reads st as indexed in its view, one that started before
+		// records this change and replays it. Gets on views that list st
+		// and looked the key up before Replace returned were told st's
+		// inputs (not in their view), so they must search st: the epoch
+		// they read is below this one.
+		st.indexedAt.Store(g.epoch.Add(1))
+		st.indexed.Store(true)
 		return nil
 	})
-	if fellBack {
-		if err == nil {
-			st.indexed.Store(true)
-		}
+	if globalTestHookReplaced != nil {
+		globalTestHookReplaced()
+	}
+	if fellBack || err != nil {
 		return
 	}
 	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
 	g.db.stats.indexUpdateKeys.Add(int64(len(pm.hashes)))
-	for _, in := range from {
-		in.indexed.Store(false) // its entries are st's now: nothing to remove at drop
-	}
-	st.indexed.Store(true)
 }
+
+// globalTestHookReplaced, when set by a test, runs in merged once its
+// index change is made.
+var globalTestHookReplaced func()
 
 // maybeRebuild starts rebuildIndex when growth has left the index in
 // rebuildSegments segments or more and it holds at least twice the
@@ -397,7 +418,7 @@ func (g *globalFilter) rebuildIndex(v *view) {
 
 // prepare is the Get's one index lookup.
 func (g *globalFilter) prepare(key []byte) filterQuery {
-	q := filterQuery{key: key}
+	q := filterQuery{key: key, epoch: g.epoch.Load()}
 	idx := g.idx.Load()
 	if idx == nil {
 		q.many = true // no table indexed yet: nothing to rule out
@@ -415,6 +436,11 @@ func (g *globalFilter) prepare(key []byte) filterQuery {
 
 func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	if q.many {
+		return filterNone
+	}
+	if st.indexedAt.Load() > q.epoch {
+		// Indexed after this Get's lookup (merged): the lookup may have
+		// named its keys' inputs, or nothing yet.
 		return filterNone
 	}
 	into := st.mergedInto.Load()

@@ -47,6 +47,11 @@ type sstable struct {
 	// entries (global): a Get on an older view reads this table when the
 	// index names that table, or what it was merged into in turn.
 	mergedInto atomic.Pointer[sstable]
+	// indexedAt: the global filter's epoch when a compaction's Replace
+	// (or its fallback) put the table's keys in the index, 0 for a table
+	// indexed before any view listed it. A Get whose index lookup came
+	// before that epoch was not told about this table (global).
+	indexedAt atomic.Uint64
 	// merge: a compaction output's key hashes, kept from its build until
 	// merged indexes them in its inputs' place.
 	merge *pendingMerge
