@@ -130,8 +130,9 @@ import (
 // Get still reading the old list reads I, and after Replace only M is
 // named), and M as unfiltered until Replace returns, and by any Get
 // whose lookup began before Replace returned (its keys may be named
-// under I, which that Get's list no longer holds). Candidates are returned newest first (tables added
-// later are newer; a merged table takes the place of its newest input).
+// under I, which that Get's list no longer holds). Candidates are
+// returned newest first (tables added later are newer; a merged table
+// takes the place of its newest input).
 //
 // Keys chosen by an adversary: each Index draws a secret seed from
 // crypto/rand and mixes it into every key hash, so bucket pairs cannot be

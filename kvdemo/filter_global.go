@@ -28,8 +28,9 @@ const FilterGlobal FilterKind = "global"
 // rewrites the inputs' entries to name M in place (no room for both, no
 // pass over the index). Until Replace returns, M is unfiltered: every Get
 // on the new list reads it, and so does a Get whose index lookup came
-// before Replace returned, whenever it reaches M (epoch). Gets on older lists still read the inputs:
-// each input I gets I.mergedInto = M before Replace starts, and a Get reads
+// before Replace returned, whenever it reaches M (epoch). Gets on older
+// lists still read the inputs: each input I gets I.mergedInto = M before
+// Replace starts, and a Get reads
 // I when the index names I, or M, or what M was merged into later (the
 // second order dynamic.Index's documentation describes). A table leaves
 // the index by other means only when it was flushed and then abandoned,
