@@ -1127,28 +1127,7 @@ func TestGlobalIndexMergesInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stop := make(chan struct{})
-	var rwg sync.WaitGroup
-	var reads atomic.Int64
-	for r := 0; r < 2; r++ {
-		rwg.Add(1)
-		go func(r int) {
-			defer rwg.Done()
-			for n := r; ; n += 2 {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := fmt.Appendf(nil, "s%06d", (n*7919)%stable)
-				if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
-					t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
-					return
-				}
-				reads.Add(1)
-			}
-		}(r)
-	}
+	readers := startStableReaders(t, db, 2, stable)
 	churn := 3000
 	if testing.Short() {
 		churn = 1200
@@ -1165,8 +1144,7 @@ func TestGlobalIndexMergesInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(stop)
-	rwg.Wait()
+	reads, _ := readers.stop()
 	if err := db.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -1187,8 +1165,8 @@ func TestGlobalIndexMergesInPlace(t *testing.T) {
 	}
 	st := db.Stats()
 	ix := db.IndexStats()
-	if st.Compactions < 3 || reads.Load() == 0 {
-		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads.Load())
+	if st.Compactions < 3 || reads == 0 {
+		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads)
 	}
 	if st.UnfilteredTables != 0 || ix.Tables != st.Tables {
 		t.Fatalf("index names %d tables, store has %d (%d unfiltered)", ix.Tables, st.Tables, st.UnfilteredTables)
@@ -1196,7 +1174,7 @@ func TestGlobalIndexMergesInPlace(t *testing.T) {
 	if ix.Entries > st.TableKeys {
 		t.Fatalf("index holds %d entries for %d table entries: entries of merged-away tables left behind (%+v)", ix.Entries, st.TableKeys, ix)
 	}
-	t.Logf("%d reads during %d flushes and %d compactions; %+v", reads.Load(), st.Flushes, st.Compactions, ix)
+	t.Logf("%d reads during %d flushes and %d compactions; %+v", reads, st.Flushes, st.Compactions, ix)
 }
 
 // TestGlobalOldViewAcrossMerges: a Get on a view opened before two
@@ -1348,4 +1326,45 @@ func TestGlobalIndexRebuildsWhileServing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// stableReaders are goroutines that Get the keys s000000..s(stable-1),
+// each its own value, round and round until stopped; the first Get that
+// misses or returns another value fails the test.
+type stableReaders struct {
+	done          chan struct{}
+	wg            sync.WaitGroup
+	reads, misses atomic.Int64
+}
+
+func startStableReaders(t *testing.T, db *DB, readers, stable int) *stableReaders {
+	sr := &stableReaders{done: make(chan struct{})}
+	for r := 0; r < readers; r++ {
+		sr.wg.Add(1)
+		go func(r int) {
+			defer sr.wg.Done()
+			for n := r; ; n += readers {
+				select {
+				case <-sr.done:
+					return
+				default:
+				}
+				k := fmt.Appendf(nil, "s%06d", (n*7919)%stable)
+				if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+					if sr.misses.Add(1) == 1 {
+						t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
+					}
+				}
+				sr.reads.Add(1)
+			}
+		}(r)
+	}
+	return sr
+}
+
+// stop ends the readers and returns how many Gets they made and missed.
+func (sr *stableReaders) stop() (reads, misses int64) {
+	close(sr.done)
+	sr.wg.Wait()
+	return sr.reads.Load(), sr.misses.Load()
 }

@@ -1,12 +1,9 @@
 package kvdemo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4/y"
@@ -180,29 +177,7 @@ func TestGlobalStressGetsAcrossMerges(t *testing.T) {
 		k := fmt.Appendf(nil, "s%06d", i)
 		mustPut(t, db, k, k)
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var reads, misses atomic.Int64
-	for r := 0; r < 6; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			for n := r; ; n += 6 {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := fmt.Appendf(nil, "s%06d", (n*7919)%stable)
-				if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
-					if misses.Add(1) == 1 {
-						t.Errorf("reader: Get(%s) = %q, %v", k, got, err)
-					}
-				}
-				reads.Add(1)
-			}
-		}(r)
-	}
+	readers := startStableReaders(t, db, 6, stable)
 	churn := 6000
 	if testing.Short() {
 		churn = 2000
@@ -217,15 +192,14 @@ func TestGlobalStressGetsAcrossMerges(t *testing.T) {
 			mustPut(t, db, k, fmt.Appendf(nil, "v%d", i))
 		}
 	}
-	close(stop)
-	wg.Wait()
+	reads, misses := readers.stop()
 	st := db.Stats()
-	t.Logf("%d reads, %d misses, %d flushes, %d compactions, %d rebuilds", reads.Load(), misses.Load(), st.Flushes, st.Compactions, db.filter.(*globalFilter).rebuilds.Load())
-	if misses.Load() > 0 {
-		t.Fatalf("%d of %d Gets missed a key", misses.Load(), reads.Load())
+	t.Logf("%d reads, %d misses, %d flushes, %d compactions, %d rebuilds", reads, misses, st.Flushes, st.Compactions, db.filter.(*globalFilter).rebuilds.Load())
+	if misses > 0 {
+		t.Fatalf("%d of %d Gets missed a key", misses, reads)
 	}
-	if st.Compactions < 3 || reads.Load() == 0 {
-		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads.Load())
+	if st.Compactions < 3 || reads == 0 {
+		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads)
 	}
 }
 
