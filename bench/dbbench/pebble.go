@@ -82,6 +82,11 @@ type PebbleConfig struct {
 	MemTableBytes   int64
 	LBaseMaxBytes   int64
 	TargetFileBytes int64
+	// LevelMultiplier is the size ratio of adjacent levels (0: Pebble's
+	// default). A tree too small for its levels keeps only a sliver in the
+	// base level, which the next compaction may push down; a smaller
+	// ratio gives a tiny tree its depth with margin.
+	LevelMultiplier int
 	// CacheBytes is the block cache; keep it well under the tables.
 	CacheBytes int64
 	// Probes per workload in memory, and with the modelled latency.
@@ -196,6 +201,7 @@ func options(p Policy, cfg PebbleConfig) *pebble.Options {
 		// Phase 2 grows L0 past the write-stall threshold by design.
 		L0StopWritesThreshold: 1 << 20,
 	}
+	o.Experimental.LevelMultiplier = cfg.LevelMultiplier
 	for l := range o.TargetFileSizes {
 		o.TargetFileSizes[l] = cfg.TargetFileBytes
 	}

@@ -16,7 +16,7 @@ import (
 
 // tinyPebble grows a tree of four or more populated levels in seconds.
 var tinyPebble = PebbleConfig{Keys: 60_000, L0Flushes: 2, ValueSize: 32,
-	MemTableBytes: 256 << 10, LBaseMaxBytes: 16 << 10, TargetFileBytes: 64 << 10,
+	MemTableBytes: 256 << 10, LBaseMaxBytes: 16 << 10, TargetFileBytes: 64 << 10, LevelMultiplier: 4,
 	CacheBytes: 1 << 20, Probes: 3_000, LatencyProbes: 300, Latency: 50 * time.Microsecond}
 
 // TestComparer checks what Pebble relies on for prefix filtering: Split
