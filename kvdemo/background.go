@@ -17,10 +17,21 @@ import (
 // that fill the next memtable get the error instead of waiting forever.
 func (db *DB) flushLoop() {
 	defer db.bg.Done()
+	g, _ := db.filter.(*globalFilter)
+	idle := time.NewTimer(idleRebuildAfter)
+	defer idle.Stop()
 	for {
 		select {
 		case <-db.stop:
 			return
+		case <-idle.C:
+			db.mu.RLock()
+			settled := db.cur.imm == nil
+			db.mu.RUnlock()
+			if g != nil && !db.opts.noIdleRebuild && settled && db.readOnlyErr() == nil {
+				g.maybeRebuild(true) // between flushes, as after one
+			}
+			continue
 		case <-db.flushCh:
 		}
 		backoff := 50 * time.Millisecond
@@ -47,6 +58,7 @@ func (db *DB) flushLoop() {
 			}
 			backoff = min(2*backoff, 5*time.Second)
 		}
+		idle.Reset(idleRebuildAfter)
 	}
 }
 
@@ -86,7 +98,7 @@ func (db *DB) flushImm() error {
 	db.flushDone()
 	db.stats.flushes.Add(1)
 	if g, ok := db.filter.(*globalFilter); ok {
-		g.maybeRebuild() // here no flushed table waits for its edit
+		g.maybeRebuild(false) // here no flushed table waits for its edit
 	}
 	imm.wal().close()
 	db.removeLogsBelow(mem.log)

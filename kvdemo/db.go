@@ -118,6 +118,10 @@ type Options struct {
 	// FS is the filesystem every file goes through; nil is the operating
 	// system's. Tests put a fault-injecting one here.
 	FS vfs.FS
+
+	// noIdleRebuild: tests that count index rebuilds turn off the one an
+	// idle store starts.
+	noIdleRebuild bool
 }
 
 var (
@@ -280,7 +284,10 @@ type Stats struct {
 	FilterWriteNsPerKey float64
 	// Index describes the store-wide index (Filter = global; zero
 	// otherwise). Its bytes are TableFilterBytes.
-	Index           dynamic.IndexStats
+	Index dynamic.IndexStats
+	// IndexRebuilding: the index, grown by segments, is being rebuilt in
+	// one in the background; until it is swapped in, Gets use the grown one.
+	IndexRebuilding bool
 	MemtableEntries int    // entries in the mutable memtable (writes that succeeded)
 	Seq             uint64 // sequence number of the newest write that succeeded
 	Filter          FilterKind
@@ -735,8 +742,9 @@ func (db *DB) Stats() Stats {
 			s.MemFilterBytes += int64(m.filter.Stats().Bytes)
 		}
 	}
-	if _, ok := db.filter.(*globalFilter); ok {
+	if g, ok := db.filter.(*globalFilter); ok {
 		s.Index = db.IndexStats()
+		s.IndexRebuilding = g.rebuilding.Load()
 		s.TableFilterBytes = s.Index.Bytes
 		s.UnfilteredTables = 0
 		for _, st := range v.tables {

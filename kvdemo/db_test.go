@@ -1368,3 +1368,76 @@ func (sr *stableReaders) stop() (reads, misses int64) {
 	sr.wg.Wait()
 	return sr.reads.Load(), sr.misses.Load()
 }
+
+// TestGlobalIndexConsolidatesWhenIdle: a bulk load leaves the index grown
+// by segments; once no flush has come for a while, it is rebuilt in one
+// segment in the background, with fewer bytes per entry, while readers
+// Get every key; after it, every key is still found.
+func TestGlobalIndexConsolidatesWhenIdle(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 32 << 10, MaxTables: -1, NoSyncEachWrite: true})
+	defer db.Close()
+	// Load in batches until, with no rebuild running, the index has grown
+	// past one segment and by the share an idle rebuild waits for (a
+	// rebuild after a flush may consolidate it first).
+	g := db.filter.(*globalFilter)
+	n := 0
+	var before = db.Stats().Index
+	var rebuilds int64
+	for batch := 0; ; batch++ {
+		if batch == 100 {
+			t.Fatalf("after %d keys the index is still in one segment: %+v", n, db.Stats().Index)
+		}
+		for i := 0; i < 2000; i++ {
+			k := fmt.Appendf(nil, "c%07d", n)
+			if err := db.Put(k, k); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for db.Stats().IndexRebuilding {
+			time.Sleep(time.Millisecond)
+		}
+		before, rebuilds = db.Stats().Index, g.rebuilds.Load()
+		if built := g.builtWith.Load(); before.Segments >= 2 && before.Entries >= built+built/8 {
+			break
+		}
+	}
+	stop := make(chan struct{})
+	var rwg sync.WaitGroup
+	rwg.Add(1)
+	go func() {
+		defer rwg.Done()
+		for m := 0; ; m++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			k := fmt.Appendf(nil, "c%07d", (m*7919)%n)
+			if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+				t.Errorf("Get(%s) = %q, %v", k, got, err)
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for (g.rebuilds.Load() == rebuilds || db.Stats().IndexRebuilding) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	rwg.Wait()
+	after := db.Stats().Index
+	t.Logf("before %+v\nafter %+v", before, after)
+	if after.Segments != 1 || after.BitsPerKey >= before.BitsPerKey {
+		t.Fatalf("idle store: %d segment(s) at %.1f bits/entry, from %d at %.1f", after.Segments, after.BitsPerKey, before.Segments, before.BitsPerKey)
+	}
+	for i := 0; i < n; i++ {
+		k := fmt.Appendf(nil, "c%07d", i)
+		if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
+			t.Fatalf("after the rebuild: Get(%s) = %q, %v", k, got, err)
+		}
+	}
+}

@@ -313,17 +313,25 @@ var globalTestHookReplaced func()
 
 // maybeRebuild starts rebuildIndex when growth has left the index in
 // rebuildSegments segments or more and it holds at least twice the
-// entries it was last built for, so that rebuilds, each a read of every
-// table, cost a bounded number of reads per key added. It runs in the flush goroutine after
-// a flush's edit, when no flushed table is between its AddTable and the
-// table list that names it: every table in the index is then in the view
-// it takes, or is added later by a change the rebuild records.
-func (g *globalFilter) maybeRebuild() {
+// entries it was last built for, or, when the store has gone idle (idle),
+// in two segments or more and an eighth more entries: a bulk load then
+// serves from one segment without waiting for the next reopen. Each
+// rebuild is a read of every table, so the growth each one needs keeps
+// their cost to a bounded number of reads per key added. It runs in the
+// flush goroutine after a flush's edit, or when no flush has come for a
+// while, when no flushed table is between its AddTable and the table list
+// that names it: every table in the index is then in the view it takes,
+// or is added later by a change the rebuild records.
+func (g *globalFilter) maybeRebuild(idle bool) {
 	idx := g.idx.Load()
 	if idx == nil || g.rebuilding.Load() {
 		return
 	}
-	if st := idx.Stats(); st.Segments < rebuildSegments || st.Entries < 2*g.builtWith.Load() {
+	st, built := idx.Stats(), g.builtWith.Load()
+	switch {
+	case st.Segments >= rebuildSegments && st.Entries >= 2*built:
+	case idle && st.Segments >= 2 && st.Entries >= built+built/8:
+	default:
 		return
 	}
 	g.swapMu.Lock()
@@ -344,8 +352,12 @@ func (g *globalFilter) maybeRebuild() {
 	}()
 }
 
-// rebuildSegments: an index in this many segments is rebuilt in one.
-const rebuildSegments = 3
+// rebuildSegments: an index in this many segments is rebuilt in one;
+// idleRebuildAfter: a store with no flush for this long is idle.
+const (
+	rebuildSegments  = 3
+	idleRebuildAfter = time.Second
+)
 
 func (g *globalFilter) stopTracking() {
 	g.swapMu.Lock()

@@ -101,7 +101,8 @@ func TestGlobalGetLookupBeforeReplace(t *testing.T) {
 // (tracking was off), so the new index holds M only if the rebuild reads
 // M as indexed; once swapped in, every Get must still find M's keys.
 func TestGlobalRebuildBetweenReplaceAndIndexed(t *testing.T) {
-	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true})
+	// Rebuilds run by hand here: none may start on its own.
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true})
 	defer db.Close()
 	want := map[string]string{}
 	for tb := 0; tb < 5; tb++ {
@@ -210,7 +211,8 @@ func TestGlobalStressGetsAcrossMerges(t *testing.T) {
 // deletes. Every Get, whichever view and whichever lookup it made, must
 // see each key as its view holds it.
 func TestGlobalOldViewAcrossRebuildsAndMerges(t *testing.T) {
-	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true})
+	// Rebuilds run by hand here: none may start on its own.
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true})
 	defer db.Close()
 	const keys = 2000
 	want := map[string]string{}
