@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 )
 
 // Index is a store-wide cuckoo index: one table of (fingerprint, table)
@@ -274,8 +276,8 @@ func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 }
 
 func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
-	// bits per entry = (4w + counter bits per bucket) / (4·load)
-	w := int(math.Floor((bitsPerKey*idxSlots*idxLoad - 32.0/(1<<idxGroupShift)) / idxSlots))
+	// bits per entry = (4w − 4 + counter bits per bucket) / (4·load)
+	w := int(math.Floor((bitsPerKey*idxSlots*idxLoad - 32.0/(1<<idxGroupShift) + 4) / idxSlots))
 	w = min(max(w, idxMinSlot), 16)
 	m := max(idxTag, w-idxMaxDepth)
 	x := &Index{seed: seed, w: uint(w), m: uint(m), d: uint(w - m), byID: map[uint64]int{}}
@@ -292,7 +294,7 @@ func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 
 func (x *Index) newSegment(buckets uint64) *idxSegment {
 	buckets = max(buckets, 2)
-	nbits := buckets * uint64(idxSlots*x.w)
+	nbits := buckets * x.bucketBits()
 	return &idxSegment{
 		n:     uint32(buckets),
 		words: make([]atomic.Uint64, nbits/64+2), // +1 so a straddling read never runs off
@@ -341,42 +343,68 @@ func (x *Index) alt(s *idxSegment, i, tag uint32) uint32 {
 	return h + s.n - i
 }
 
-// bucket reads bucket i's 4w bits. Each word is one atomic load; see the
+// bucketBits is a bucket's size: four w-bit entries, semi-sorted.
+func (x *Index) bucketBits() uint64 { return uint64(idxSlots*x.w - 4) }
+
+// raw reads bucket i's encoded bits. Each word is one atomic load; see the
 // type's documentation for why a bucket spread over two loads is safe.
-func (x *Index) bucket(s *idxSegment, i uint32) uint64 {
-	bw := uint64(idxSlots * x.w)
+func (x *Index) raw(s *idxSegment, i uint32) uint64 {
+	bw := x.bucketBits()
 	off := uint64(i) * bw
 	q, r := off>>6, off&63
 	v := s.words[q].Load() >> r
 	if r+bw > 64 {
 		v |= s.words[q+1].Load() << (64 - r)
 	}
-	if bw < 64 {
-		v &= 1<<bw - 1
-	}
-	return v
+	return v & (1<<bw - 1)
 }
 
-// setSlot writes slot j of bucket i (writer only), inside its group's
-// seqlock: the counter is odd while the slot's words are being written.
-func (x *Index) setSlot(s *idxSegment, i uint32, j int, val uint32) {
+// entries decodes bucket i (writer only: the writer reads what it wrote, so
+// the code is always valid): its four entries in ascending order, empty
+// slots (0) first.
+func (x *Index) entries(s *idxSegment, i uint32) [idxSlots]uint32 {
+	e, _ := semisort.Decode(x.raw(s, i), x.w)
+	return e
+}
+
+// store writes bucket i's entries (writer only), sorted and encoded, inside
+// its group's seqlock: the counter is odd while the bucket's words are
+// being written.
+func (x *Index) store(s *idxSegment, i uint32, e [idxSlots]uint32) {
+	semisort.Sort4(&e)
+	enc := semisort.Pack(e[0], e[1], e[2], e[3], x.w)
+	bw := x.bucketBits()
+	off := uint64(i) * bw
+	q, r := off>>6, off&63
+	mask := uint64(1)<<bw - 1
 	g := &s.ctr[i>>idxGroupShift]
 	g.Add(1)
-	defer g.Add(1)
-	off := uint64(i)*uint64(idxSlots*x.w) + uint64(j)*uint64(x.w)
-	q, r := off>>6, off&63
-	mask := uint64(1)<<x.w - 1
 	w0 := s.words[q].Load()
-	s.words[q].Store(w0&^(mask<<r) | uint64(val)<<r)
-	if r+uint64(x.w) > 64 {
+	s.words[q].Store(w0&^(mask<<r) | enc<<r)
+	if r+bw > 64 {
 		sh := 64 - r
 		w1 := s.words[q+1].Load()
-		s.words[q+1].Store(w1&^(mask>>sh) | uint64(val)>>sh)
+		s.words[q+1].Store(w1&^(mask>>sh) | enc>>sh)
 	}
+	g.Add(1)
 }
 
-func (x *Index) slot(b uint64, j int) uint32 {
-	return uint32(b>>(uint(j)*x.w)) & (1<<x.w - 1)
+// swap replaces one entry old of bucket i by new in one bucket write (old 0
+// takes an empty slot, new 0 clears the entry) and reports whether the
+// bucket held old. Entries are re-sorted by every write, so writers name an
+// entry by its bucket and value, never by its position; two equal entries
+// of a bucket are interchangeable, so which one is replaced does not
+// matter.
+func (x *Index) swap(s *idxSegment, i uint32, old, new uint32) bool {
+	e := x.entries(s, i)
+	for j := range e {
+		if e[j] == old {
+			e[j] = new
+			x.store(s, i, e)
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup appends to dst the IDs of the tables that may hold key, newest
@@ -464,14 +492,14 @@ func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint
 			runtime.Gosched() // the writer was descheduled mid-write
 		}
 		t1 := g1.Load()
-		b1 := x.bucket(s, i1)
+		b1 := x.raw(s, i1)
 		if idxTestHookAfterFirstRead != nil {
 			idxTestHookAfterFirstRead(s)
 		}
 		t2 := g2.Load()
-		b2 := x.bucket(s, i2)
+		b2 := x.raw(s, i2)
 		if t1&1 != 0 || t2&1 != 0 || g1.Load() != t1 || g2.Load() != t2 {
-			continue // a slot of i1 or i2 changed while we looked
+			continue // i1 or i2 changed while we looked
 		}
 		dst = x.matchBucket(b1, p, book, dst)
 		if i2 != i1 {
@@ -491,10 +519,30 @@ var (
 	idxTestHookCleared        func()
 )
 
+// matchBucket appends the tables that bucket b (encoded, read whole)
+// names for p. The four high nibbles are compared with the tag's at once
+// (XOR into every 4-bit lane, then an exact zero-lane test), so most
+// buckets are done after one table load; only slots whose nibble matches
+// are decoded.
 func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []uint64 {
+	nibs := uint32(semisort.NibblesOfCode[b&0xfff])
+	xn := nibs ^ (p.tag>>(x.m-4))*0x1111
+	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888 // bit 4j+3 set: slot j's nibble matches
+	if eq == 0 {
+		return dst
+	}
+	return x.matchSlots(b, nibs, eq, p, book, dst)
+}
+
+// matchSlots is matchBucket for the slots flagged in eq.
+func (x *Index) matchSlots(b uint64, nibs, eq uint32, p probe, book *codebook, dst []uint64) []uint64 {
 	tagShift := x.w - x.m
-	for j := 0; j < idxSlots; j++ {
-		v := x.slot(b, j)
+	low := x.w - 4
+	lowMask := uint64(1)<<low - 1
+	for eq != 0 {
+		j := uint(bits.TrailingZeros32(eq)) >> 2
+		eq &= eq - 1
+		v := (nibs>>(4*j)&0xf)<<low | uint32(b>>(12+j*low)&lowMask)
 		if v>>tagShift != p.tag || v == 0 {
 			continue
 		}
@@ -723,9 +771,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		ti := &book.tables[it]
 		return int(it), sv == x.slotValue(p, ti.code, uint(ti.length))
 	}
+	// An input entry found for a key: its bucket, value and table slot (by
+	// value, not position: a bucket's entries move within it at every
+	// write).
 	type pos struct {
 		i uint32
-		j int
+		v uint32
 		t int
 	}
 	var stashOnly map[uint64]bool
@@ -755,12 +806,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		s, sc := segs[k], &scans[k]
 		f := sc.found[:sc.n]
 		if !sc.present && len(f) > 0 {
-			x.setSlot(s, f[0].i, f[0].j, v)
+			x.swap(s, f[0].i, f[0].v, v)
 			x.recoded(s, f[0].t, t)
 			f = f[1:]
 		}
 		for _, e := range f {
-			x.setSlot(s, e.i, e.j, 0)
+			x.swap(s, e.i, e.v, 0)
 			x.cleared(s, e.t)
 		}
 		sc.handled = true
@@ -781,16 +832,14 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
-				b := x.bucket(s, i)
-				for j := 0; j < idxSlots; j++ {
-					sv := x.slot(b, j)
+				for _, sv := range x.entries(s, i) {
 					if sv>>tagShift != p.tag || sv == 0 {
 						continue // not the key's (the tag is checked first: it is cheap)
 					}
 					if sv == v {
 						sc.present = true
 					} else if it, ok := inputEntry(sv, p); ok {
-						sc.found[sc.n] = pos{i, j, it}
+						sc.found[sc.n] = pos{i, sv, it}
 						sc.n++
 					}
 				}
@@ -877,14 +926,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
-				b := x.bucket(s, i)
-				for j := 0; j < idxSlots; j++ {
-					sv := x.slot(b, j)
+				for _, sv := range x.entries(s, i) {
 					if sv>>tagShift != p.tag || sv == 0 {
 						continue
 					}
 					if it, ok := inputEntry(sv, p); ok {
-						x.setSlot(s, i, j, 0)
+						x.swap(s, i, sv, 0)
 						x.cleared(s, it)
 					}
 				}
@@ -1206,7 +1253,7 @@ func (x *Index) lengthen(plan map[int]uint) {
 	for t := range plan {
 		planned = append(planned, t)
 	}
-	x.eachEntry(before, planned, func(s *idxSegment, i uint32, j int, v uint32, t int) {
+	x.eachEntry(before, planned, func(s *idxSegment, i uint32, v uint32, t int) {
 		if t < 0 || changes[t].newLen == 0 {
 			return
 		}
@@ -1214,7 +1261,7 @@ func (x *Index) lengthen(plan map[int]uint) {
 		kOld := tagShift - c.oldLen
 		delta := c.newLen - c.oldLen
 		extra := v & (1<<kOld - 1)
-		x.setSlot(s, i, j, v>>tagShift<<tagShift|c.newCode<<(kOld-delta)|extra>>delta)
+		x.swap(s, i, v, v>>tagShift<<tagShift|c.newCode<<(kOld-delta)|extra>>delta)
 	})
 	x.publish(func(b *codebook) {
 		for t, c := range changes {
@@ -1290,23 +1337,17 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 }
 
 func (x *Index) bucketHas(s *idxSegment, i uint32, v uint32) bool {
-	b := x.bucket(s, i)
-	for j := 0; j < idxSlots; j++ {
-		if x.slot(b, j) == v {
+	for _, e := range x.entries(s, i) {
+		if e == v {
 			return true
 		}
 	}
 	return false
 }
 
-func (x *Index) emptySlot(s *idxSegment, i uint32) int {
-	b := x.bucket(s, i)
-	for j := 0; j < idxSlots; j++ {
-		if x.slot(b, j) == 0 {
-			return j
-		}
-	}
-	return -1
+// hasRoom reports whether bucket i has an empty slot (sorted first).
+func (x *Index) hasRoom(s *idxSegment, i uint32) bool {
+	return x.entries(s, i)[0] == 0
 }
 
 // idxNode is a bucket reached by the relocation search: from its parent's
@@ -1338,8 +1379,7 @@ func (x *Index) insertSegment(s *idxSegment, p probe, v uint32, relocate bool) b
 	i1 := s.primary(p.hi)
 	i2 := x.alt(s, i1, p.tag)
 	for _, i := range [2]uint32{i1, i2} {
-		if j := x.emptySlot(s, i); j >= 0 {
-			x.setSlot(s, i, j, v)
+		if x.swap(s, i, 0, v) {
 			return true
 		}
 	}
@@ -1350,27 +1390,28 @@ func (x *Index) insertSegment(s *idxSegment, p probe, v uint32, relocate bool) b
 	if !ok {
 		return false
 	}
-	// From the far end: each move frees the slot the previous fills.
+	// From the far end: each move frees the slot the previous fills. A
+	// path that visits a bucket twice can find a move's entry gone or its
+	// destination full; it stops there, every entry moved so far being in
+	// its other bucket, and the insert goes elsewhere.
 	for k := len(path) - 1; k >= 0; k-- {
-		x.move(s, path[k])
+		if !x.move(s, path[k]) {
+			return false
+		}
 	}
-	j := x.emptySlot(s, path[0].from)
-	x.setSlot(s, path[0].from, j, v)
-	return true
+	return x.swap(s, path[0].from, 0, v)
 }
 
 // move relocates one entry copy-then-remove, bumping the destination's
-// counter between the two (documentation, 1 and 2).
-func (x *Index) move(s *idxSegment, m idxMove) {
-	j := x.emptySlot(s, m.to)
-	x.setSlot(s, m.to, j, m.val) // completes, counter even, before the clear
-	b := x.bucket(s, m.from)
-	for k := 0; k < idxSlots; k++ {
-		if x.slot(b, k) == m.val {
-			x.setSlot(s, m.from, k, 0)
-			return
-		}
+// counter between the two (documentation, 1 and 2); false, and nothing
+// written, if the entry is not in its bucket or the destination is full.
+func (x *Index) move(s *idxSegment, m idxMove) bool {
+	if !x.bucketHas(s, m.from, m.val) || !x.hasRoom(s, m.to) {
+		return false
 	}
+	x.swap(s, m.to, 0, m.val) // completes, counter even, before the clear
+	x.swap(s, m.from, m.val, 0)
+	return true
 }
 
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
@@ -1381,15 +1422,13 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 		end := len(nodes)
 		for ; head < end && len(nodes) < idxMaxNodes; head++ {
 			n := nodes[head]
-			b := x.bucket(s, n.bucket)
-			for j := 0; j < idxSlots; j++ {
-				v := x.slot(b, j)
+			for _, v := range x.entries(s, n.bucket) {
 				to := x.alt(s, n.bucket, v>>(x.w-x.m))
 				if to == n.bucket {
 					continue
 				}
 				nodes = append(nodes, idxNode{to, int32(head), v})
-				if x.emptySlot(s, to) >= 0 {
+				if x.hasRoom(s, to) {
 					var path []idxMove
 					for c := int32(len(nodes) - 1); nodes[c].parent >= 0; c = nodes[c].parent {
 						par := nodes[nodes[c].parent]
@@ -1406,11 +1445,12 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	return nil, false
 }
 
-// eachEntry calls fn for every occupied slot of the segments that hold
-// entries of a table in ts, with its value and the table book's code leaf
+// eachEntry calls fn for every entry of the segments that hold entries of
+// a table in ts, with its bucket, value and the table book's code leaf
 // names (-1: none). A pass over the index, for the writer: fn may rewrite
-// or clear the slot it is given.
-func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uint32, j int, v uint32, t int)) {
+// or clear the entry it is given, by value (swap); fn is called for each
+// entry the bucket held when the pass reached it.
+func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uint32, v uint32, t int)) {
 	tagShift := x.w - x.m
 	leafMask := uint32(1)<<x.d - 1
 	for _, s := range *x.segs.Load() {
@@ -1418,13 +1458,12 @@ func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uin
 			continue
 		}
 		for i := uint32(0); i < s.n; i++ {
-			b := x.bucket(s, i)
-			if b == 0 {
-				continue
+			if x.raw(s, i) == 0 {
+				continue // the code of four empty slots is 0, as are their low bits
 			}
-			for j := 0; j < idxSlots; j++ {
-				if v := x.slot(b, j); v != 0 {
-					fn(s, i, j, v, int(book.decode[(v>>(tagShift-x.d))&leafMask]))
+			for _, v := range x.entries(s, i) {
+				if v != 0 {
+					fn(s, i, v, int(book.decode[(v>>(tagShift-x.d))&leafMask]))
 				}
 			}
 		}
@@ -1445,9 +1484,9 @@ func (x *Index) removeLocked(ts ...int) {
 		// One pass clears the entries of every table leaving: a slot's
 		// code leaf names its table unambiguously (codes are prefix-free
 		// and none is being lengthened under the writer mutex).
-		x.eachEntry(book, ts, func(s *idxSegment, i uint32, j int, _ uint32, t int) {
+		x.eachEntry(book, ts, func(s *idxSegment, i uint32, v uint32, t int) {
 			if t >= 0 && gone[t] {
-				x.setSlot(s, i, j, 0)
+				x.swap(s, i, v, 0)
 				x.cleared(s, t)
 			}
 		})

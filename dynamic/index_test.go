@@ -363,7 +363,7 @@ func TestIndexBounceCaught(t *testing.T) {
 	}
 	ti := x.book.Load().tables[0]
 	v := x.slotValue(p, ti.code, uint(ti.length))
-	x.setSlot(s, i2, 0, v)
+	x.swap(s, i2, 0, v)
 	calls := 0
 	idxTestHookAfterFirstRead = func(seg *idxSegment) {
 		if seg == s && calls == 0 {
