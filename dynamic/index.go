@@ -172,17 +172,26 @@ type Index struct {
 
 const (
 	idxSlots      = 4
-	idxGroupShift = 6   // one seqlock counter per 64 buckets
-	idxLoad       = 0.9 // segments are sized to this load; a 5-bit tag fails just above it
+	idxGroupShift = 6 // one seqlock counter per 64 buckets
 	idxGrowLoad   = 0.75
 	idxNearFull   = 0.85 // relocation searches get long beyond this load
 	idxMaxPath    = 7    // the writer alone searches: it can afford a deep path
 	idxMaxNodes   = 2048
 	idxStashSize  = 1024
 	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
+	idxMinDepth   = 5 // code tree depth: 31 codes, enough for a size-tiered store's tables
 	idxMaxDepth   = 8
-	idxMinSlot    = idxTag + 5
+	idxMinSlot    = idxTag + idxMinDepth
 )
+
+// idxTagLoad[m] is the load a segment is sized to when tags have m bits.
+// The tag alone places an entry's second bucket, so a bucket's entries have
+// at most 2^m other buckets to move to, and a short tag fills a segment
+// less before the first insert fails (which grows the index). Each figure
+// is a little below the lowest load of a first failure measured with
+// segments of 20k to 2M entries; TestIndexTagLoads checks that segments
+// reach it.
+var idxTagLoad = [...]float64{5: 0.9, 6: 0.925, 7: 0.93, 8: 0.945, 9: 0.955}
 
 // codebook maps codes to tables. It is replaced, never changed, so a
 // lookup reads a consistent one with a single load.
@@ -266,23 +275,38 @@ func (s *idxSegment) holds(ts []int) bool {
 
 // NewIndex returns an index sized so that capacityHint entries (keys summed
 // over tables) fit without growing, at about bitsPerKey bits per entry,
-// table codes included: w-bit slots filled to the load a 5-bit tag
-// reliably reaches (idxLoad) cost (4w + one 32-bit counter per 64
-// buckets) / (4·idxLoad) bits per entry. Slots are at least 10 bits (a
-// 5-bit tag and up to 5 code bits, 31 tables), so smaller budgets are
-// raised to what 10-bit slots cost; slots are at most 16 bits.
+// table codes included. A bucket of four w-bit slots is stored semi-sorted
+// in 4w−4 bits, so with one 32-bit counter per 64 buckets an entry costs
+// (4w − 4 + 0.5) / (4·load) bits, where load is what segments with m-bit
+// tags reliably reach (idxTagLoad). NewIndex takes the widest slot (each
+// bit halves the false candidates) that some tag width fits in the budget,
+// with the shortest such tag (more code bits, more tables with a code).
+// Slots are at least 10 bits (a 5-bit tag and up to 5 code bits, 31
+// tables), so smaller budgets are raised to what 10-bit slots cost; slots
+// are at most 16 bits.
 func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
 }
 
+// indexShape returns the slot width w and tag width m for a budget, and the
+// load segments are sized to (NewIndex).
+func indexShape(bitsPerKey float64) (w, m uint, load float64) {
+	for w := 16; w >= idxMinSlot; w-- {
+		for m := max(idxTag, w-idxMaxDepth); m <= min(w-idxMinDepth, len(idxTagLoad)-1); m++ {
+			l := idxTagLoad[m]
+			if (float64(idxSlots*w-4)+32.0/(1<<idxGroupShift))/(idxSlots*l) <= bitsPerKey {
+				return uint(w), uint(m), l
+			}
+		}
+	}
+	return idxMinSlot, idxTag, idxTagLoad[idxTag]
+}
+
 func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
-	// bits per entry = (4w − 4 + counter bits per bucket) / (4·load)
-	w := int(math.Floor((bitsPerKey*idxSlots*idxLoad - 32.0/(1<<idxGroupShift) + 4) / idxSlots))
-	w = min(max(w, idxMinSlot), 16)
-	m := max(idxTag, w-idxMaxDepth)
-	x := &Index{seed: seed, w: uint(w), m: uint(m), d: uint(w - m), byID: map[uint64]int{}}
+	w, m, load := indexShape(bitsPerKey)
+	x := &Index{seed: seed, w: w, m: m, d: w - m, byID: map[uint64]int{}}
 	x.leafUsed = make([]bool, 1<<x.d)
-	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*idxLoad)) + 2)}
+	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*load)) + 2)}
 	x.segs.Store(&segs)
 	dec := make([]int16, 1<<x.d)
 	for i := range dec {
