@@ -127,7 +127,7 @@ func crowd(x *Index, rng *rand.Rand, n int) []uint64 {
 	out := make([]uint64, n)
 	for k := range out {
 		tag := nib<<(x.m-4) | uint32(rng.IntN(1<<(x.m-4)))
-		low := uint32(rng.IntN(1<<(32-x.w+3))) // up to the three lowest entry bits, and below
+		low := uint32(rng.IntN(1 << (32 - x.w + 3))) // up to the three lowest entry bits, and below
 		lo := tag<<(32-x.m) | top>>x.m&^(1<<(32-x.w+3)-1) | low
 		out[k] = pinnedEntryHash(x.seed, first+uint32(rng.IntN(3)), s.n, lo)
 	}
