@@ -58,9 +58,22 @@ import (
 // and code lengthening visit only the segments holding their tables'
 // entries.
 //
-// Layout. A segment is n buckets of four slots, packed at 4w bits each into
-// 64-bit words (a bucket may straddle two), with one 32-bit seqlock
-// counter per 64 buckets. The index grows by adding segments, which
+// Layout. A segment is n buckets of four w-bit slots, each bucket stored
+// semi-sorted in 4w−4 bits (Fan et al., "Cuckoo Filter: Practically Better
+// Than Bloom", §5.2; the encoding of the per-table filters, codec/FORMAT.md
+// "Bucket encoding"): the four entries, the empty one being 0, are kept in
+// ascending order, so their top nibbles (the top of the tag) form a sorted
+// multiset stored as a 12-bit code, followed by the entries' low w−4 bits
+// in the same order. Buckets are packed into 64-bit words (a bucket may
+// straddle two), with one 32-bit seqlock counter per 64 buckets. A lookup
+// compares the tag's nibble with the four decoded from the code at once
+// and decodes only the entries whose nibble matches. Every change to a
+// bucket rewrites it whole (decode, change one entry, sort, encode), so
+// an entry's position in its bucket changes when another entry comes or
+// goes: writers name an entry by its bucket and value, never by its
+// position. The words a bucket shares with its neighbours are rewritten
+// with their neighbours' bits unchanged (only the writer writes). The
+// index grows by adding segments, which
 // lookups probe in turn; a segment that its tables' removals have emptied
 // is dropped. Inserts go to the newest segment (relocating while it is
 // below idxNearFull, then into a free slot of an older one), and Replace
@@ -77,7 +90,7 @@ import (
 //  1. The writer moves an entry copy-then-remove: it writes e into the new
 //     bucket, then clears it in the old one. At every instant e is in i1
 //     or i2 (or both).
-//  2. Every slot write happens inside its bucket group's seqlock: the
+//  2. Every bucket write happens inside the bucket group's seqlock: the
 //     group's counter is incremented before the write (odd: writing) and
 //     after (even). Lookup reads i1's counter, i1, i2's counter, i2, then
 //     both counters again, and reads again unless both were even and
@@ -85,8 +98,11 @@ import (
 //     read (1) but not when i1 was read, so the copy into i1 wrote after
 //     the first counter read and finished before the clear of i2 that
 //     hid e, which came before the second reads: i1's counter changed,
-//     and Lookup reads again. A slot spread over two words and read
-//     half-written is caught the same way.
+//     and Lookup reads again. A bucket spread over two words and read
+//     half-written is caught the same way. A bucket write changes one
+//     entry (a copy, a clear, or a rewrite of an entry to its new value);
+//     the other entries may move within the bucket but keep their values,
+//     and a lookup compares all four.
 //  3. A lookup decodes entries with the codebook it loaded first, and
 //     reads the codebook again at the end: if another was published in
 //     between (a table's code lengthened, its entries rewritten), it reads
@@ -100,7 +116,7 @@ import (
 //     T's segment and T's entry.
 //  5. Replace (inputs I merged into M) rewrites entries in place: for each
 //     key k of M, in each segment, it rewrites one of k's input entries
-//     to M's value for k in a single slot write (step 2 makes that write
+//     to M's value for k in a single bucket write (step 2 makes that write
 //     atomic to a lookup), then clears k's other input entries there; a
 //     key with no input entry gets a new one. The trap is an entry that
 //     k shares with another key k' of an input (same buckets and
@@ -144,9 +160,8 @@ import (
 // beyond that its table becomes one that every lookup names. A segment is
 // added only when the newest is at least 3/4 full, and is twice the
 // newest (half of it when it is the only one, filled by AddTables), so
-// memory stays within
-// about 4/(3/4)·4w/4 bits per entry ever held by live segments, whatever
-// the keys.
+// memory stays within about 4/(3/4)·(4w−4)/4 bits per entry ever held by
+// live segments, whatever the keys.
 type Index struct {
 	mu   sync.Mutex // serialises writers
 	seed uint32
