@@ -300,3 +300,45 @@ func TestIndexTagLoads(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexLengthenMidLookup: between a lookup's reads of its two buckets,
+// enough tables arrive that the looked-up key's table has its code
+// lengthened, every one of its entries rewritten (and re-sorted in its
+// bucket) to the longer code. The lookup must still name the table.
+func TestIndexLengthenMidLookup(t *testing.T) {
+	for seed := uint32(1); seed <= 4; seed++ {
+		x := newIndexSeeded(5000, 10, seed)
+		keys := hashesOf(testkeys.Random(2000, 16, uint64(seed)))
+		if err := x.AddTable(1, keys); err != nil {
+			t.Fatal(err)
+		}
+		before := x.book.Load().tables[x.byID[1]].length
+		ran := false
+		idxTestHookAfterFirstRead = func(*idxSegment) {
+			if ran {
+				return
+			}
+			ran = true
+			for id := uint64(2); id <= 24; id++ {
+				if err := x.AddTable(id, hashesOf(testkeys.Random(50, 16, id*7+uint64(seed)))); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		got := x.LookupHash(keys[int(seed)*17], nil)
+		idxTestHookAfterFirstRead = nil
+		after := x.book.Load().tables[x.byID[1]].length
+		if !ran || after <= before {
+			t.Fatalf("seed %d: code length %d before, %d after: not exercised", seed, before, after)
+		}
+		if !holds(got, 1) {
+			t.Fatalf("seed %d: lookup across a lengthening named %v", seed, got)
+		}
+		for _, h := range keys {
+			if !holds(x.LookupHash(h, nil), 1) {
+				t.Fatalf("seed %d: a key of the lengthened table is not named", seed)
+			}
+		}
+		checkCanonical(t, x)
+	}
+}

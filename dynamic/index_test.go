@@ -169,6 +169,7 @@ func TestIndexGrowthAndShrink(t *testing.T) {
 		}
 	}
 	check()
+	checkCanonical(t, x)
 	for id := uint64(1); id <= 18; id += 3 {
 		// One alone, then two in one pass.
 		if err := x.RemoveTable(id); err != nil {
@@ -193,6 +194,7 @@ func TestIndexGrowthAndShrink(t *testing.T) {
 	if st.Segments >= grown.Segments || st.Entries > 4000 || st.Entries < 3800 {
 		t.Errorf("after removals: %+v (grown %+v)", st, grown)
 	}
+	checkCanonical(t, x)
 }
 
 // pinnedEntryHash returns a key hash whose mixed value under seed has the
@@ -323,6 +325,7 @@ func TestIndexCraftedClusters(t *testing.T) {
 	if err := x.Replace(inputs, 100, merged, nil); err != nil {
 		t.Fatal(err)
 	}
+	checkCanonical(t, x)
 	tables[100] = merged
 	if st := x.Stats(); st.Segments != 1 || st.Tables != 25 {
 		t.Errorf("after a crafted compaction: %+v", st)
@@ -494,6 +497,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	if st.Tables != len(*live.Load()) {
 		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
 	}
+	checkCanonical(t, x)
 }
 
 // TestIndexReplaceSharedEntries merges tables whose keys were crafted to
@@ -623,6 +627,7 @@ func testReplaceShared(t *testing.T, bits float64, seed uint32, capacity int) {
 	if checks < len(merged) {
 		t.Fatalf("only %d checks for %d keys", checks, len(merged))
 	}
+	checkCanonical(t, x)
 }
 
 // TestIndexAddTables: adding a store's tables in one call finds every key,
