@@ -100,9 +100,11 @@ import (
 //     hid e, which came before the second reads: i1's counter changed,
 //     and Lookup reads again. A bucket spread over two words and read
 //     half-written is caught the same way. A bucket write changes one
-//     entry (a copy, a clear, or a rewrite of an entry to its new value);
-//     the other entries may move within the bucket but keep their values,
-//     and a lookup compares all four.
+//     entry (a copy, a clear, or a rewrite of an entry to its new value),
+//     or, in a pass over the index, several changes each of which would
+//     be safe alone (clears of removed tables' entries, rewrites to a
+//     lengthened code); the other entries may move within the bucket but
+//     keep their values, and a lookup compares all four.
 //  3. A lookup decodes entries with the codebook it loaded first, and
 //     reads the codebook again at the end: if another was published in
 //     between (a table's code lengthened, its entries rewritten), it reads
@@ -1292,15 +1294,15 @@ func (x *Index) lengthen(plan map[int]uint) {
 	for t := range plan {
 		planned = append(planned, t)
 	}
-	x.eachEntry(before, planned, func(s *idxSegment, i uint32, v uint32, t int) {
+	x.rewriteEach(before, planned, func(_ *idxSegment, v uint32, t int) uint32 {
 		if t < 0 || changes[t].newLen == 0 {
-			return
+			return v
 		}
 		c := changes[t]
 		kOld := tagShift - c.oldLen
 		delta := c.newLen - c.oldLen
 		extra := v & (1<<kOld - 1)
-		x.swap(s, i, v, v>>tagShift<<tagShift|c.newCode<<(kOld-delta)|extra>>delta)
+		return v>>tagShift<<tagShift | c.newCode<<(kOld-delta) | extra>>delta
 	})
 	x.publish(func(b *codebook) {
 		for t, c := range changes {
@@ -1375,18 +1377,30 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	return idxStash, nil
 }
 
+// bucketHas reports whether bucket i holds entry v, testing the four
+// nibbles at once as a lookup does (matchBucket).
 func (x *Index) bucketHas(s *idxSegment, i uint32, v uint32) bool {
-	for _, e := range x.entries(s, i) {
-		if e == v {
+	b := x.raw(s, i)
+	low := x.w - 4
+	nibs := uint32(semisort.NibblesOfCode[b&0xfff])
+	xn := nibs ^ (v>>low)*0x1111
+	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888
+	lowMask := uint64(1)<<low - 1
+	for eq != 0 {
+		j := uint(bits.TrailingZeros32(eq)) >> 2
+		eq &= eq - 1
+		if b>>(12+j*low)&lowMask == uint64(v)&lowMask {
 			return true
 		}
 	}
 	return false
 }
 
-// hasRoom reports whether bucket i has an empty slot (sorted first).
+// hasRoom reports whether bucket i has an empty slot: the smallest entry,
+// stored first, is 0 (nibble and low bits).
 func (x *Index) hasRoom(s *idxSegment, i uint32) bool {
-	return x.entries(s, i)[0] == 0
+	b := x.raw(s, i)
+	return semisort.NibblesOfCode[b&0xfff]&0xf == 0 && b>>12&(1<<(x.w-4)-1) == 0
 }
 
 // idxNode is a bucket reached by the relocation search: from its parent's
@@ -1484,12 +1498,16 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	return nil, false
 }
 
-// eachEntry calls fn for every entry of the segments that hold entries of
-// a table in ts, with its bucket, value and the table book's code leaf
-// names (-1: none). A pass over the index, for the writer: fn may rewrite
-// or clear the entry it is given, by value (swap); fn is called for each
-// entry the bucket held when the pass reached it.
-func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uint32, v uint32, t int)) {
+// rewriteEach calls fn for every entry of the segments that hold entries
+// of a table in ts, with the table book's code leaf names (-1: none), and
+// puts in its place the value fn returns (the entry itself to keep it, 0
+// to clear it): a pass over the index, for the writer. A bucket with a
+// change is written once, which is as safe for a lookup as writing each
+// change alone: every change a pass makes (a removed table's entry
+// cleared, an entry rewritten to its table's longer code) keeps lookups
+// right at every instant whichever of the bucket's other changes have
+// been made.
+func (x *Index) rewriteEach(book *codebook, ts []int, fn func(s *idxSegment, v uint32, t int) uint32) {
 	tagShift := x.w - x.m
 	leafMask := uint32(1)<<x.d - 1
 	for _, s := range *x.segs.Load() {
@@ -1500,10 +1518,18 @@ func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uin
 			if x.raw(s, i) == 0 {
 				continue // the code of four empty slots is 0, as are their low bits
 			}
-			for _, v := range x.entries(s, i) {
-				if v != 0 {
-					fn(s, i, v, int(book.decode[(v>>(tagShift-x.d))&leafMask]))
+			e := x.entries(s, i)
+			changed := false
+			for j, v := range e {
+				if v == 0 {
+					continue
 				}
+				if nv := fn(s, v, int(book.decode[(v>>(tagShift-x.d))&leafMask])); nv != v {
+					e[j], changed = nv, true
+				}
+			}
+			if changed {
+				x.store(s, i, e)
 			}
 		}
 	}
@@ -1523,11 +1549,12 @@ func (x *Index) removeLocked(ts ...int) {
 		// One pass clears the entries of every table leaving: a slot's
 		// code leaf names its table unambiguously (codes are prefix-free
 		// and none is being lengthened under the writer mutex).
-		x.eachEntry(book, ts, func(s *idxSegment, i uint32, v uint32, t int) {
+		x.rewriteEach(book, ts, func(s *idxSegment, v uint32, t int) uint32 {
 			if t >= 0 && gone[t] {
-				x.swap(s, i, v, 0)
 				x.cleared(s, t)
+				return 0
 			}
+			return v
 		})
 	}
 	x.dropEmptySegments()
