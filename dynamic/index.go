@@ -1515,10 +1515,11 @@ func (x *Index) rewriteEach(book *codebook, ts []int, fn func(s *idxSegment, v u
 			continue
 		}
 		for i := uint32(0); i < s.n; i++ {
-			if x.raw(s, i) == 0 {
+			b := x.raw(s, i)
+			if b == 0 {
 				continue // the code of four empty slots is 0, as are their low bits
 			}
-			e := x.entries(s, i)
+			e, _ := semisort.Decode(b, x.w)
 			changed := false
 			for j, v := range e {
 				if v == 0 {
