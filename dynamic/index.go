@@ -873,10 +873,8 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
-				for _, sv := range x.entries(s, i) {
-					if sv>>tagShift != p.tag || sv == 0 {
-						continue // not the key's (the tag is checked first: it is cheap)
-					}
+				tagged, nt := x.tagged(x.raw(s, i), p.tag)
+				for _, sv := range tagged[:nt] {
 					if sv == v {
 						sc.present = true
 					} else if it, ok := inputEntry(sv, p); ok {
@@ -967,10 +965,8 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
-				for _, sv := range x.entries(s, i) {
-					if sv>>tagShift != p.tag || sv == 0 {
-						continue
-					}
+				tagged, nt := x.tagged(x.raw(s, i), p.tag)
+				for _, sv := range tagged[:nt] {
 					if it, ok := inputEntry(sv, p); ok {
 						x.swap(s, i, sv, 0)
 						x.cleared(s, it)
@@ -1394,6 +1390,26 @@ func (x *Index) bucketHas(s *idxSegment, i uint32, v uint32) bool {
 		}
 	}
 	return false
+}
+
+// tagged returns the entries of the encoded bucket b whose tag is tag, and
+// how many there are, decoding only those whose nibble matches the tag's.
+func (x *Index) tagged(b uint64, tag uint32) (vals [idxSlots]uint32, n int) {
+	low := x.w - 4
+	nibs := uint32(semisort.NibblesOfCode[b&0xfff])
+	xn := nibs ^ (tag>>(x.m-4))*0x1111
+	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888
+	lowMask := uint64(1)<<low - 1
+	for eq != 0 {
+		j := uint(bits.TrailingZeros32(eq)) >> 2
+		eq &= eq - 1
+		v := (nibs>>(4*j)&0xf)<<low | uint32(b>>(12+j*low)&lowMask)
+		if v>>(x.w-x.m) == tag && v != 0 {
+			vals[n&(idxSlots-1)] = v
+			n++
+		}
+	}
+	return vals, n
 }
 
 // hasRoom reports whether bucket i has an empty slot: the smallest entry,
