@@ -184,9 +184,23 @@ func testSemiSortedCrowds(t *testing.T, bits float64, seed uint32) {
 	}
 	check("after adds", nil)
 	checkCanonical(t, x)
-	st := x.Stats()
-	if st.Stashed == 0 && st.Always == 0 && st.Segments == 1 {
-		t.Logf("crowds all fit in place: %+v", st)
+	// The crowds must have made what they are for: buckets of four
+	// entries with one nibble, and entries that differ in low bits only.
+	fourEqual, lowOnly := 0, 0
+	s0 := (*x.segs.Load())[0]
+	for i := uint32(0); i < s0.n; i++ {
+		e := x.entries(s0, i)
+		if e[0] != 0 && e[0]>>(x.w-4) == e[3]>>(x.w-4) {
+			fourEqual++
+		}
+		for j := 1; j < idxSlots; j++ {
+			if e[j-1] != 0 && e[j] != e[j-1] && e[j]-e[j-1] < 8 {
+				lowOnly++
+			}
+		}
+	}
+	if fourEqual == 0 || lowOnly == 0 {
+		t.Fatalf("%d buckets of four equal nibbles, %d neighbours differing in low bits: not exercised", fourEqual, lowOnly)
 	}
 	// Merge 3..7 into 50, checking every key after each key the Replace
 	// handles: a key of an input may name the input or the merge.
