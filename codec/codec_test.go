@@ -12,42 +12,6 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
-func TestSemiSortRoundTrip(t *testing.T) {
-	seen := map[uint16]bool{}
-	for code := 0; code < nibbleCodes; code++ {
-		n := nibblesOfCode[code]
-		if seen[n] {
-			t.Fatalf("code %d decodes to a repeated nibble set %#x", code, n)
-		}
-		seen[n] = true
-		a, b, c, d := int(n&0xf), int(n>>4&0xf), int(n>>8&0xf), int(n>>12)
-		if !(a <= b && b <= c && c <= d) || nibbleRank(a, b, c, d) != uint16(code) {
-			t.Fatalf("code %d: nibbles %x %x %x %x do not rank back", code, a, b, c, d)
-		}
-	}
-	for f := uint(minFPBits); f <= maxFPBits; f++ {
-		for trial := 0; trial < 2000; trial++ {
-			x := keyhash.Mix(uint64(trial), uint32(f))
-			var in [4]uint32
-			for j := range in {
-				if x>>(j*8)&3 != 0 { // leave some slots empty
-					in[j] = keyhash.Fingerprint(keyhash.Mix(x, uint32(j)), f)
-				}
-			}
-			want := in
-			sort4(&want)
-			w := encodeBucket(&in, f)
-			if w>>(4*f-4) != 0 {
-				t.Fatalf("f=%d: bucket word %#x wider than %d bits", f, w, 4*f-4)
-			}
-			got, ok := decodeBucket(w, f)
-			if !ok || got != want {
-				t.Fatalf("f=%d: %v encoded to %#x decoded to %v", f, want, w, got)
-			}
-		}
-	}
-}
-
 // mustNotMiss checks every key of a set against a block both ways: through
 // the raw-bytes reader and through Decode.
 func mustNotMiss(t *testing.T, name string, block []byte, keys [][]byte) {

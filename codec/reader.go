@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 )
 
 // MayContain reports whether key may be in the set the HashKey64 block was
@@ -116,7 +117,7 @@ func bucketHas(w uint64, fp uint32, f uint) bool {
 		return true
 	}
 	low := (f - 4) & 15
-	xn := uint32(nibblesOfCode[code]) ^ (fp>>low)*0x1111
+	xn := uint32(semisort.NibblesOfCode[code]) ^ (fp>>low)*0x1111
 	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888 // bit 4j+3 set: slot j's nibble matches
 	return eq != 0 && lowsMatch(w, eq, fp, low)
 }
@@ -285,7 +286,7 @@ func decodeV2(block []byte, h *v2Header) (*Filter, error) {
 // checkBucket returns the number of occupied slots of a bucket word, or
 // what is wrong with it.
 func checkBucket(w uint64, f uint) (int, error) {
-	fps, ok := decodeBucket(w, f)
+	fps, ok := semisort.Decode(w, f)
 	if !ok {
 		return 0, fmt.Errorf("invalid nibble code %d", w&0xfff)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 )
 
 // Format version 2 ("lined"): the filter is L lines of 64 bytes followed by
@@ -315,8 +316,8 @@ func v2Lookup(block []byte, h uint64, kind HashKind) (maybe, isV2 bool) {
 	}
 	low := uint(s.low)
 	fpn := (fp >> (low & 31)) * 0x1111
-	x1 := uint32(nibblesOfCode[c1]) ^ fpn
-	x2 := uint32(nibblesOfCode[c2]) ^ fpn
+	x1 := uint32(semisort.NibblesOfCode[c1]) ^ fpn
+	x2 := uint32(semisort.NibblesOfCode[c2]) ^ fpn
 	eq1 := ^((x1&0x7777 + 0x7777) | x1) & 0x8888
 	eq2 := ^((x2&0x7777 + 0x7777) | x2) & 0x8888
 	// Usually no slot or one slot per bucket agrees on the nibble: compare

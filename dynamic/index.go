@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 )
 
 // Index is a store-wide cuckoo index: one table of (fingerprint, table)
@@ -56,9 +58,22 @@ import (
 // and code lengthening visit only the segments holding their tables'
 // entries.
 //
-// Layout. A segment is n buckets of four slots, packed at 4w bits each into
-// 64-bit words (a bucket may straddle two), with one 32-bit seqlock
-// counter per 64 buckets. The index grows by adding segments, which
+// Layout. A segment is n buckets of four w-bit slots, each bucket stored
+// semi-sorted in 4w−4 bits (Fan et al., "Cuckoo Filter: Practically Better
+// Than Bloom", §5.2; the encoding of the per-table filters, codec/FORMAT.md
+// "Bucket encoding"): the four entries, the empty one being 0, are kept in
+// ascending order, so their top nibbles (the top of the tag) form a sorted
+// multiset stored as a 12-bit code, followed by the entries' low w−4 bits
+// in the same order. Buckets are packed into 64-bit words (a bucket may
+// straddle two), with one 32-bit seqlock counter per 64 buckets. A lookup
+// compares the tag's nibble with the four decoded from the code at once
+// and decodes only the entries whose nibble matches. Every change to a
+// bucket rewrites it whole (decode, change one entry, sort, encode), so
+// an entry's position in its bucket changes when another entry comes or
+// goes: writers name an entry by its bucket and value, never by its
+// position. The words a bucket shares with its neighbours are rewritten
+// with their neighbours' bits unchanged (only the writer writes). The
+// index grows by adding segments, which
 // lookups probe in turn; a segment that its tables' removals have emptied
 // is dropped. Inserts go to the newest segment (relocating while it is
 // below idxNearFull, then into a free slot of an older one), and Replace
@@ -75,7 +90,7 @@ import (
 //  1. The writer moves an entry copy-then-remove: it writes e into the new
 //     bucket, then clears it in the old one. At every instant e is in i1
 //     or i2 (or both).
-//  2. Every slot write happens inside its bucket group's seqlock: the
+//  2. Every bucket write happens inside the bucket group's seqlock: the
 //     group's counter is incremented before the write (odd: writing) and
 //     after (even). Lookup reads i1's counter, i1, i2's counter, i2, then
 //     both counters again, and reads again unless both were even and
@@ -83,8 +98,13 @@ import (
 //     read (1) but not when i1 was read, so the copy into i1 wrote after
 //     the first counter read and finished before the clear of i2 that
 //     hid e, which came before the second reads: i1's counter changed,
-//     and Lookup reads again. A slot spread over two words and read
-//     half-written is caught the same way.
+//     and Lookup reads again. A bucket spread over two words and read
+//     half-written is caught the same way. A bucket write changes one
+//     entry (a copy, a clear, or a rewrite of an entry to its new value),
+//     or, in a pass over the index, several changes each of which would
+//     be safe alone (clears of removed tables' entries, rewrites to a
+//     lengthened code); the other entries may move within the bucket but
+//     keep their values, and a lookup compares all four.
 //  3. A lookup decodes entries with the codebook it loaded first, and
 //     reads the codebook again at the end: if another was published in
 //     between (a table's code lengthened, its entries rewritten), it reads
@@ -98,7 +118,7 @@ import (
 //     T's segment and T's entry.
 //  5. Replace (inputs I merged into M) rewrites entries in place: for each
 //     key k of M, in each segment, it rewrites one of k's input entries
-//     to M's value for k in a single slot write (step 2 makes that write
+//     to M's value for k in a single bucket write (step 2 makes that write
 //     atomic to a lookup), then clears k's other input entries there; a
 //     key with no input entry gets a new one. The trap is an entry that
 //     k shares with another key k' of an input (same buckets and
@@ -142,9 +162,8 @@ import (
 // beyond that its table becomes one that every lookup names. A segment is
 // added only when the newest is at least 3/4 full, and is twice the
 // newest (half of it when it is the only one, filled by AddTables), so
-// memory stays within
-// about 4/(3/4)·4w/4 bits per entry ever held by live segments, whatever
-// the keys.
+// memory stays within about 4/(3/4)·(4w−4)/4 bits per entry ever held by
+// live segments, whatever the keys.
 type Index struct {
 	mu   sync.Mutex // serialises writers
 	seed uint32
@@ -170,17 +189,29 @@ type Index struct {
 
 const (
 	idxSlots      = 4
-	idxGroupShift = 6   // one seqlock counter per 64 buckets
-	idxLoad       = 0.9 // segments are sized to this load; a 5-bit tag fails just above it
+	idxGroupShift = 6 // one seqlock counter per 64 buckets
 	idxGrowLoad   = 0.75
 	idxNearFull   = 0.85 // relocation searches get long beyond this load
 	idxMaxPath    = 7    // the writer alone searches: it can afford a deep path
 	idxMaxNodes   = 2048
 	idxStashSize  = 1024
 	idxTag        = 5 // bits placing the second bucket; fewer lose load at 1M entries
+	idxMinDepth   = 5 // code tree depth: 31 codes, enough for a size-tiered store's tables
 	idxMaxDepth   = 8
-	idxMinSlot    = idxTag + 5
+	idxMinSlot    = idxTag + idxMinDepth
 )
+
+// idxTagLoad[m] is the load a segment is sized to when tags have m bits.
+// The tag alone places an entry's second bucket, so a bucket's entries have
+// at most 2^m other buckets to move to, and a short tag fills a segment
+// less before the first insert fails (which grows the index). Each figure
+// is a little below the lowest load of a first failure measured with
+// segments of 20k to 2M entries, four seeds each, except for 5-bit tags:
+// their 0.9, kept because 10-bit slots cannot afford a longer tag, is
+// missed by a little for some seeds, and such an index grows (losing
+// nothing) when it is filled to its hint. TestIndexTagLoads checks that
+// segments reach these loads.
+var idxTagLoad = [...]float64{5: 0.9, 6: 0.925, 7: 0.93, 8: 0.945, 9: 0.955}
 
 // codebook maps codes to tables. It is replaced, never changed, so a
 // lookup reads a consistent one with a single load.
@@ -264,23 +295,38 @@ func (s *idxSegment) holds(ts []int) bool {
 
 // NewIndex returns an index sized so that capacityHint entries (keys summed
 // over tables) fit without growing, at about bitsPerKey bits per entry,
-// table codes included: w-bit slots filled to the load a 5-bit tag
-// reliably reaches (idxLoad) cost (4w + one 32-bit counter per 64
-// buckets) / (4·idxLoad) bits per entry. Slots are at least 10 bits (a
-// 5-bit tag and up to 5 code bits, 31 tables), so smaller budgets are
-// raised to what 10-bit slots cost; slots are at most 16 bits.
+// table codes included. A bucket of four w-bit slots is stored semi-sorted
+// in 4w−4 bits, so with one 32-bit counter per 64 buckets an entry costs
+// (4w − 4 + 0.5) / (4·load) bits, where load is what segments with m-bit
+// tags reliably reach (idxTagLoad). NewIndex takes the widest slot (each
+// bit halves the false candidates) that some tag width fits in the budget,
+// with the shortest such tag (more code bits, more tables with a code).
+// Slots are at least 10 bits (a 5-bit tag and up to 5 code bits, 31
+// tables), so smaller budgets are raised to what 10-bit slots cost; slots
+// are at most 16 bits.
 func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
 }
 
+// indexShape returns the slot width w and tag width m for a budget, and the
+// load segments are sized to (NewIndex).
+func indexShape(bitsPerKey float64) (w, m uint, load float64) {
+	for w := 16; w >= idxMinSlot; w-- {
+		for m := max(idxTag, w-idxMaxDepth); m <= min(w-idxMinDepth, len(idxTagLoad)-1); m++ {
+			l := idxTagLoad[m]
+			if (float64(idxSlots*w-4)+32.0/(1<<idxGroupShift))/(idxSlots*l) <= bitsPerKey {
+				return uint(w), uint(m), l
+			}
+		}
+	}
+	return idxMinSlot, idxTag, idxTagLoad[idxTag]
+}
+
 func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
-	// bits per entry = (4w + counter bits per bucket) / (4·load)
-	w := int(math.Floor((bitsPerKey*idxSlots*idxLoad - 32.0/(1<<idxGroupShift)) / idxSlots))
-	w = min(max(w, idxMinSlot), 16)
-	m := max(idxTag, w-idxMaxDepth)
-	x := &Index{seed: seed, w: uint(w), m: uint(m), d: uint(w - m), byID: map[uint64]int{}}
+	w, m, load := indexShape(bitsPerKey)
+	x := &Index{seed: seed, w: w, m: m, d: w - m, byID: map[uint64]int{}}
 	x.leafUsed = make([]bool, 1<<x.d)
-	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*idxLoad)) + 2)}
+	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*load)) + 2)}
 	x.segs.Store(&segs)
 	dec := make([]int16, 1<<x.d)
 	for i := range dec {
@@ -292,7 +338,7 @@ func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 
 func (x *Index) newSegment(buckets uint64) *idxSegment {
 	buckets = max(buckets, 2)
-	nbits := buckets * uint64(idxSlots*x.w)
+	nbits := buckets * x.bucketBits()
 	return &idxSegment{
 		n:     uint32(buckets),
 		words: make([]atomic.Uint64, nbits/64+2), // +1 so a straddling read never runs off
@@ -341,42 +387,68 @@ func (x *Index) alt(s *idxSegment, i, tag uint32) uint32 {
 	return h + s.n - i
 }
 
-// bucket reads bucket i's 4w bits. Each word is one atomic load; see the
+// bucketBits is a bucket's size: four w-bit entries, semi-sorted.
+func (x *Index) bucketBits() uint64 { return uint64(idxSlots*x.w - 4) }
+
+// raw reads bucket i's encoded bits. Each word is one atomic load; see the
 // type's documentation for why a bucket spread over two loads is safe.
-func (x *Index) bucket(s *idxSegment, i uint32) uint64 {
-	bw := uint64(idxSlots * x.w)
+func (x *Index) raw(s *idxSegment, i uint32) uint64 {
+	bw := x.bucketBits()
 	off := uint64(i) * bw
 	q, r := off>>6, off&63
 	v := s.words[q].Load() >> r
 	if r+bw > 64 {
 		v |= s.words[q+1].Load() << (64 - r)
 	}
-	if bw < 64 {
-		v &= 1<<bw - 1
-	}
-	return v
+	return v & (1<<bw - 1)
 }
 
-// setSlot writes slot j of bucket i (writer only), inside its group's
-// seqlock: the counter is odd while the slot's words are being written.
-func (x *Index) setSlot(s *idxSegment, i uint32, j int, val uint32) {
+// entries decodes bucket i (writer only: the writer reads what it wrote, so
+// the code is always valid): its four entries in ascending order, empty
+// slots (0) first.
+func (x *Index) entries(s *idxSegment, i uint32) [idxSlots]uint32 {
+	e, _ := semisort.Decode(x.raw(s, i), x.w)
+	return e
+}
+
+// store writes bucket i's entries (writer only), sorted and encoded, inside
+// its group's seqlock: the counter is odd while the bucket's words are
+// being written.
+func (x *Index) store(s *idxSegment, i uint32, e [idxSlots]uint32) {
+	semisort.Sort4(&e)
+	enc := semisort.Pack(e[0], e[1], e[2], e[3], x.w)
+	bw := x.bucketBits()
+	off := uint64(i) * bw
+	q, r := off>>6, off&63
+	mask := uint64(1)<<bw - 1
 	g := &s.ctr[i>>idxGroupShift]
 	g.Add(1)
-	defer g.Add(1)
-	off := uint64(i)*uint64(idxSlots*x.w) + uint64(j)*uint64(x.w)
-	q, r := off>>6, off&63
-	mask := uint64(1)<<x.w - 1
 	w0 := s.words[q].Load()
-	s.words[q].Store(w0&^(mask<<r) | uint64(val)<<r)
-	if r+uint64(x.w) > 64 {
+	s.words[q].Store(w0&^(mask<<r) | enc<<r)
+	if r+bw > 64 {
 		sh := 64 - r
 		w1 := s.words[q+1].Load()
-		s.words[q+1].Store(w1&^(mask>>sh) | uint64(val)>>sh)
+		s.words[q+1].Store(w1&^(mask>>sh) | enc>>sh)
 	}
+	g.Add(1)
 }
 
-func (x *Index) slot(b uint64, j int) uint32 {
-	return uint32(b>>(uint(j)*x.w)) & (1<<x.w - 1)
+// swap replaces one entry old of bucket i by new in one bucket write (old 0
+// takes an empty slot, new 0 clears the entry) and reports whether the
+// bucket held old. Entries are re-sorted by every write, so writers name an
+// entry by its bucket and value, never by its position; two equal entries
+// of a bucket are interchangeable, so which one is replaced does not
+// matter.
+func (x *Index) swap(s *idxSegment, i uint32, old, new uint32) bool {
+	e := x.entries(s, i)
+	for j := range e {
+		if e[j] == old {
+			e[j] = new
+			x.store(s, i, e)
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup appends to dst the IDs of the tables that may hold key, newest
@@ -464,14 +536,14 @@ func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint
 			runtime.Gosched() // the writer was descheduled mid-write
 		}
 		t1 := g1.Load()
-		b1 := x.bucket(s, i1)
+		b1 := x.raw(s, i1)
 		if idxTestHookAfterFirstRead != nil {
 			idxTestHookAfterFirstRead(s)
 		}
 		t2 := g2.Load()
-		b2 := x.bucket(s, i2)
+		b2 := x.raw(s, i2)
 		if t1&1 != 0 || t2&1 != 0 || g1.Load() != t1 || g2.Load() != t2 {
-			continue // a slot of i1 or i2 changed while we looked
+			continue // i1 or i2 changed while we looked
 		}
 		dst = x.matchBucket(b1, p, book, dst)
 		if i2 != i1 {
@@ -491,10 +563,30 @@ var (
 	idxTestHookCleared        func()
 )
 
+// matchBucket appends the tables that bucket b (encoded, read whole)
+// names for p. The four high nibbles are compared with the tag's at once
+// (XOR into every 4-bit lane, then an exact zero-lane test), so most
+// buckets are done after one table load; only slots whose nibble matches
+// are decoded.
 func (x *Index) matchBucket(b uint64, p probe, book *codebook, dst []uint64) []uint64 {
+	nibs := uint32(semisort.NibblesOfCode[b&0xfff])
+	xn := nibs ^ (p.tag>>(x.m-4))*0x1111
+	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888 // bit 4j+3 set: slot j's nibble matches
+	if eq == 0 {
+		return dst
+	}
+	return x.matchSlots(b, nibs, eq, p, book, dst)
+}
+
+// matchSlots is matchBucket for the slots flagged in eq.
+func (x *Index) matchSlots(b uint64, nibs, eq uint32, p probe, book *codebook, dst []uint64) []uint64 {
 	tagShift := x.w - x.m
-	for j := 0; j < idxSlots; j++ {
-		v := x.slot(b, j)
+	low := x.w - 4
+	lowMask := uint64(1)<<low - 1
+	for eq != 0 {
+		j := uint(bits.TrailingZeros32(eq)) >> 2
+		eq &= eq - 1
+		v := (nibs>>(4*j)&0xf)<<low | uint32(b>>(12+j*low)&lowMask)
 		if v>>tagShift != p.tag || v == 0 {
 			continue
 		}
@@ -723,9 +815,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		ti := &book.tables[it]
 		return int(it), sv == x.slotValue(p, ti.code, uint(ti.length))
 	}
+	// An input entry found for a key: its bucket, value and table slot (by
+	// value, not position: a bucket's entries move within it at every
+	// write).
 	type pos struct {
 		i uint32
-		j int
+		v uint32
 		t int
 	}
 	var stashOnly map[uint64]bool
@@ -755,12 +850,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		s, sc := segs[k], &scans[k]
 		f := sc.found[:sc.n]
 		if !sc.present && len(f) > 0 {
-			x.setSlot(s, f[0].i, f[0].j, v)
+			x.swap(s, f[0].i, f[0].v, v)
 			x.recoded(s, f[0].t, t)
 			f = f[1:]
 		}
 		for _, e := range f {
-			x.setSlot(s, e.i, e.j, 0)
+			x.swap(s, e.i, e.v, 0)
 			x.cleared(s, e.t)
 		}
 		sc.handled = true
@@ -781,16 +876,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
-				b := x.bucket(s, i)
-				for j := 0; j < idxSlots; j++ {
-					sv := x.slot(b, j)
-					if sv>>tagShift != p.tag || sv == 0 {
-						continue // not the key's (the tag is checked first: it is cheap)
-					}
+				tagged, nt := x.tagged(x.raw(s, i), p.tag)
+				for _, sv := range tagged[:nt] {
 					if sv == v {
 						sc.present = true
 					} else if it, ok := inputEntry(sv, p); ok {
-						sc.found[sc.n] = pos{i, j, it}
+						sc.found[sc.n] = pos{i, sv, it}
 						sc.n++
 					}
 				}
@@ -877,14 +968,10 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
 			for _, i := range [2]uint32{i1, i2} {
-				b := x.bucket(s, i)
-				for j := 0; j < idxSlots; j++ {
-					sv := x.slot(b, j)
-					if sv>>tagShift != p.tag || sv == 0 {
-						continue
-					}
+				tagged, nt := x.tagged(x.raw(s, i), p.tag)
+				for _, sv := range tagged[:nt] {
 					if it, ok := inputEntry(sv, p); ok {
-						x.setSlot(s, i, j, 0)
+						x.swap(s, i, sv, 0)
 						x.cleared(s, it)
 					}
 				}
@@ -1206,15 +1293,15 @@ func (x *Index) lengthen(plan map[int]uint) {
 	for t := range plan {
 		planned = append(planned, t)
 	}
-	x.eachEntry(before, planned, func(s *idxSegment, i uint32, j int, v uint32, t int) {
+	x.rewriteEach(before, planned, func(_ *idxSegment, v uint32, t int) uint32 {
 		if t < 0 || changes[t].newLen == 0 {
-			return
+			return v
 		}
 		c := changes[t]
 		kOld := tagShift - c.oldLen
 		delta := c.newLen - c.oldLen
 		extra := v & (1<<kOld - 1)
-		x.setSlot(s, i, j, v>>tagShift<<tagShift|c.newCode<<(kOld-delta)|extra>>delta)
+		return v>>tagShift<<tagShift | c.newCode<<(kOld-delta) | extra>>delta
 	})
 	x.publish(func(b *codebook) {
 		for t, c := range changes {
@@ -1289,24 +1376,50 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	return idxStash, nil
 }
 
+// bucketHas reports whether bucket i holds entry v, testing the four
+// nibbles at once as a lookup does (matchBucket).
 func (x *Index) bucketHas(s *idxSegment, i uint32, v uint32) bool {
-	b := x.bucket(s, i)
-	for j := 0; j < idxSlots; j++ {
-		if x.slot(b, j) == v {
+	b := x.raw(s, i)
+	low := x.w - 4
+	nibs := uint32(semisort.NibblesOfCode[b&0xfff])
+	xn := nibs ^ (v>>low)*0x1111
+	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888
+	lowMask := uint64(1)<<low - 1
+	for eq != 0 {
+		j := uint(bits.TrailingZeros32(eq)) >> 2
+		eq &= eq - 1
+		if b>>(12+j*low)&lowMask == uint64(v)&lowMask {
 			return true
 		}
 	}
 	return false
 }
 
-func (x *Index) emptySlot(s *idxSegment, i uint32) int {
-	b := x.bucket(s, i)
-	for j := 0; j < idxSlots; j++ {
-		if x.slot(b, j) == 0 {
-			return j
+// tagged returns the entries of the encoded bucket b whose tag is tag, and
+// how many there are, decoding only those whose nibble matches the tag's.
+func (x *Index) tagged(b uint64, tag uint32) (vals [idxSlots]uint32, n int) {
+	low := x.w - 4
+	nibs := uint32(semisort.NibblesOfCode[b&0xfff])
+	xn := nibs ^ (tag>>(x.m-4))*0x1111
+	eq := ^((xn&0x7777 + 0x7777) | xn) & 0x8888
+	lowMask := uint64(1)<<low - 1
+	for eq != 0 {
+		j := uint(bits.TrailingZeros32(eq)) >> 2
+		eq &= eq - 1
+		v := (nibs>>(4*j)&0xf)<<low | uint32(b>>(12+j*low)&lowMask)
+		if v>>(x.w-x.m) == tag && v != 0 {
+			vals[n&(idxSlots-1)] = v
+			n++
 		}
 	}
-	return -1
+	return vals, n
+}
+
+// hasRoom reports whether bucket i has an empty slot: the smallest entry,
+// stored first, is 0 (nibble and low bits).
+func (x *Index) hasRoom(s *idxSegment, i uint32) bool {
+	b := x.raw(s, i)
+	return semisort.NibblesOfCode[b&0xfff]&0xf == 0 && b>>12&(1<<(x.w-4)-1) == 0
 }
 
 // idxNode is a bucket reached by the relocation search: from its parent's
@@ -1338,8 +1451,7 @@ func (x *Index) insertSegment(s *idxSegment, p probe, v uint32, relocate bool) b
 	i1 := s.primary(p.hi)
 	i2 := x.alt(s, i1, p.tag)
 	for _, i := range [2]uint32{i1, i2} {
-		if j := x.emptySlot(s, i); j >= 0 {
-			x.setSlot(s, i, j, v)
+		if x.swap(s, i, 0, v) {
 			return true
 		}
 	}
@@ -1350,27 +1462,28 @@ func (x *Index) insertSegment(s *idxSegment, p probe, v uint32, relocate bool) b
 	if !ok {
 		return false
 	}
-	// From the far end: each move frees the slot the previous fills.
+	// From the far end: each move frees the slot the previous fills. A
+	// path that visits a bucket twice can find a move's entry gone or its
+	// destination full; it stops there, every entry moved so far being in
+	// its other bucket, and the insert goes elsewhere.
 	for k := len(path) - 1; k >= 0; k-- {
-		x.move(s, path[k])
+		if !x.move(s, path[k]) {
+			return false
+		}
 	}
-	j := x.emptySlot(s, path[0].from)
-	x.setSlot(s, path[0].from, j, v)
-	return true
+	return x.swap(s, path[0].from, 0, v)
 }
 
 // move relocates one entry copy-then-remove, bumping the destination's
-// counter between the two (documentation, 1 and 2).
-func (x *Index) move(s *idxSegment, m idxMove) {
-	j := x.emptySlot(s, m.to)
-	x.setSlot(s, m.to, j, m.val) // completes, counter even, before the clear
-	b := x.bucket(s, m.from)
-	for k := 0; k < idxSlots; k++ {
-		if x.slot(b, k) == m.val {
-			x.setSlot(s, m.from, k, 0)
-			return
-		}
+// counter between the two (documentation, 1 and 2); false, and nothing
+// written, if the entry is not in its bucket or the destination is full.
+func (x *Index) move(s *idxSegment, m idxMove) bool {
+	if !x.bucketHas(s, m.from, m.val) || !x.hasRoom(s, m.to) {
+		return false
 	}
+	x.swap(s, m.to, 0, m.val) // completes, counter even, before the clear
+	x.swap(s, m.from, m.val, 0)
+	return true
 }
 
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
@@ -1381,15 +1494,13 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 		end := len(nodes)
 		for ; head < end && len(nodes) < idxMaxNodes; head++ {
 			n := nodes[head]
-			b := x.bucket(s, n.bucket)
-			for j := 0; j < idxSlots; j++ {
-				v := x.slot(b, j)
+			for _, v := range x.entries(s, n.bucket) {
 				to := x.alt(s, n.bucket, v>>(x.w-x.m))
 				if to == n.bucket {
 					continue
 				}
 				nodes = append(nodes, idxNode{to, int32(head), v})
-				if x.emptySlot(s, to) >= 0 {
+				if x.hasRoom(s, to) {
 					var path []idxMove
 					for c := int32(len(nodes) - 1); nodes[c].parent >= 0; c = nodes[c].parent {
 						par := nodes[nodes[c].parent]
@@ -1406,11 +1517,16 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	return nil, false
 }
 
-// eachEntry calls fn for every occupied slot of the segments that hold
-// entries of a table in ts, with its value and the table book's code leaf
-// names (-1: none). A pass over the index, for the writer: fn may rewrite
-// or clear the slot it is given.
-func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uint32, j int, v uint32, t int)) {
+// rewriteEach calls fn for every entry of the segments that hold entries
+// of a table in ts, with the table book's code leaf names (-1: none), and
+// puts in its place the value fn returns (the entry itself to keep it, 0
+// to clear it): a pass over the index, for the writer. A bucket with a
+// change is written once, which is as safe for a lookup as writing each
+// change alone: every change a pass makes (a removed table's entry
+// cleared, an entry rewritten to its table's longer code) keeps lookups
+// right at every instant whichever of the bucket's other changes have
+// been made.
+func (x *Index) rewriteEach(book *codebook, ts []int, fn func(s *idxSegment, v uint32, t int) uint32) {
 	tagShift := x.w - x.m
 	leafMask := uint32(1)<<x.d - 1
 	for _, s := range *x.segs.Load() {
@@ -1418,14 +1534,22 @@ func (x *Index) eachEntry(book *codebook, ts []int, fn func(s *idxSegment, i uin
 			continue
 		}
 		for i := uint32(0); i < s.n; i++ {
-			b := x.bucket(s, i)
+			b := x.raw(s, i)
 			if b == 0 {
-				continue
+				continue // the code of four empty slots is 0, as are their low bits
 			}
-			for j := 0; j < idxSlots; j++ {
-				if v := x.slot(b, j); v != 0 {
-					fn(s, i, j, v, int(book.decode[(v>>(tagShift-x.d))&leafMask]))
+			e, _ := semisort.Decode(b, x.w)
+			changed := false
+			for j, v := range e {
+				if v == 0 {
+					continue
 				}
+				if nv := fn(s, v, int(book.decode[(v>>(tagShift-x.d))&leafMask])); nv != v {
+					e[j], changed = nv, true
+				}
+			}
+			if changed {
+				x.store(s, i, e)
 			}
 		}
 	}
@@ -1445,11 +1569,12 @@ func (x *Index) removeLocked(ts ...int) {
 		// One pass clears the entries of every table leaving: a slot's
 		// code leaf names its table unambiguously (codes are prefix-free
 		// and none is being lengthened under the writer mutex).
-		x.eachEntry(book, ts, func(s *idxSegment, i uint32, j int, _ uint32, t int) {
+		x.rewriteEach(book, ts, func(s *idxSegment, v uint32, t int) uint32 {
 			if t >= 0 && gone[t] {
-				x.setSlot(s, i, j, 0)
 				x.cleared(s, t)
+				return 0
 			}
+			return v
 		})
 	}
 	x.dropEmptySegments()

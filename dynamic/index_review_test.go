@@ -248,4 +248,5 @@ func TestIndexStressReplaceGrowsShared(t *testing.T) {
 	if st.Tables != len(*live.Load()) {
 		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
 	}
+	checkCanonical(t, x)
 }
