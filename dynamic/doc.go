@@ -13,7 +13,8 @@
 // Index is one filter for a whole store: a cuckoo table of (fingerprint,
 // table code) entries, after Dayan & Twitto's Chucky (SIGMOD 2021), so a
 // Get probes one filter and reads only the tables it names instead of
-// probing a filter per table. Lookups take no lock (seqlock reads);
+// probing a filter per table. Lookups take no lock and never wait (seqlock
+// reads, tried a few times, then every table named);
 // under a writer mutex, flushes add tables' entries and compactions
 // rewrite their inputs' entries in place to name the merged table. Its
 // documentation argues why a concurrent Get never misses a key, including

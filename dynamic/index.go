@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -19,12 +18,15 @@ import (
 // entries for all of a store's tables, so that a Get probes one filter and
 // reads only the tables it names, instead of probing one filter per table
 // (after Dayan & Twitto, "Chucky: A Succinct Cuckoo Filter for LSM-Tree",
-// SIGMOD 2021). Lookups take no lock, write nothing and allocate nothing:
-// they read bucket groups under a sequence counter and retry a group that a
-// writer changed meanwhile (a seqlock), so they never block a writer, and
-// wait only while a writer is in the middle of changing their group (or
-// retry when a codebook is published under them). AddTable, RemoveTable
-// and Replace are serialised by a mutex.
+// SIGMOD 2021). Lookups take no lock and allocate nothing, and they never
+// wait: they read bucket groups under a sequence counter and read again a
+// group that a writer changed meanwhile (a seqlock), but only a few times;
+// a lookup that still finds a writer in the middle of its group (one
+// descheduled mid-write, say), or codebooks published under it, names
+// every table instead, which is always a correct answer (a "maybe" for
+// each). So a lookup finishes in a bounded number of steps whatever the
+// writers do, and never blocks one. AddTable, RemoveTable and Replace are
+// serialised by a mutex.
 //
 // Entries. A slot holds w bits: a tag of m bits, then a prefix-free table
 // code of ℓ bits, then w−m−ℓ more fingerprint bits. The tag and the extra
@@ -173,6 +175,9 @@ type Index struct {
 
 	segs atomic.Pointer[[]*idxSegment]
 	book atomic.Pointer[codebook]
+	// contended counts lookups that named every table (everyTable); the
+	// only write a lookup makes, and a rare one.
+	contended atomic.Int64
 
 	// Writer state, under mu.
 	byID     map[uint64]int // table ID -> table slot in the codebook
@@ -454,8 +459,8 @@ func (x *Index) swap(s *idxSegment, i uint32, old, new uint32) bool {
 // Lookup appends to dst the IDs of the tables that may hold key, newest
 // first, and returns the extended slice. A table whose Add returned before
 // the call and that has not been removed is always among them if it holds
-// key. Safe for concurrent use with everything; takes no lock (seqlock
-// reads, see Index); allocation-free when dst has room.
+// key. Safe for concurrent use with everything; takes no lock and never
+// waits for a writer (see Index); allocation-free when dst has room.
 func (x *Index) Lookup(key []byte, dst []uint64) []uint64 {
 	return x.LookupHash(keyhash.Hash(key), dst)
 }
@@ -465,10 +470,19 @@ func (x *Index) LookupHash(h uint64, dst []uint64) []uint64 {
 	p := x.probeOf(h)
 	start := len(dst)
 	var book *codebook
-	for {
+	for try := 0; ; try++ {
+		if try == idxReadTries {
+			return x.everyTable(dst[:start])
+		}
 		book = x.book.Load()
+		read := true
 		for _, s := range *x.segs.Load() {
-			dst = x.lookupSegment(s, p, book, dst)
+			if dst, read = x.lookupSegment(s, p, book, dst); !read {
+				break
+			}
+		}
+		if !read {
+			return x.everyTable(dst[:start])
 		}
 		// Entries change format only between two codebook publications
 		// (lengthen): if none happened while we read, the codebook we
@@ -527,14 +541,13 @@ func newer(book *codebook, a, b uint64) bool {
 	return ra > rb || ra == rb && a > b
 }
 
-func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint64) []uint64 {
+// lookupSegment appends the tables that s names for p; read is false when
+// a writer changed p's buckets under each of idxReadTries reads.
+func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint64) (_ []uint64, read bool) {
 	i1 := s.primary(p.hi)
 	i2 := x.alt(s, i1, p.tag)
 	g1, g2 := &s.ctr[i1>>idxGroupShift], &s.ctr[i2>>idxGroupShift]
-	for spins := 0; ; spins++ {
-		if spins > 64 {
-			runtime.Gosched() // the writer was descheduled mid-write
-		}
+	for try := 0; try < idxReadTries; try++ {
 		t1 := g1.Load()
 		b1 := x.raw(s, i1)
 		if idxTestHookAfterFirstRead != nil {
@@ -549,8 +562,44 @@ func (x *Index) lookupSegment(s *idxSegment, p probe, book *codebook, dst []uint
 		if i2 != i1 {
 			dst = x.matchBucket(b2, p, book, dst)
 		}
-		return dst
+		return dst, true
 	}
+	return dst, false
+}
+
+// idxReadTries bounds a lookup's reads of one segment, and its passes
+// over the segments while codebooks are published under it: a writer
+// holds a group for a few stores, so a lookup that meets one that often
+// has met a writer stopped mid-write, and does not wait for it.
+const idxReadTries = 8
+
+// everyTable is a lookup's answer when it could not read the index
+// consistently: every table it holds, newest first. A table whose
+// AddTable returned before the lookup began and that has not been removed
+// is live in every codebook published since, so it is among them.
+func (x *Index) everyTable(dst []uint64) []uint64 {
+	x.contended.Add(1)
+	book := x.book.Load()
+	start := len(dst)
+	for t := range book.tables {
+		if book.tables[t].live {
+			dst = append(dst, uint64(t))
+		}
+	}
+	c := dst[start:]
+	slices.SortFunc(c, func(a, b uint64) int {
+		switch {
+		case a == b:
+			return 0
+		case newer(book, a, b):
+			return -1
+		}
+		return 1
+	})
+	for i := range c {
+		c[i] = book.tables[c[i]].id
+	}
+	return dst
 }
 
 // idxTestHookAfterFirstRead, when set by a test, runs between a lookup's
@@ -1642,6 +1691,9 @@ type IndexStats struct {
 	SizeEntropy float64 // entropy of the tables' shares of entries, bits
 	Stashed     int     // entries kept exactly in the stash
 	Always      int     // tables every lookup names (no code, or unplaceable keys)
+	// Contended counts lookups that met writers in their buckets on every
+	// read and named every table instead of waiting.
+	Contended int64
 }
 
 // Stats reads the index's size; safe for concurrent use.
@@ -1659,6 +1711,7 @@ func (x *Index) Stats() IndexStats {
 	}
 	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(40) + int64(len(book.stash))*16
 	st.Stashed = len(book.stash)
+	st.Contended = x.contended.Load()
 	st.Entries += int64(st.Stashed)
 	st.SlotBits = int(x.w)
 	if slots > 0 {

@@ -379,8 +379,57 @@ func TestIndexBounceCaught(t *testing.T) {
 	}
 	got := x.LookupHash(h, nil)
 	idxTestHookAfterFirstRead = nil
-	if calls != 1 || !holds(got, 1) {
-		t.Fatalf("hook ran %d times; lookup returned %v", calls, got)
+	if calls != 1 || !holds(got, 1) || x.Stats().Contended != 0 {
+		t.Fatalf("hook ran %d times; lookup returned %v, %d named every table", calls, got, x.Stats().Contended)
+	}
+}
+
+// TestIndexLookupNeverWaits: a writer stopped in the middle of a bucket
+// write (its group's counter left odd), or codebooks published under
+// every read, must not hold a lookup: it names every live table, newest
+// first, and counts it; once the writer is gone, lookups are exact again.
+func TestIndexLookupNeverWaits(t *testing.T) {
+	x := newIndexSeeded(4000, 12, 3)
+	tables := [][]uint64{}
+	for id := uint64(1); id <= 5; id++ {
+		hs := hashesOf(testkeys.Random(500, 16, id))
+		tables = append(tables, hs)
+		if err := x.AddTable(id, hs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := x.RemoveTable(2); err != nil {
+		t.Fatal(err)
+	}
+	every := []uint64{5, 4, 3, 1}
+	k := tables[2][7] // a key of table 3
+	if got := x.LookupHash(k, nil); !holds(got, 3) || len(got) >= len(every) || x.Stats().Contended != 0 {
+		t.Fatalf("undisturbed lookup: %v, %d contended", got, x.Stats().Contended)
+	}
+
+	s := (*x.segs.Load())[0]
+	g := &s.ctr[s.primary(x.probeOf(k).hi)>>idxGroupShift]
+	g.Add(1) // a writer descheduled mid-write
+	done := make(chan []uint64)
+	go func() { done <- x.LookupHash(k, nil) }()
+	select {
+	case got := <-done:
+		if !slices.Equal(got, every) || x.Stats().Contended != 1 {
+			t.Fatalf("lookup beside a stopped writer: %v, %d contended; want %v, 1", got, x.Stats().Contended, every)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a lookup waited for a writer stopped mid-write")
+	}
+	g.Add(1)
+	if got := x.LookupHash(k, nil); !holds(got, 3) || len(got) >= len(every) || x.Stats().Contended != 1 {
+		t.Fatalf("writer gone: %v, %d contended", got, x.Stats().Contended)
+	}
+
+	idxTestHookAfterFirstRead = func(*idxSegment) { x.publish(func(*codebook) {}) }
+	got := x.LookupHash(k, nil)
+	idxTestHookAfterFirstRead = nil
+	if !slices.Equal(got, every) || x.Stats().Contended != 2 {
+		t.Fatalf("codebooks published under every read: %v, %d contended; want %v, 2", got, x.Stats().Contended, every)
 	}
 }
 

@@ -690,6 +690,7 @@ func (s *Server) info() []byte {
 		line("index_code_bits_per_entry", fmt.Sprintf("%.3f", st.Index.CodeBits))
 		line("index_table_size_entropy", fmt.Sprintf("%.3f", st.Index.SizeEntropy))
 		line("index_always_probed_tables", st.Index.Always)
+		line("index_contended_lookups", st.Index.Contended)
 		line("index_rebuilding", yesNo(st.IndexRebuilding))
 	}
 	line("index_update_ns_per_key", fmt.Sprintf("%.1f", st.IndexUpdateNsPerKey))
