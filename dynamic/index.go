@@ -67,7 +67,7 @@ import (
 // ascending order, so their top nibbles (the top of the tag) form a sorted
 // multiset stored as a 12-bit code, followed by the entries' low w−4 bits
 // in the same order. Buckets are packed into 64-bit words (a bucket may
-// straddle two), with one 32-bit seqlock counter per 64 buckets. A lookup
+// straddle two), with one 32-bit seqlock counter per 256 buckets. A lookup
 // compares the tag's nibble with the four decoded from the code at once
 // and decodes only the entries whose nibble matches. Every change to a
 // bucket rewrites it whole (decode, change one entry, sort, encode), so
@@ -194,7 +194,7 @@ type Index struct {
 
 const (
 	idxSlots      = 4
-	idxGroupShift = 6 // one seqlock counter per 64 buckets
+	idxGroupShift = 8 // one seqlock counter per 256 buckets
 	idxGrowLoad   = 0.75
 	idxNearFull   = 0.85 // relocation searches get long beyond this load
 	idxMaxPath    = 7    // the writer alone searches: it can afford a deep path
@@ -301,8 +301,8 @@ func (s *idxSegment) holds(ts []int) bool {
 // NewIndex returns an index sized so that capacityHint entries (keys summed
 // over tables) fit without growing, at about bitsPerKey bits per entry,
 // table codes included. A bucket of four w-bit slots is stored semi-sorted
-// in 4w−4 bits, so with one 32-bit counter per 64 buckets an entry costs
-// (4w − 4 + 0.5) / (4·load) bits, where load is what segments with m-bit
+// in 4w−4 bits, so with one 32-bit counter per 256 buckets an entry costs
+// (4w − 4 + 0.125) / (4·load) bits, where load is what segments with m-bit
 // tags reliably reach (idxTagLoad). NewIndex takes the widest slot (each
 // bit halves the false candidates) that some tag width fits in the budget,
 // with the shortest such tag (more code bits, more tables with a code).

@@ -305,7 +305,7 @@ func TestIndexTagLoads(t *testing.T) {
 	}
 	for bits := 8.0; bits <= 20; bits += 0.25 {
 		w, m, load := indexShape(bits)
-		cost := (float64(4*w-4) + 0.5) / (4 * load)
+		cost := (float64(4*w-4) + 32.0/(1<<idxGroupShift)) / (4 * load)
 		if w < idxMinSlot || w > 16 || w-m < idxMinDepth || w-m > idxMaxDepth || cost > max(bits, 10.2) {
 			t.Errorf("bits %v: w=%d m=%d load %.3f: %.2f bits per entry", bits, w, m, load, cost)
 		}

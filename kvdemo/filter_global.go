@@ -172,7 +172,7 @@ func (g *globalFilter) attachedAll() error {
 		// Sized for the tables at hand at the index's load, with 2%
 		// headroom for the next flushes before a segment is added (a store
 		// with no tables yet sizes its index from its first table, index).
-		g.idx.Store(dynamic.NewIndex(total+total/50+1024, g.bitsPerKey))
+		g.idx.Store(dynamic.NewIndex(total+total/100+1024, g.bitsPerKey))
 	}
 	g.mu.Unlock()
 	start := time.Now()
@@ -396,7 +396,7 @@ func (g *globalFilter) rebuildIndex(v *view) {
 		sets = append(sets, hashes)
 		total += len(hashes)
 	}
-	fresh := dynamic.NewIndex(total+total/50+1024, g.bitsPerKey)
+	fresh := dynamic.NewIndex(total+total/100+1024, g.bitsPerKey)
 	if err := fresh.AddTables(ids, sets); err != nil {
 		g.stopTracking()
 		return
