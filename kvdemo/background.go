@@ -25,12 +25,13 @@ func (db *DB) flushLoop() {
 		case <-db.stop:
 			return
 		case <-idle.C:
-			db.mu.RLock()
-			settled := db.cur.imm == nil
-			db.mu.RUnlock()
-			if g != nil && !db.opts.noIdleRebuild && settled && db.readOnlyErr() == nil {
-				g.maybeRebuild(true) // between flushes, as after one
+			if !db.opts.noIdleRebuild {
+				db.idle(g)
 			}
+			continue
+		case done := <-db.settleCh:
+			db.idle(g)
+			close(done)
 			continue
 		case <-db.flushCh:
 		}
@@ -59,6 +60,18 @@ func (db *DB) flushLoop() {
 			backoff = min(2*backoff, 5*time.Second)
 		}
 		idle.Reset(idleRebuildAfter)
+	}
+}
+
+// idle is what the flush goroutine does between flushes once the store is
+// quiet: start the rebuild of a global index grown by segments, when no
+// flushed table waits for its edit.
+func (db *DB) idle(g *globalFilter) {
+	db.mu.RLock()
+	settled := db.cur.imm == nil
+	db.mu.RUnlock()
+	if g != nil && settled && db.readOnlyErr() == nil {
+		g.maybeRebuild(true)
 	}
 }
 

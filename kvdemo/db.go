@@ -205,8 +205,11 @@ type DB struct {
 	readOnly error // wraps ErrReadOnly once set; never cleared
 
 	flushCh, compactCh chan struct{}
-	stop               chan struct{}
-	bg                 sync.WaitGroup
+	// settleCh asks the flush goroutine to do now what it does when the
+	// store goes idle (Settle).
+	settleCh chan chan struct{}
+	stop     chan struct{}
+	bg       sync.WaitGroup
 
 	stats counters
 }
@@ -691,6 +694,34 @@ func (db *DB) Flush() error {
 	// The flush may have turned the store read-only (its manifest could
 	// not be made durable): then it is not known to be durable either.
 	return db.readOnlyErr()
+}
+
+// Settle does now what the store does once no flush has come for a
+// while, and returns when that is done: a global index that grew by
+// segments is rebuilt in one (Stats.IndexRebuilding), so a bulk load can
+// be served, or measured, as the store settles. Other kinds have nothing
+// to do.
+func (db *DB) Settle() error {
+	done := make(chan struct{})
+	select {
+	case db.settleCh <- done:
+	case <-db.stop:
+		return ErrClosed
+	}
+	select {
+	case <-done:
+	case <-db.stop:
+		return ErrClosed
+	}
+	g, ok := db.filter.(*globalFilter)
+	for ok && g.rebuilding.Load() {
+		select {
+		case <-db.stop:
+			return ErrClosed
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 // Stats returns the counters.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
@@ -1376,35 +1377,8 @@ func (sr *stableReaders) stop() (reads, misses int64) {
 func TestGlobalIndexConsolidatesWhenIdle(t *testing.T) {
 	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 32 << 10, MaxTables: -1, NoSyncEachWrite: true})
 	defer db.Close()
-	// Load in batches until, with no rebuild running, the index has grown
-	// past one segment and by the share an idle rebuild waits for (a
-	// rebuild after a flush may consolidate it first).
+	n, before, rebuilds := loadUntilSegments(t, db)
 	g := db.filter.(*globalFilter)
-	n := 0
-	var before = db.Stats().Index
-	var rebuilds int64
-	for batch := 0; ; batch++ {
-		if batch == 100 {
-			t.Fatalf("after %d keys the index is still in one segment: %+v", n, db.Stats().Index)
-		}
-		for i := 0; i < 2000; i++ {
-			k := fmt.Appendf(nil, "c%07d", n)
-			if err := db.Put(k, k); err != nil {
-				t.Fatal(err)
-			}
-			n++
-		}
-		if err := db.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for db.Stats().IndexRebuilding {
-			time.Sleep(time.Millisecond)
-		}
-		before, rebuilds = db.Stats().Index, g.rebuilds.Load()
-		if built := g.builtWith.Load(); before.Segments >= 2 && before.Entries >= built+built/8 {
-			break
-		}
-	}
 	stop := make(chan struct{})
 	var rwg sync.WaitGroup
 	rwg.Add(1)
@@ -1429,10 +1403,69 @@ func TestGlobalIndexConsolidatesWhenIdle(t *testing.T) {
 	}
 	close(stop)
 	rwg.Wait()
+	checkConsolidated(t, db, n, before)
+}
+
+// TestGlobalSettle: Settle rebuilds a grown index in one segment at once,
+// in a store whose own idle rebuild is off, and returns when it is done.
+func TestGlobalSettle(t *testing.T) {
+	db := open(t, t.TempDir(), Options{Filter: FilterGlobal, MemtableBytes: 32 << 10, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true})
+	defer db.Close()
+	n, before, rebuilds := loadUntilSegments(t, db)
+	if err := db.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.filter.(*globalFilter).rebuilds.Load(); got != rebuilds+1 || db.Stats().IndexRebuilding {
+		t.Fatalf("Settle returned after %d rebuilds (had %d), rebuilding %v", got, rebuilds, db.Stats().IndexRebuilding)
+	}
+	checkConsolidated(t, db, n, before)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Settle(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Settle on a closed store: %v", err)
+	}
+}
+
+// loadUntilSegments loads batches of keys c0000000.. until, with no rebuild
+// running, the index has grown past one segment and by the share an idle
+// rebuild waits for (a rebuild after a flush may consolidate it first). It
+// returns the keys written, the index's stats and the rebuilds so far.
+func loadUntilSegments(t *testing.T, db *DB) (int, dynamic.IndexStats, int64) {
+	t.Helper()
+	g := db.filter.(*globalFilter)
+	n := 0
+	for batch := 0; batch < 100; batch++ {
+		for i := 0; i < 2000; i++ {
+			k := fmt.Appendf(nil, "c%07d", n)
+			if err := db.Put(k, k); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for db.Stats().IndexRebuilding {
+			time.Sleep(time.Millisecond)
+		}
+		st, rebuilds := db.Stats().Index, g.rebuilds.Load()
+		if built := g.builtWith.Load(); st.Segments >= 2 && st.Entries >= built+built/8 {
+			return n, st, rebuilds
+		}
+	}
+	t.Fatalf("after %d keys the index is still in one segment: %+v", n, db.Stats().Index)
+	return 0, dynamic.IndexStats{}, 0
+}
+
+// checkConsolidated: the index is in one segment, denser than before, and
+// every key 0..n-1 is found.
+func checkConsolidated(t *testing.T, db *DB, n int, before dynamic.IndexStats) {
+	t.Helper()
 	after := db.Stats().Index
 	t.Logf("before %+v\nafter %+v", before, after)
 	if after.Segments != 1 || after.BitsPerKey >= before.BitsPerKey {
-		t.Fatalf("idle store: %d segment(s) at %.1f bits/entry, from %d at %.1f", after.Segments, after.BitsPerKey, before.Segments, before.BitsPerKey)
+		t.Fatalf("%d segment(s) at %.1f bits/entry, from %d at %.1f", after.Segments, after.BitsPerKey, before.Segments, before.BitsPerKey)
 	}
 	for i := 0; i < n; i++ {
 		k := fmt.Appendf(nil, "c%07d", i)

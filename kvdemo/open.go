@@ -299,6 +299,7 @@ func lastLogAtLeast(logs []uint64, min uint64) uint64 {
 func (db *DB) startBackground(unfiltered []*sstable) {
 	o := &db.opts
 	db.flushCh = make(chan struct{}, 1)
+	db.settleCh = make(chan chan struct{})
 	db.compactCh = make(chan struct{}, 1)
 	db.stop = make(chan struct{})
 	db.bg.Add(2)

@@ -144,21 +144,16 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 			BitsPerKey:       float64(st.TableFilterBytes*8) / float64(cfg.Keys),
 		})
 	}
-	// A global index that grew by segments during the load may be being
-	// rebuilt in one in the background; measure the store it settles to.
+	// Measure each store as it settles once the load is over: a global
+	// index that grew by segments during the load is rebuilt in one.
 	for i, db := range dbs {
 		start := time.Now()
-		for db.Stats().IndexRebuilding && time.Since(start) < time.Minute {
-			select {
-			case <-ctx.Done():
-				return out, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
-			}
+		if err := db.Settle(); err != nil {
+			return out, err
 		}
-		if el := time.Since(start); el > 20*time.Millisecond {
-			st := db.Stats().Index
-			fmt.Fprintf(w, "  %-6s index rebuilt in the background (waited %.1fs): %d segment(s), %.1f bits/entry\n",
-				cfg.Filters[i], el.Seconds(), st.Segments, st.BitsPerKey)
+		if st := db.Stats().Index; st.Segments > 0 {
+			fmt.Fprintf(w, "  settled %-6s in %4.1fs: index in %d segment(s), %.1f bits/entry\n",
+				cfg.Filters[i], time.Since(start).Seconds(), st.Segments, st.BitsPerKey)
 		}
 	}
 	misses := cfg.Misses
