@@ -1,0 +1,279 @@
+package dynamic
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+// checkAnswerOrder checks that ids, a lookup's answer, names each table
+// once and newest first under the current codebook (a merged table and its
+// inputs share a rank).
+func checkAnswerOrder(t *testing.T, x *Index, ids []uint64, what string) {
+	t.Helper()
+	book := x.book.Load()
+	rankOf := map[uint64]uint64{}
+	for _, ti := range book.tables {
+		if ti.live {
+			rankOf[ti.id] = ti.rank
+		}
+	}
+	seen := map[uint64]bool{}
+	for k, id := range ids {
+		if seen[id] {
+			t.Fatalf("%s: table %d named twice in %v", what, id, ids)
+		}
+		seen[id] = true
+		if k > 0 && rankOf[id] > rankOf[ids[k-1]] {
+			t.Fatalf("%s: %v is not newest first (ranks %d then %d)", what, ids, rankOf[ids[k-1]], rankOf[id])
+		}
+	}
+}
+
+// TestIndexReviewModelEveryWidth runs a deterministic random history of
+// AddTable, AddTables, Replace (with keys new to the index, dropped keys
+// and crowds of keys sharing buckets, nibbles and fingerprints) and
+// removals on tiny indexes of every budget from 8 to 17 bits (every slot
+// width, 10 to 16 bits, with each of their tag widths), with more tables
+// than the code tree has short codes, so that codes are lengthened, also
+// during Replace's claim, and some tables are named by every lookup. After
+// each key a Replace handles, and once it has cleared its inputs' leftover
+// entries, every key of every table must be named by a table that holds
+// it; after every call, every bucket must be canonical and the counts
+// exact, and the answer of a lookup, and of one that names every table,
+// must be newest first, each table once, with every live table in the
+// latter.
+func TestIndexReviewModelEveryWidth(t *testing.T) {
+	for bits := 8; bits <= 17; bits++ {
+		for seed := uint32(1); seed <= 2; seed++ {
+			t.Run(fmt.Sprintf("bits=%d/seed=%d", bits, seed), func(t *testing.T) {
+				testReviewModel(t, float64(bits), seed)
+			})
+		}
+	}
+	if reviewLengthened == 0 {
+		t.Fatal("no code was lengthened: not exercised")
+	}
+}
+
+// reviewLengthened counts the codes the model histories lengthened.
+var reviewLengthened int
+
+func testReviewModel(t *testing.T, bits float64, seed uint32) {
+	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
+	x := newIndexSeeded(150, bits, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(bits)*7919))
+	tables := map[uint64][]uint64{} // live table -> its keys
+	nextID := uint64(1)
+	var crowds [][]uint64
+	for range 4 {
+		crowds = append(crowds, crowd(x, rng, 16))
+	}
+	newKeys := func() []uint64 {
+		n := 1 + rng.IntN(60)
+		if rng.IntN(10) == 0 {
+			n = 0 // an empty table
+		}
+		hs := hashesOf(testkeys.Random(n, 8+rng.IntN(12), rng.Uint64()))
+		if rng.IntN(3) == 0 {
+			c := crowds[rng.IntN(len(crowds))]
+			at := rng.IntN(len(c) - 6)
+			hs = append(hs, c[at:at+6]...)
+		}
+		if len(hs) > 1 && rng.IntN(4) == 0 {
+			hs = append(hs, hs[:1+rng.IntN(len(hs)-1)]...) // versions in one table
+		}
+		return hs
+	}
+	var buf []uint64
+	// check: every key of every live table is named by a table holding it;
+	// during a Replace (mergeSet != nil), a key of the merge held by an
+	// input may instead be named by the merge or an input holding it, and
+	// an input key the merge drops may be missed; keys new to the merge
+	// are not asked for (a store reads the merge unfiltered until Replace
+	// returns).
+	var mergeID uint64
+	var mergeSet, inputSet map[uint64]bool
+	var inputIDs []uint64
+	check := func(when string) {
+		t.Helper()
+		for id, hs := range tables {
+			for _, h := range hs {
+				buf = x.LookupHash(h, buf[:0])
+				checkAnswerOrder(t, x, buf, when)
+				if holds(buf, id) {
+					continue
+				}
+				if mergeSet != nil && slices.Contains(inputIDs, id) {
+					if !mergeSet[h] || holds(buf, mergeID) {
+						continue
+					}
+					ok := false
+					for _, in := range inputIDs {
+						if holds(buf, in) && slices.Contains(tables[in], h) {
+							ok = true
+						}
+					}
+					if ok {
+						continue
+					}
+				}
+				t.Fatalf("%s: key %#x of table %d names %v", when, h, id, buf)
+			}
+		}
+		if mergeSet != nil {
+			for h := range mergeSet {
+				buf = x.LookupHash(h, buf[:0])
+				if holds(buf, mergeID) {
+					continue
+				}
+				ok := false
+				for _, in := range inputIDs {
+					if holds(buf, in) && slices.Contains(tables[in], h) {
+						ok = true
+					}
+				}
+				if !ok && inputSet[h] {
+					t.Fatalf("%s: key %#x of the merge %d (inputs %v) names %v", when, h, mergeID, inputIDs, buf)
+				}
+			}
+		}
+		every := x.everyTable(nil)
+		checkAnswerOrder(t, x, every, when+", every table")
+		for id := range tables {
+			if !holds(every, id) {
+				t.Fatalf("%s: every table %v misses live table %d", when, every, id)
+			}
+		}
+		if mergeSet != nil && !holds(every, mergeID) {
+			t.Fatalf("%s: every table %v misses the merge %d", when, every, mergeID)
+		}
+	}
+	// A check reads every key: after every fifth key a Replace recodes
+	// (every eleventh with -short) keeps the histories quick.
+	checkEvery := 5
+	if testing.Short() {
+		checkEvery = 11
+	}
+	steps, lengthened := 0, 0
+	codeLen := map[uint64]uint8{}
+	for op := 0; op < 80; op++ {
+		ids := make([]uint64, 0, len(tables))
+		for id := range tables {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		var what string
+		switch r := rng.IntN(10); {
+		case r < 5 || len(ids) < 2:
+			what = "AddTable"
+			hs := newKeys()
+			if err := x.AddTable(nextID, hs); err != nil {
+				t.Fatal(err)
+			}
+			tables[nextID] = hs
+			nextID++
+		case r < 6:
+			what = "AddTables"
+			var add []uint64
+			var sets [][]uint64
+			for range 1 + rng.IntN(4) {
+				add = append(add, nextID)
+				sets = append(sets, newKeys())
+				nextID++
+			}
+			if err := x.AddTables(add, sets); err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range add {
+				tables[id] = sets[i]
+			}
+		case r < 9:
+			what = "Replace"
+			// Adjacent tables by age, as a compaction merges them.
+			n := min(len(ids), 1+rng.IntN(4))
+			at := rng.IntN(len(ids) - n + 1)
+			inputIDs = slices.Clone(ids[at : at+n])
+			mergeID = nextID
+			nextID++
+			mergeSet, inputSet = map[uint64]bool{}, map[uint64]bool{}
+			var merged, dropped []uint64
+			for _, in := range inputIDs {
+				for _, h := range tables[in] {
+					if inputSet[h] {
+						continue
+					}
+					inputSet[h] = true
+					if rng.IntN(6) == 0 {
+						dropped = append(dropped, h)
+					} else {
+						merged = append(merged, h)
+						mergeSet[h] = true
+					}
+				}
+			}
+			if rng.IntN(3) == 0 { // keys of an input never indexed
+				for _, h := range newKeys() {
+					if !inputSet[h] && !mergeSet[h] {
+						merged = append(merged, h)
+						mergeSet[h] = true
+					}
+				}
+			}
+			rng.Shuffle(len(merged), func(i, j int) { merged[i], merged[j] = merged[j], merged[i] })
+			idxTestHookRecoded = func() {
+				if steps++; steps%checkEvery != 0 {
+					return
+				}
+				check(fmt.Sprintf("op %d: during Replace(%v, %d)", op, inputIDs, mergeID))
+			}
+			idxTestHookCleared = func() { check(fmt.Sprintf("op %d: Replace(%v, %d) cleared", op, inputIDs, mergeID)) }
+			err := x.Replace(inputIDs, mergeID, merged, dropped)
+			idxTestHookRecoded, idxTestHookCleared = nil, nil
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range inputIDs {
+				delete(tables, in)
+			}
+			tables[mergeID] = merged
+			mergeSet, inputSet, inputIDs = nil, nil, nil
+		default:
+			what = "RemoveTables"
+			var gone []uint64
+			for _, id := range ids {
+				if rng.IntN(6) == 0 {
+					gone = append(gone, id)
+				}
+			}
+			if err := x.RemoveTables(gone...); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range gone {
+				delete(tables, id)
+			}
+		}
+		check(fmt.Sprintf("op %d, after %s", op, what))
+		checkCanonical(t, x)
+		for _, ti := range x.book.Load().tables {
+			if ti.live && codeLen[ti.id] != 0 && ti.length > codeLen[ti.id] {
+				lengthened++
+			}
+			if ti.live {
+				codeLen[ti.id] = ti.length
+			}
+		}
+		if x.Tables() != len(tables) {
+			t.Fatalf("op %d: %d tables in the index, %d live", op, x.Tables(), len(tables))
+		}
+	}
+	if steps == 0 {
+		t.Fatal("no Replace recoded a key: not exercised")
+	}
+	st := x.Stats()
+	t.Logf("w=%d m=%d: %d keys recoded, %d codes lengthened; %+v", x.w, x.m, steps, lengthened, st)
+	reviewLengthened += lengthened
+}
