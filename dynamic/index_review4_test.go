@@ -3,8 +3,12 @@ package dynamic
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -276,4 +280,190 @@ func testReviewModel(t *testing.T, bits float64, seed uint32) {
 	st := x.Stats()
 	t.Logf("w=%d m=%d: %d keys recoded, %d codes lengthened; %+v", x.w, x.m, steps, lengthened, st)
 	reviewLengthened += lengthened
+}
+
+// TestIndexReviewConcurrentEveryWidth: at every budget from 8 to 17 bits,
+// readers look up, all the while, keys of tables whose AddTable or Replace
+// had returned, while the writer adds tables made partly of crowds (keys
+// sharing buckets, nibbles and all but the low fingerprint bits), keeps up
+// to 40 tables live so that codes are lengthened, merges runs of them
+// (dropping only mortal keys, adding keys the index never held, so that
+// segments are added during Replaces) and removes tables of mortal keys
+// only. Every lookup must name a table that holds its key. Run with -race.
+func TestIndexReviewConcurrentEveryWidth(t *testing.T) {
+	dur := 300 * time.Millisecond
+	if testing.Short() {
+		dur = 100 * time.Millisecond
+	}
+	for bits := 8; bits <= 17; bits++ {
+		t.Run(fmt.Sprintf("bits=%d", bits), func(t *testing.T) {
+			testReviewConcurrent(t, float64(bits), uint32(bits)*31, dur)
+		})
+	}
+}
+
+func testReviewConcurrent(t *testing.T, bits float64, seed uint32, dur time.Duration) {
+	type table struct {
+		id   uint64
+		keys []uint64
+		set  map[uint64]bool
+	}
+	x := newIndexSeeded(400, bits, seed)
+	mortal := func(h uint64) bool { return h%5 == 0 }
+	var all sync.Map // id -> *table, every table ever registered
+	var live atomic.Pointer[[]*table]
+	live.Store(&[]*table{})
+	var stop atomic.Bool
+	var failures, checks atomic.Int64
+	var wg sync.WaitGroup
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), uint64(seed)))
+			var buf []uint64
+			for !stop.Load() {
+				ts := *live.Load()
+				if len(ts) == 0 {
+					runtime.Gosched()
+					continue
+				}
+				tb := ts[rng.IntN(len(ts))]
+				if len(tb.keys) == 0 {
+					continue
+				}
+				h := tb.keys[rng.IntN(len(tb.keys))]
+				if mortal(h) {
+					continue
+				}
+				buf = x.LookupHash(h, buf[:0])
+				ok := false
+				for _, id := range buf {
+					if v, found := all.Load(id); found && v.(*table).set[h] {
+						ok = true
+						break
+					}
+				}
+				if !ok && failures.Add(1) == 1 {
+					t.Errorf("key %#x of table %d: lookup named %v", h, tb.id, buf)
+				}
+				checks.Add(1)
+			}
+		}(r)
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 5))
+	var crowds [][]uint64
+	for range 6 {
+		crowds = append(crowds, crowd(x, rng, 24))
+	}
+	nextID := uint64(0)
+	register := func(keys []uint64) *table {
+		nextID++
+		tb := &table{id: nextID, keys: keys, set: map[uint64]bool{}}
+		for _, h := range keys {
+			tb.set[h] = true
+		}
+		all.Store(tb.id, tb)
+		return tb
+	}
+	deadline := time.Now().Add(dur)
+	adds, merges, removals, lengthened := 0, 0, 0, 0
+	codeLen := map[uint64]uint8{}
+	for time.Now().Before(deadline) || merges < 10 {
+		cur := *live.Load()
+		switch r := rng.IntN(10); {
+		case len(cur) >= 40 || len(cur) >= 4 && r < 4:
+			k := min(len(cur), 2+rng.IntN(4))
+			at := rng.IntN(len(cur) - k + 1)
+			var inputs, hs, dropped []uint64
+			seen := map[uint64]bool{}
+			for _, tb := range cur[at : at+k] {
+				inputs = append(inputs, tb.id)
+				for _, h := range tb.keys {
+					if seen[h] {
+						continue
+					}
+					seen[h] = true
+					if mortal(h) && rng.IntN(2) == 0 {
+						dropped = append(dropped, h)
+					} else {
+						hs = append(hs, h)
+					}
+				}
+			}
+			if rng.IntN(2) == 0 {
+				hs = append(hashesOf(testkeys.Random(50+rng.IntN(200), 16, rng.Uint64())), hs...)
+			}
+			m := register(hs)
+			if err := x.Replace(inputs, m.id, hs, dropped); err != nil {
+				t.Fatal(err)
+			}
+			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
+			live.Store(&next)
+			merges++
+		case len(cur) >= 4 && r < 5:
+			// A table of mortal keys only: no reader asks for them.
+			var hs []uint64
+			for _, h := range hashesOf(testkeys.Random(100, 16, rng.Uint64())) {
+				if mortal(h) {
+					hs = append(hs, h)
+				}
+			}
+			tb := register(hs)
+			if err := x.AddTable(tb.id, hs); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.RemoveTables(tb.id); err != nil {
+				t.Fatal(err)
+			}
+			removals++
+		default:
+			hs := hashesOf(testkeys.Random(rng.IntN(120), 16, rng.Uint64()))
+			for _, c := range crowds {
+				at := rng.IntN(len(c) - 4)
+				hs = append(hs, c[at:at+4]...)
+			}
+			for _, tb := range cur {
+				if len(tb.keys) > 0 && rng.IntN(3) == 0 {
+					hs = append(hs, tb.keys[rng.IntN(len(tb.keys))]) // overwrites
+				}
+			}
+			tb := register(hs)
+			if err := x.AddTable(tb.id, hs); err != nil {
+				t.Fatal(err)
+			}
+			next := append([]*table{tb}, cur...)
+			live.Store(&next)
+			adds++
+		}
+		for _, ti := range x.book.Load().tables {
+			if ti.live && codeLen[ti.id] != 0 && ti.length > codeLen[ti.id] {
+				lengthened++
+			}
+			if ti.live {
+				codeLen[ti.id] = ti.length
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	st := x.Stats()
+	t.Logf("w=%d m=%d: %d adds, %d merges, %d removals, %d codes lengthened, %d checks: %+v", x.w, x.m, adds, merges, removals, lengthened, checks.Load(), st)
+	if failures.Load() != 0 {
+		t.Fatalf("%d of %d lookups named no table holding the key", failures.Load(), checks.Load())
+	}
+	if checks.Load() == 0 {
+		t.Fatal("no lookup: not exercised")
+	}
+	for _, tb := range *live.Load() {
+		for _, h := range tb.keys {
+			if !holds(x.LookupHash(h, nil), tb.id) {
+				t.Fatalf("key %#x of table %d not named after the run", h, tb.id)
+			}
+		}
+	}
+	if st.Tables != len(*live.Load()) {
+		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
+	}
+	checkCanonical(t, x)
 }
