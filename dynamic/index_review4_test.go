@@ -53,28 +53,46 @@ func checkAnswerOrder(t *testing.T, x *Index, ids []uint64, what string) {
 func TestIndexReviewModelEveryWidth(t *testing.T) {
 	for bits := 8; bits <= 17; bits++ {
 		for seed := uint32(1); seed <= 2; seed++ {
-			t.Run(fmt.Sprintf("bits=%d/seed=%d", bits, seed), func(t *testing.T) {
-				testReviewModel(t, float64(bits), seed)
+			capacity := 150
+			if seed == 2 {
+				capacity = 20 // seven buckets: growth comes at once
+			}
+			t.Run(fmt.Sprintf("bits=%d/seed=%d/capacity=%d", bits, seed, capacity), func(t *testing.T) {
+				testReviewModel(t, float64(bits), seed, capacity)
 			})
 		}
 	}
-	if reviewLengthened == 0 {
-		t.Fatal("no code was lengthened: not exercised")
+	if reviewLengthened == 0 || reviewStashed == 0 {
+		t.Fatalf("%d codes lengthened, %d entries stashed: not exercised", reviewLengthened, reviewStashed)
 	}
 }
 
 // reviewLengthened counts the codes the model histories lengthened.
-var reviewLengthened int
+var reviewLengthened, reviewStashed int
 
-func testReviewModel(t *testing.T, bits float64, seed uint32) {
+func testReviewModel(t *testing.T, bits float64, seed uint32, capacity int) {
 	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
-	x := newIndexSeeded(150, bits, seed)
+	x := newIndexSeeded(capacity, bits, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(bits)*7919))
 	tables := map[uint64][]uint64{} // live table -> its keys
 	nextID := uint64(1)
 	var crowds [][]uint64
 	for range 4 {
 		crowds = append(crowds, crowd(x, rng, 16))
+	}
+	// Pairs: keys sharing primary bucket and tag in the first segment, so
+	// both of their buckets, and differing after the tag: more distinct
+	// entries than the pair's eight slots, so that some go to the stash.
+	var pairs [][]uint64
+	s0 := (*x.segs.Load())[0]
+	for range 2 {
+		b := uint32(rng.Uint64N(uint64(s0.n)))
+		tag := uint32(rng.IntN(1 << x.m))
+		var pair []uint64
+		for range 12 {
+			pair = append(pair, pinnedEntryHash(seed, b, s0.n, tag<<(32-x.m)|rng.Uint32()>>x.m))
+		}
+		pairs = append(pairs, pair)
 	}
 	newKeys := func() []uint64 {
 		n := 1 + rng.IntN(60)
@@ -86,6 +104,11 @@ func testReviewModel(t *testing.T, bits float64, seed uint32) {
 			c := crowds[rng.IntN(len(crowds))]
 			at := rng.IntN(len(c) - 6)
 			hs = append(hs, c[at:at+6]...)
+		}
+		if rng.IntN(4) == 0 {
+			p := pairs[rng.IntN(len(pairs))]
+			at := rng.IntN(len(p) - 8)
+			hs = append(hs, p[at:at+8]...)
 		}
 		if len(hs) > 1 && rng.IntN(4) == 0 {
 			hs = append(hs, hs[:1+rng.IntN(len(hs)-1)]...) // versions in one table
@@ -162,7 +185,7 @@ func testReviewModel(t *testing.T, bits float64, seed uint32) {
 	if testing.Short() {
 		checkEvery = 11
 	}
-	steps, lengthened := 0, 0
+	steps, lengthened, stashed, always := 0, 0, 0, 0
 	codeLen := map[uint64]uint8{}
 	for op := 0; op < 80; op++ {
 		ids := make([]uint64, 0, len(tables))
@@ -270,6 +293,8 @@ func testReviewModel(t *testing.T, bits float64, seed uint32) {
 				codeLen[ti.id] = ti.length
 			}
 		}
+		st := x.Stats()
+		stashed, always = max(stashed, st.Stashed), max(always, st.Always)
 		if x.Tables() != len(tables) {
 			t.Fatalf("op %d: %d tables in the index, %d live", op, x.Tables(), len(tables))
 		}
@@ -278,8 +303,9 @@ func testReviewModel(t *testing.T, bits float64, seed uint32) {
 		t.Fatal("no Replace recoded a key: not exercised")
 	}
 	st := x.Stats()
-	t.Logf("w=%d m=%d: %d keys recoded, %d codes lengthened; %+v", x.w, x.m, steps, lengthened, st)
+	t.Logf("w=%d m=%d: %d keys recoded, %d codes lengthened, up to %d stashed, up to %d tables named always; %+v", x.w, x.m, steps, lengthened, stashed, always, st)
 	reviewLengthened += lengthened
+	reviewStashed += stashed
 }
 
 // TestIndexReviewConcurrentEveryWidth: at every budget from 8 to 17 bits,
