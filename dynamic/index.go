@@ -513,12 +513,19 @@ func (x *Index) LookupHash(h uint64, dst []uint64) []uint64 {
 	if len(dst) == start {
 		return dst
 	}
-	// Newest first, each table once; then table slots become IDs.
+	// Newest first, each table once; then table slots become IDs. A few
+	// candidates are sorted by insertion; many (tables named by every
+	// lookup, once the code tree is full) in n log n steps, which an
+	// insertion sort's n² would make the cost of every lookup.
 	c := dst[start:]
-	for i := 1; i < len(c); i++ {
-		for j := i; j > 0 && newer(book, c[j], c[j-1]); j-- {
-			c[j], c[j-1] = c[j-1], c[j]
+	if len(c) <= idxInsertionSortMax {
+		for i := 1; i < len(c); i++ {
+			for j := i; j > 0 && newer(book, c[j], c[j-1]); j-- {
+				c[j], c[j-1] = c[j-1], c[j]
+			}
 		}
+	} else {
+		sortNewestFirst(book, c)
 	}
 	n := 0
 	for i := range c {
@@ -532,6 +539,22 @@ func (x *Index) LookupHash(h uint64, dst []uint64) []uint64 {
 		c[i] = book.tables[c[i]].id
 	}
 	return dst[:start+n]
+}
+
+// idxInsertionSortMax: answers up to this long are sorted by insertion.
+const idxInsertionSortMax = 16
+
+// sortNewestFirst sorts table slots newest first (newer).
+func sortNewestFirst(book *codebook, c []uint64) {
+	slices.SortFunc(c, func(a, b uint64) int {
+		switch {
+		case a == b:
+			return 0
+		case newer(book, a, b):
+			return -1
+		}
+		return 1
+	})
 }
 
 // newer orders table slots newest first; equal ranks (a merged table and
@@ -587,15 +610,7 @@ func (x *Index) everyTable(dst []uint64) []uint64 {
 		}
 	}
 	c := dst[start:]
-	slices.SortFunc(c, func(a, b uint64) int {
-		switch {
-		case a == b:
-			return 0
-		case newer(book, a, b):
-			return -1
-		}
-		return 1
-	})
+	sortNewestFirst(book, c)
 	for i := range c {
 		c[i] = book.tables[c[i]].id
 	}

@@ -579,3 +579,61 @@ func TestIndexReviewAddTablesBeyondCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexReviewManyCandidatesOrder: a lookup that names more tables than
+// the insertion sort takes (tables named by every lookup once the code
+// tree is full, with slots reused out of age order by removals) answers
+// newest first, each table once, with every such table, and allocates
+// nothing when dst has room.
+func TestIndexReviewManyCandidatesOrder(t *testing.T) {
+	x := newIndexSeeded(2000, 10, 3)
+	var live []uint64
+	add := func(id uint64) {
+		if err := x.AddTable(id, hashesOf(testkeys.Random(20, 12, id))); err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, id)
+	}
+	for id := uint64(1); id <= 60; id++ {
+		add(id)
+	}
+	// Free slots in the middle, then reuse them for the newest tables.
+	for _, id := range []uint64{5, 17, 18, 33, 40} {
+		if err := x.RemoveTable(id); err != nil {
+			t.Fatal(err)
+		}
+		live = slices.DeleteFunc(live, func(v uint64) bool { return v == id })
+	}
+	for id := uint64(61); id <= 70; id++ {
+		add(id)
+	}
+	st := x.Stats()
+	if st.Always <= idxInsertionSortMax {
+		t.Fatalf("%d tables named always: the long sort is not exercised", st.Always)
+	}
+	var always []uint64
+	for _, ti := range x.book.Load().tables {
+		if ti.live && ti.always {
+			always = append(always, ti.id)
+		}
+	}
+	absent := hashesOf(testkeys.Absent(200, 9))
+	buf := make([]uint64, 0, 128)
+	for _, h := range absent {
+		buf = x.LookupHash(h, buf[:0])
+		checkAnswerOrder(t, x, buf, "absent key")
+		for _, id := range always {
+			if !holds(buf, id) {
+				t.Fatalf("table %d, named always, missing from %v", id, buf)
+			}
+		}
+	}
+	every := x.everyTable(nil)
+	checkAnswerOrder(t, x, every, "every table")
+	if len(every) != len(live) {
+		t.Fatalf("every table named %d, %d live", len(every), len(live))
+	}
+	if a := testing.AllocsPerRun(100, func() { buf = x.LookupHash(absent[0], buf[:0]) }); a != 0 {
+		t.Fatalf("%v allocations per lookup", a)
+	}
+}
