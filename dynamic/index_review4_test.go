@@ -637,3 +637,57 @@ func TestIndexReviewManyCandidatesOrder(t *testing.T) {
 		t.Fatalf("%v allocations per lookup", a)
 	}
 }
+
+// TestIndexReviewHotKeyNoGrowth: a key held by more tables than its two
+// buckets have slots (a counter overwritten in every flush) must not grow
+// the index: its versions beyond the buckets' eight slots go to the stash,
+// not to a new segment that costs as much as the whole index. Built at
+// once (AddTables: a store's Open or rebuild) or table by table into a
+// full index, with 9 to 40 tables holding the key; every version is named.
+func TestIndexReviewHotKeyNoGrowth(t *testing.T) {
+	hot := KeyHash([]byte("hot"))
+	for _, tables := range []int{9, 16, 17, 22, 40} {
+		for _, atOnce := range []bool{true, false} {
+			var ids []uint64
+			var sets [][]uint64
+			total := 0
+			for i := 0; i < tables; i++ {
+				hs := append(hashesOf(testkeys.Random(3000, 16, uint64(i)+7)), hot)
+				ids = append(ids, uint64(i+1))
+				sets = append(sets, hs)
+				total += len(hs)
+			}
+			x := newIndexSeeded(total+total/100+1024, 10, 5)
+			if atOnce {
+				if err := x.AddTables(ids, sets); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				for i, id := range ids {
+					if err := x.AddTable(id, sets[i]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			st := x.Stats()
+			t.Logf("hot key in %d tables, at once %v: %+v", tables, atOnce, st)
+			if st.Segments != 1 {
+				t.Errorf("hot key in %d tables (at once %v): %d segments, %.1f bits per entry", tables, atOnce, st.Segments, st.BitsPerKey)
+			}
+			got := x.LookupHash(hot, nil)
+			want := slices.Clone(ids)
+			slices.Reverse(want)
+			if !slices.Equal(got, want) {
+				t.Fatalf("hot key in %d tables (at once %v): named %v", tables, atOnce, got)
+			}
+			for i, id := range ids {
+				for _, h := range sets[i] {
+					if !holds(x.LookupHash(h, nil), id) {
+						t.Fatalf("key %#x of table %d not named", h, id)
+					}
+				}
+			}
+			checkCanonical(t, x)
+		}
+	}
+}
