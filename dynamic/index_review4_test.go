@@ -691,3 +691,35 @@ func TestIndexReviewHotKeyNoGrowth(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexReviewAddTablesGrowsByHalf: an index that AddTables overfills
+// (sized for fewer keys than it is given) first grows by half of its
+// segment, as after AddTables, not by twice it: it was sized for these
+// tables, and a first growth of twice its size triples its memory.
+func TestIndexReviewAddTablesGrowsByHalf(t *testing.T) {
+	x := newIndexSeeded(2000, 10, 1)
+	var ids []uint64
+	var sets [][]uint64
+	for i := 0; i < 3; i++ {
+		ids = append(ids, uint64(i+1))
+		sets = append(sets, hashesOf(testkeys.Random(1000, 16, uint64(i)+40)))
+	}
+	if err := x.AddTables(ids, sets); err != nil {
+		t.Fatal(err)
+	}
+	segs := *x.segs.Load()
+	if len(segs) < 2 {
+		t.Fatalf("%d segment(s): the index did not grow, not exercised", len(segs))
+	}
+	if segs[1].n != segs[0].n/2 {
+		t.Fatalf("first growth: %d buckets after %d, want half", segs[1].n, segs[0].n)
+	}
+	for i, id := range ids {
+		for _, h := range sets[i] {
+			if !holds(x.LookupHash(h, nil), id) {
+				t.Fatalf("key %#x of table %d not named", h, id)
+			}
+		}
+	}
+	checkCanonical(t, x)
+}
