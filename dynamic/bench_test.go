@@ -73,3 +73,27 @@ func BenchmarkIndexAddTable(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n-(tables-1)*per)), "ns/key")
 }
+
+// BenchmarkIndexLookupManyTables: lookups in an index of more tables than
+// its code tree has leaves (the rest are named by every lookup), as a
+// store that keeps many small tables has: the answer's sort is the cost.
+func BenchmarkIndexLookupManyTables(b *testing.B) {
+	for _, tables := range []int{40, 300} {
+		x := NewIndex(tables*200, 10)
+		for t := 0; t < tables; t++ {
+			if err := x.AddTable(uint64(t+1), hashesOf(testkeys.Random(200, 16, uint64(t)+1000))); err != nil {
+				b.Fatal(err)
+			}
+		}
+		absent := testkeys.Absent(1<<12, 64)
+		b.Run(fmt.Sprintf("tables=%d", tables), func(b *testing.B) {
+			buf := make([]uint64, 0, tables)
+			cands := 0
+			for i := 0; i < b.N; i++ {
+				buf = x.Lookup(absent[i&(len(absent)-1)], buf[:0])
+				cands += len(buf)
+			}
+			b.ReportMetric(float64(cands)/float64(b.N), "candidates/op")
+		})
+	}
+}

@@ -159,10 +159,11 @@ import (
 // Keys chosen by an adversary: each Index draws a secret seed from
 // crypto/rand and mixes it into every key hash, so bucket pairs cannot be
 // computed from outside. A key that still cannot be placed while the
-// newest segment is less than 3/4 full goes to a stash of up to 1024 exact
-// entries (full 64-bit hashes, sorted, searched only when not empty);
-// beyond that its table becomes one that every lookup names. A segment is
-// added only when the newest is at least 3/4 full, and is twice the
+// newest segment is less than 3/4 full, or whose own entries for other
+// tables (its versions) take half of its two buckets, goes to a stash of
+// up to 1024 exact entries (full 64-bit hashes, sorted, searched only when
+// not empty); beyond that its table becomes one that every lookup names.
+// A segment is added only when the newest is at least 3/4 full, and is twice the
 // newest (half of it when it is the only one, filled by AddTables), so
 // memory stays within about 4/(3/4)·(4w−4)/4 bits per entry ever held by
 // live segments, whatever the keys.
@@ -513,12 +514,19 @@ func (x *Index) LookupHash(h uint64, dst []uint64) []uint64 {
 	if len(dst) == start {
 		return dst
 	}
-	// Newest first, each table once; then table slots become IDs.
+	// Newest first, each table once; then table slots become IDs. A few
+	// candidates are sorted by insertion; many (tables named by every
+	// lookup, once the code tree is full) in n log n steps, which an
+	// insertion sort's n² would make the cost of every lookup.
 	c := dst[start:]
-	for i := 1; i < len(c); i++ {
-		for j := i; j > 0 && newer(book, c[j], c[j-1]); j-- {
-			c[j], c[j-1] = c[j-1], c[j]
+	if len(c) <= idxInsertionSortMax {
+		for i := 1; i < len(c); i++ {
+			for j := i; j > 0 && newer(book, c[j], c[j-1]); j-- {
+				c[j], c[j-1] = c[j-1], c[j]
+			}
 		}
+	} else {
+		sortNewestFirst(book, c)
 	}
 	n := 0
 	for i := range c {
@@ -532,6 +540,22 @@ func (x *Index) LookupHash(h uint64, dst []uint64) []uint64 {
 		c[i] = book.tables[c[i]].id
 	}
 	return dst[:start+n]
+}
+
+// idxInsertionSortMax: answers up to this long are sorted by insertion.
+const idxInsertionSortMax = 16
+
+// sortNewestFirst sorts table slots newest first (newer).
+func sortNewestFirst(book *codebook, c []uint64) {
+	slices.SortFunc(c, func(a, b uint64) int {
+		switch {
+		case a == b:
+			return 0
+		case newer(book, a, b):
+			return -1
+		}
+		return 1
+	})
 }
 
 // newer orders table slots newest first; equal ranks (a merged table and
@@ -587,15 +611,7 @@ func (x *Index) everyTable(dst []uint64) []uint64 {
 		}
 	}
 	c := dst[start:]
-	slices.SortFunc(c, func(a, b uint64) int {
-		switch {
-		case a == b:
-			return 0
-		case newer(book, a, b):
-			return -1
-		}
-		return 1
-	})
+	sortNewestFirst(book, c)
 	for i := range c {
 		c[i] = book.tables[c[i]].id
 	}
@@ -737,6 +753,9 @@ func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 		used += 1 << (x.d - lengths[best])
 		lengths[best]--
 	}
+	// Growth while these tables are added is by half too (insert): the
+	// index was sized for them, and a hot key must not triple it.
+	x.builtAtOnce = len(*x.segs.Load()) == 1
 	order := make([]int, len(ids))
 	for i := range order {
 		order[i] = i
@@ -1405,7 +1424,7 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 	if x.insertSegment(newest, p, v, true) {
 		return idxInserted, newest
 	}
-	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots {
+	if float64(newest.entries.Load()) < idxGrowLoad*float64(newest.n)*idxSlots || x.versionsCrowd(newest, p) {
 		return idxStash, nil
 	}
 	// Twice the newest, except that an index built for a store's tables at
@@ -1423,6 +1442,24 @@ func (x *Index) insert(p probe, v uint32) (idxInsertResult, *idxSegment) {
 		return idxInserted, s
 	}
 	return idxStash, nil
+}
+
+// versionsCrowd reports whether p's key's own entries (naming other
+// tables: versions of the key) take half of its two buckets in s or more.
+// Such a key, held by more tables than the buckets have slots (a counter
+// overwritten in every flush), fails its insert however empty the rest of
+// the segment is, and a new segment would hold eight more of its versions
+// at the price of the whole index's memory: the stash holds them exactly.
+func (x *Index) versionsCrowd(s *idxSegment, p probe) bool {
+	var buf [2 * idxSlots]uint64
+	book := x.book.Load()
+	i1 := s.primary(p.hi)
+	i2 := x.alt(s, i1, p.tag)
+	named := x.matchBucket(x.raw(s, i1), p, book, buf[:0])
+	if i2 != i1 {
+		named = x.matchBucket(x.raw(s, i2), p, book, named)
+	}
+	return len(named) >= idxSlots
 }
 
 // bucketHas reports whether bucket i holds entry v, testing the four

@@ -52,14 +52,32 @@ func (db *DB) flushLoop() {
 				break
 			}
 			db.opts.Logger.Printf("flush failed, retrying in %v: %s", backoff, quote(err))
-			select {
-			case <-db.stop:
+			if !db.awaitRetry(backoff) {
 				return
-			case <-time.After(backoff):
 			}
 			backoff = min(2*backoff, 5*time.Second)
 		}
 		idle.Reset(idleRebuildAfter)
+	}
+}
+
+// awaitRetry waits backoff before a failed flush is retried, false if the
+// store is closing. A Settle meanwhile is answered at once, with nothing
+// done: the memtable whose flush failed still waits for its table, and a
+// disk that stays full must not hold Settle (which reports the flush's
+// error) until the store is closed.
+func (db *DB) awaitRetry(backoff time.Duration) bool {
+	wait := time.NewTimer(backoff)
+	defer wait.Stop()
+	for {
+		select {
+		case <-db.stop:
+			return false
+		case done := <-db.settleCh:
+			close(done)
+		case <-wait.C:
+			return true
+		}
 	}
 }
 

@@ -700,7 +700,8 @@ func (db *DB) Flush() error {
 // while, and returns when that is done: a global index that grew by
 // segments is rebuilt in one (Stats.IndexRebuilding), so a bulk load can
 // be served, or measured, as the store settles. Other kinds have nothing
-// to do.
+// to do. While a flush is failing (and being retried), or once the store
+// is read-only, nothing is done and Settle returns that error at once.
 func (db *DB) Settle() error {
 	done := make(chan struct{})
 	select {
@@ -721,7 +722,15 @@ func (db *DB) Settle() error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	return nil
+	// A flush that keeps failing, or a read-only store, settles nothing:
+	// say why.
+	db.wmu.Lock()
+	err := db.flushErr
+	db.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	return db.readOnlyErr()
 }
 
 // Stats returns the counters.
