@@ -112,6 +112,10 @@ import (
 //     between (a table's code lengthened, its entries rewritten), it reads
 //     again. So every entry it matched was written in a format its
 //     codebook knows.
+//     Where (2) or (3) would read again for the idxReadTries-th time, the
+//     lookup answers every table live in the codebook it loads then
+//     instead. T is live in every codebook published from before its
+//     entries were written until its removal (4), so T is named.
 //  4. Segments are published before entries are put in them, and a
 //     segment is dropped only when it holds no entries; the codebook
 //     (codes → tables) is published before a table's entries are written
