@@ -123,10 +123,13 @@ import (
 //     A Lookup that starts after AddTable returned therefore sees T's code,
 //     T's segment and T's entry.
 //  5. Replace (inputs I merged into M) rewrites entries in place: for each
-//     key k of M, in each segment, it rewrites one of k's input entries
-//     to M's value for k in a single bucket write (step 2 makes that write
-//     atomic to a lookup), then clears k's other input entries there; a
-//     key with no input entry gets a new one. The trap is an entry that
+//     key k of M, in the newest segment holding k's M entry or an input
+//     entry of k, it rewrites one of k's input entries to M's value for k
+//     in a single bucket write (step 2 makes that write atomic to a
+//     lookup), then clears k's other input entries there; a key with no
+//     input entry gets a new one. Input entries of k in older segments
+//     (other versions of k) are not searched for: removing I clears
+//     whatever of theirs is left, after every key of M has its own entry. The trap is an entry that
 //     k shares with another key k' of an input (same buckets and
 //     fingerprint): when M's code is shorter than the input's, M's value
 //     keeps more fingerprint bits, which differ for k and k', so the
@@ -817,9 +820,11 @@ func (x *Index) RemoveTables(ids ...uint64) error {
 // to name merged, so a compaction needs no room beyond what its inputs
 // held and no pass over the index. dropped lists the hashes of the keys
 // the inputs held that merged leaves out (deleted keys a merge at the
-// oldest end drops); their entries are cleared by hash. If any input entry
-// is left after that (dropped was nil or incomplete, or a key's entries
-// sat in two segments), one pass over the index clears it.
+// oldest end drops); their entries are cleared by hash. A key's input
+// entries are looked for only in the newest segment that holds any of
+// them, so if any input entry is left after that (dropped was nil or
+// incomplete, or versions of a key sat in older segments), one pass over
+// the segments holding it clears it.
 //
 // While Replace runs, a Lookup of a key of merged names merged or an
 // input holding it, or both (documentation, 5); once it returns, merged.
@@ -904,22 +909,25 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			stashOnly[e.x] = true
 		}
 	}
+	// segScan is what a key's two buckets in one segment hold of it.
 	type segScan struct {
 		n       int
 		present bool // the key's entry for t is there already
-		handled bool
 		found   [2 * idxSlots]pos
 	}
-	var scans []segScan
+	// An input entry to clear once every key of merged has its own entry.
+	type stale struct {
+		s *idxSegment
+		pos
+	}
+	var later []stale
 	var stashed []stashEntry
-	var later []uint64
 	always := false
 	segs := *x.segs.Load()
-	// own rewrites scans[k].found[0] to v unless the key's entry is in
-	// segment k already, then clears the rest of the key's input entries
-	// there: at every instant one of them names the key.
-	own := func(k int, v uint32) {
-		s, sc := segs[k], &scans[k]
+	// own rewrites sc.found[0] to v in segment s unless the key's entry is
+	// there already, then clears the key's other input entries there: at
+	// every instant one of them names the key.
+	own := func(s *idxSegment, sc *segScan, v uint32) {
 		f := sc.found[:sc.n]
 		if !sc.present && len(f) > 0 {
 			x.swap(s, f[0].i, f[0].v, v)
@@ -930,20 +938,23 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			x.swap(s, e.i, e.v, 0)
 			x.cleared(s, e.t)
 		}
-		sc.handled = true
 	}
 	// The table slots whose entries this Replace looks for.
 	mine := append(slices.Clone(inputs), t)
 	for _, h := range hashes {
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
-		scans = scans[:0]
-		present, matched := false, false
-		for k, s := range segs {
-			var sc segScan
+		// Segments newest first, up to the first that holds the key's
+		// entry for t or an input entry of it. Input entries of the key in
+		// older segments (its versions, most often) are left for the
+		// removal of the inputs, which clears whatever of theirs is left
+		// once every key of merged has its own entry.
+		var sc segScan
+		found := -1
+		for k := len(segs) - 1; k >= 0; k-- {
+			s := segs[k]
 			if k < len(segs)-1 && !s.holds(mine) {
-				scans = append(scans, sc) // nothing of t's or the inputs' here
-				continue
+				continue // nothing of t's or the inputs' here
 			}
 			i1 := s.primary(p.hi)
 			i2 := x.alt(s, i1, p.tag)
@@ -961,52 +972,35 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 					break
 				}
 			}
-			present = present || sc.present
-			matched = matched || sc.n > 0
-			scans = append(scans, sc)
-		}
-		newest := len(segs) - 1
-		has := false
-		switch {
-		case present:
-			for k := range scans {
-				if scans[k].present {
-					own(k, v)
-				}
-			}
-			has = true
-		case scans[newest].n > 0:
-			own(newest, v)
-			has = true
-		case matched:
-			// The key's input entries are all in older segments: give it
-			// its entry in the newest if it has room (relocating while it
-			// is below idxNearFull), so that compactions drain older
-			// segments (dropped once empty); else rewrite one where it is.
-			ns := segs[newest]
-			if x.insertSegment(ns, p, v, float64(ns.entries.Load()) < idxNearFull*float64(ns.n)*idxSlots) {
-				x.added(segs[newest], t)
-				scans[newest].handled = true
-			} else {
-				for k := range scans {
-					if scans[k].n > 0 {
-						own(k, v)
-						break
-					}
-				}
-			}
-			has = true
-		}
-		// Input entries in segments other than where the key got its
-		// entry go once every key of merged has its own (below): a clear
-		// now could hide a key sharing them whose entry is elsewhere.
-		for k := range scans {
-			if scans[k].n > 0 && !scans[k].handled {
-				later = append(later, h)
+			if sc.present || sc.n > 0 {
+				found = k
 				break
 			}
 		}
-		if has || stashOnly[p.x] {
+		newest := len(segs) - 1
+		switch {
+		case found < 0:
+		case sc.present || found == newest:
+			own(segs[found], &sc, v)
+		default:
+			// The key's input entries are in an older segment: give it
+			// its entry in the newest if it has room (relocating while it
+			// is below idxNearFull), so that compactions drain older
+			// segments (dropped once empty), and clear the input entries
+			// once every key of merged has its own (a clear now could
+			// hide a key sharing them whose entry is elsewhere); else
+			// rewrite one where it is.
+			ns := segs[newest]
+			if x.insertSegment(ns, p, v, float64(ns.entries.Load()) < idxNearFull*float64(ns.n)*idxSlots) {
+				x.added(ns, t)
+				for _, e := range sc.found[:sc.n] {
+					later = append(later, stale{segs[found], e})
+				}
+			} else {
+				own(segs[found], &sc, v)
+			}
+		}
+		if found >= 0 || stashOnly[p.x] {
 			if idxTestHookRecoded != nil {
 				idxTestHookRecoded()
 			}
@@ -1065,8 +1059,13 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	for _, h := range dropped {
 		clearInputs(h)
 	}
-	for _, h := range later {
-		clearInputs(h)
+	for _, e := range later {
+		// Entries of older segments stay in their bucket (only the newest
+		// relocates); one another key cleared or rewrote meanwhile (a
+		// shared entry) is simply not there.
+		if x.swap(e.s, e.i, e.v, 0) {
+			x.cleared(e.s, e.t)
+		}
 	}
 	if idxTestHookCleared != nil {
 		idxTestHookCleared()

@@ -77,15 +77,18 @@ type indexChange struct {
 }
 
 // change runs op on the index under swapMu, and records c if a rebuild
-// is under way.
-func (g *globalFilter) change(keys int, c indexChange, op func(idx *dynamic.Index) error) error {
+// is under way. It returns the time op took, without the wait for swapMu:
+// a flush waiting for a compaction's Replace would otherwise count that
+// Replace's work as its own.
+func (g *globalFilter) change(keys int, c indexChange, op func(idx *dynamic.Index) error) (time.Duration, error) {
 	g.swapMu.Lock()
 	defer g.swapMu.Unlock()
+	start := time.Now()
 	err := op(g.index(keys))
 	if g.tracking {
 		g.changes = append(g.changes, c)
 	}
-	return err
+	return time.Since(start), err
 }
 
 // index returns the store's index, creating it for a store that had no
@@ -134,13 +137,13 @@ func (b *globalBuilder) finish(st *sstable) error {
 		return nil // unfiltered until merged
 	}
 	b.g.removeLeaving() // frees their codes and slots for this table
-	start := time.Now()
-	if err := b.g.change(len(b.hashes), indexChange{add: st.id, hashes: b.hashes}, func(idx *dynamic.Index) error {
+	spent, err := b.g.change(len(b.hashes), indexChange{add: st.id, hashes: b.hashes}, func(idx *dynamic.Index) error {
 		return idx.AddTable(st.id, b.hashes)
-	}); err != nil {
+	})
+	if err != nil {
 		return errorf("indexing table %06d: %w", st.id, err)
 	}
-	b.g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	b.g.db.stats.indexUpdateNanos.Add(spent.Nanoseconds())
 	b.g.db.stats.indexUpdateKeys.Add(int64(len(b.hashes)))
 	st.indexed.Store(true)
 	return nil
@@ -214,7 +217,7 @@ func (g *globalFilter) indexTable(st *sstable) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := g.change(len(hashes), indexChange{add: st.id, hashes: hashes}, func(idx *dynamic.Index) error {
+	if _, err := g.change(len(hashes), indexChange{add: st.id, hashes: hashes}, func(idx *dynamic.Index) error {
 		return idx.AddTable(st.id, hashes)
 	}); err != nil {
 		return 0, errorf("indexing table %06d: %w", st.id, err)
@@ -270,9 +273,8 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	for _, in := range from {
 		in.mergedInto.Store(st)
 	}
-	start := time.Now()
 	var fellBack bool
-	err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
+	spent, err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
 		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); err != nil {
 			// Only an index out of step with the tables (a bug); stay
 			// correct: index st on its own, the inputs leave at their
@@ -303,7 +305,7 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	if fellBack || err != nil {
 		return
 	}
-	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	g.db.stats.indexUpdateNanos.Add(spent.Nanoseconds())
 	g.db.stats.indexUpdateKeys.Add(int64(len(pm.hashes)))
 }
 
@@ -401,8 +403,10 @@ func (g *globalFilter) rebuildIndex(v *view) {
 		g.stopTracking()
 		return
 	}
+	built := time.Since(start) // the wait for swapMu is not upkeep
 	g.swapMu.Lock()
 	defer g.swapMu.Unlock()
+	start = time.Now()
 	for _, c := range g.changes {
 		var present []uint64
 		for _, id := range c.remove {
@@ -426,7 +430,7 @@ func (g *globalFilter) rebuildIndex(v *view) {
 	g.idx.Store(fresh)
 	g.rebuilds.Add(1)
 	g.builtWith.Store(int64(total))
-	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	g.db.stats.indexUpdateNanos.Add((built + time.Since(start)).Nanoseconds())
 }
 
 // prepare is the Get's one index lookup.
@@ -502,8 +506,7 @@ func (g *globalFilter) removeLeaving() {
 	if len(ids) == 0 || g.idx.Load() == nil {
 		return
 	}
-	start := time.Now()
-	g.change(0, indexChange{remove: ids}, func(idx *dynamic.Index) error {
+	spent, _ := g.change(0, indexChange{remove: ids}, func(idx *dynamic.Index) error {
 		if err := idx.RemoveTables(ids...); err != nil {
 			// Only an ID the index never had; remove the others one by one.
 			for _, id := range ids {
@@ -515,7 +518,7 @@ func (g *globalFilter) removeLeaving() {
 		return nil
 	})
 	// Upkeep counts removals too, per key added.
-	g.db.stats.indexUpdateNanos.Add(time.Since(start).Nanoseconds())
+	g.db.stats.indexUpdateNanos.Add(spent.Nanoseconds())
 }
 
 // unfiltered: a table that is not (yet) in the index is searched by every
