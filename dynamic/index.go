@@ -349,8 +349,13 @@ func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 	return x
 }
 
+// idxMaxBuckets caps a segment (bucket indexes are 32-bit): an index that
+// outgrows it adds segments of this size. A variable so that a test can
+// reach it.
+var idxMaxBuckets uint64 = 1 << 31
+
 func (x *Index) newSegment(buckets uint64) *idxSegment {
-	buckets = max(buckets, 2)
+	buckets = min(max(buckets, 2), idxMaxBuckets)
 	nbits := buckets * x.bucketBits()
 	return &idxSegment{
 		n:     uint32(buckets),
