@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
@@ -260,6 +261,7 @@ type stashEntry struct {
 
 // idxSegment is one cuckoo table of packed buckets.
 type idxSegment struct {
+	large   bool // prefetched by bulk updates (idxPrefetchBytes)
 	n       uint32
 	words   []atomic.Uint64
 	ctr     []atomic.Uint32
@@ -358,6 +360,7 @@ func (x *Index) newSegment(buckets uint64) *idxSegment {
 	buckets = min(max(buckets, 2), idxMaxBuckets)
 	nbits := buckets * x.bucketBits()
 	return &idxSegment{
+		large: nbits/8 > idxPrefetchBytes,
 		n:     uint32(buckets),
 		words: make([]atomic.Uint64, nbits/64+2), // +1 so a straddling read never runs off
 		ctr:   make([]atomic.Uint32, buckets>>idxGroupShift+1),
@@ -419,6 +422,26 @@ func (x *Index) raw(s *idxSegment, i uint32) uint64 {
 		v |= s.words[q+1].Load() << (64 - r)
 	}
 	return v & (1<<bw - 1)
+}
+
+// A bulk update (AddTable, Replace) prefetches the buckets of the key
+// idxAhead keys ahead of the one it writes, in segments larger than
+// idxPrefetchBytes: its keys are independent, so their cache misses can
+// overlap. A smaller segment stays in the processor's caches, where the
+// prefetch would only add work.
+const (
+	idxAhead         = 8
+	idxPrefetchBytes = 1 << 20
+)
+
+// prefetchKey prefetches h's two buckets in segment s.
+func (x *Index) prefetchKey(s *idxSegment, h uint64) {
+	p := x.probeOf(h)
+	i1 := s.primary(p.hi)
+	i2 := x.alt(s, i1, p.tag)
+	bw := x.bucketBits()
+	prefetch(uintptr(unsafe.Pointer(&s.words[uint64(i1)*bw>>6])))
+	prefetch(uintptr(unsafe.Pointer(&s.words[uint64(i2)*bw>>6])))
 }
 
 // entries decodes bucket i (writer only: the writer reads what it wrote, so
@@ -946,7 +969,10 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	}
 	// The table slots whose entries this Replace looks for.
 	mine := append(slices.Clone(inputs), t)
-	for _, h := range hashes {
+	for j, h := range hashes {
+		if ns := segs[len(segs)-1]; j+idxAhead < len(hashes) && ns.large {
+			x.prefetchKey(ns, hashes[j+idxAhead])
+		}
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
 		// Segments newest first, up to the first that holds the key's
@@ -1285,7 +1311,10 @@ func (x *Index) fill(t int, hashes []uint64) {
 	code, length := old.tables[t].code, uint(old.tables[t].length)
 	var stashed []stashEntry
 	always := false
-	for _, h := range hashes {
+	for j, h := range hashes {
+		if segs := *x.segs.Load(); j+idxAhead < len(hashes) && segs[len(segs)-1].large {
+			x.prefetchKey(segs[len(segs)-1], hashes[j+idxAhead])
+		}
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
 		switch r, s := x.insert(p, v); r {
