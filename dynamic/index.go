@@ -33,9 +33,9 @@ import (
 // code of ℓ bits, then w−m−ℓ more fingerprint bits. The tag and the extra
 // bits together are the key's fingerprint for that table, so a table with
 // a short code keeps a long fingerprint. The tag alone places the key's
-// second bucket (alt = (h(tag) − i) mod n, an involution for any n), which
-// lets the writer relocate an entry without its key and without knowing its
-// table. One entry is stored per (key, table): a key with versions in three
+// second bucket (alt = (h(tag) − i) mod n, an involution for any n, h a
+// strong hash under the index's seed), which lets the writer relocate an
+// entry without its key and without knowing its table. One entry is stored per (key, table): a key with versions in three
 // tables has three entries, each naming its table, and two keys of one
 // table that agree on bucket pair and fingerprint share one entry (which is
 // removed only with the table, so sharing loses nothing).
@@ -165,8 +165,8 @@ import (
 // takes the place of its newest input).
 //
 // Keys chosen by an adversary: each Index draws a secret seed from
-// crypto/rand and mixes it into every key hash, so bucket pairs cannot be
-// computed from outside. A key that still cannot be placed while the
+// crypto/rand and mixes it into every key hash and into h, so bucket pairs
+// cannot be computed from outside. A key that still cannot be placed while the
 // newest segment is less than 3/4 full, or whose own entries for other
 // tables (its versions) take half of its two buckets, goes to a stash of
 // up to 1024 exact entries (full 64-bit hashes, sorted, searched only when
@@ -182,6 +182,12 @@ type Index struct {
 	m    uint // tag bits
 	d    uint // code tree depth
 
+	// altHash[tag] places the second bucket: alt = (altHash[tag] reduced
+	// to n) − i mod n. A strong hash under the index's seed, because the
+	// offsets it gives the 2^m tags decide how far a relocation search
+	// reaches (see idxTagLoad).
+	altHash [idxMaxTags]uint32
+
 	segs atomic.Pointer[[]*idxSegment]
 	book atomic.Pointer[codebook]
 	// contended counts lookups that named every table (everyTable); the
@@ -193,7 +199,9 @@ type Index struct {
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
 	bfs      []idxNode // the relocation search's queue, reused
-	count    []int64   // by table slot: slots holding the table's code, exactly
+	seen     []uint64  // the relocation search's visited buckets (visit)
+	seenGen  uint32
+	count    []int64 // by table slot: slots holding the table's code, exactly
 	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
 	// so that the codes it gives first leave room for them.
 	pendingSqrt float64
@@ -213,19 +221,22 @@ const (
 	idxMinDepth   = 5 // code tree depth: 31 codes, enough for a size-tiered store's tables
 	idxMaxDepth   = 8
 	idxMinSlot    = idxTag + idxMinDepth
+	idxMaxTags    = 1 << 9 // tags have at most 9 bits (idxTagLoad)
+	idxAltSalt    = 0x7a11_5eed
 )
 
 // idxTagLoad[m] is the load a segment is sized to when tags have m bits.
 // The tag alone places an entry's second bucket, so a bucket's entries have
-// at most 2^m other buckets to move to, and a short tag fills a segment
-// less before the first insert fails (which grows the index). Each figure
-// is a little below the lowest load of a first failure measured with
-// segments of 20k to 2M entries, four seeds each, except for 5-bit tags:
-// their 0.9, kept because 10-bit slots cannot afford a longer tag, is
-// missed by a little for some seeds, and such an index grows (losing
-// nothing) when it is filled to its hint. TestIndexTagLoads checks that
-// segments reach these loads.
-var idxTagLoad = [...]float64{5: 0.9, 6: 0.925, 7: 0.93, 8: 0.945, 9: 0.955}
+// at most 2^m other buckets to move to; with the offsets of altHash, even
+// 5-bit tags let a relocation search reach far enough to fill a segment to
+// about 0.97 before the first insert fails (which grows the index). Each
+// figure is a little below the lowest load of a first failure measured
+// with segments of 500 to 500k buckets, twelve seeds and sizes each.
+// (An unkeyed multiplicative hash of the tag, used before, gives the 2^m
+// offsets in near arithmetic progression: a search then walks a line
+// rather than a tree, and 5-bit tags failed from 0.86 on some sizes.)
+// TestIndexTagLoads checks that segments reach these loads.
+var idxTagLoad = [...]float64{5: 0.96, 6: 0.96, 7: 0.96, 8: 0.96, 9: 0.96}
 
 // codebook maps codes to tables. It is replaced, never changed, so a
 // lookup reads a consistent one with a single load.
@@ -340,6 +351,9 @@ func indexShape(bitsPerKey float64) (w, m uint, load float64) {
 func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 	w, m, load := indexShape(bitsPerKey)
 	x := &Index{seed: seed, w: w, m: m, d: w - m, byID: map[uint64]int{}}
+	for tag := range x.altHash {
+		x.altHash[tag] = uint32(keyhash.Mix(uint64(tag), seed^idxAltSalt) >> 32)
+	}
 	x.leafUsed = make([]bool, 1<<x.d)
 	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*load)) + 2)}
 	x.segs.Store(&segs)
@@ -401,7 +415,7 @@ func (s *idxSegment) primary(hi uint32) uint32 {
 }
 
 func (x *Index) alt(s *idxSegment, i, tag uint32) uint32 {
-	h, _ := keyhash.Reduce(keyhash.FingerprintHash(tag|1<<x.m), s.n)
+	h, _ := keyhash.Reduce(x.altHash[tag&(idxMaxTags-1)], s.n)
 	if h >= i {
 		return h - i
 	}
@@ -1547,6 +1561,45 @@ func (x *Index) hasRoom(s *idxSegment, i uint32) bool {
 
 // idxNode is a bucket reached by the relocation search: from its parent's
 // bucket, entry val moves here.
+// visitReset empties the relocation search's set of visited buckets.
+func (x *Index) visitReset() {
+	if x.seen == nil {
+		x.seen = make([]uint64, idxSeenSize)
+	}
+	x.seenGen++
+}
+
+// visit adds bucket b to the visited set; false if it was there already.
+// Without it a search follows the same buckets again through different
+// entries and spends its node budget on them (a bucket of four entries
+// reaches at most eight others, its neighbours share them), so it
+// reaches fewer buckets and an insert fails at a lower load. The set is
+// open addressing over idxSeenSize slots, at most a quarter full (a search
+// visits at most idxMaxNodes+idxSlots+2 buckets); a slot holds a search's
+// generation and a bucket, so starting a search clears nothing. (After
+// 2^32 searches a generation comes back: a slot left from then may pass
+// for visited and hide a bucket from one search, which costs that search
+// a path, never an entry.)
+func (x *Index) visit(b uint32) bool {
+	gen := uint64(x.seenGen) << 32
+	for i := (b * 0x9e3779b1) >> (32 - idxSeenBits); ; i = (i + 1) & (idxSeenSize - 1) {
+		e := x.seen[i]
+		if e == gen|uint64(b) {
+			return false
+		}
+		if e&^(1<<32-1) == gen {
+			continue // another bucket of this search
+		}
+		x.seen[i] = gen | uint64(b)
+		return true
+	}
+}
+
+const (
+	idxSeenBits = 13
+	idxSeenSize = 1 << idxSeenBits
+)
+
 type idxNode struct {
 	bucket uint32
 	parent int32
@@ -1612,6 +1665,9 @@ func (x *Index) move(s *idxSegment, m idxMove) bool {
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	nodes := x.bfs[:0]
 	defer func() { x.bfs = nodes[:0] }()
+	x.visitReset()
+	x.visit(i1)
+	x.visit(i2)
 	nodes = append(nodes, idxNode{i1, -1, 0}, idxNode{i2, -1, 0})
 	for head, depth := 0, 0; head < len(nodes) && depth < idxMaxPath; depth++ {
 		end := len(nodes)
@@ -1619,7 +1675,7 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 			n := nodes[head]
 			for _, v := range x.entries(s, n.bucket) {
 				to := x.alt(s, n.bucket, v>>(x.w-x.m))
-				if to == n.bucket {
+				if to == n.bucket || !x.visit(to) {
 					continue
 				}
 				nodes = append(nodes, idxNode{to, int32(head), v})
