@@ -303,6 +303,29 @@ func TestIndexTagLoads(t *testing.T) {
 			}
 		}
 	}
+	// Segment sizes where the second bucket's offsets, from an unkeyed
+	// multiplicative hash of the tag, fell in near arithmetic progression
+	// and 5-bit tags failed from 0.86 (54056 buckets), and neighbours.
+	for _, nb := range []uint64{54055, 54056, 54057, 50763} {
+		for seed := uint32(1); seed <= 4; seed++ {
+			x := newIndexSeeded(1000, 10, seed)
+			x.w, x.m, x.d = idxMinSlot, idxTag, idxMinDepth
+			s := x.newSegment(nb)
+			want := int(float64(nb*idxSlots) * idxTagLoad[idxTag])
+			rng := rand.New(rand.NewPCG(uint64(seed), nb))
+			for placed := 0; placed < want; {
+				p := x.probeOf(rng.Uint64())
+				v := x.slotValue(p, 1, 1)
+				if x.dupOrFree(s, p, v) == idxDuplicate {
+					continue
+				}
+				if !x.insertSegment(s, p, v, true) {
+					t.Fatalf("%d buckets, seed %d: an insert failed at load %.4f, sized for %.3f", nb, seed, float64(placed)/float64(nb*idxSlots), idxTagLoad[idxTag])
+				}
+				placed++
+			}
+		}
+	}
 	for bits := 8.0; bits <= 20; bits += 0.25 {
 		w, m, load := indexShape(bits)
 		cost := (float64(4*w-4) + 32.0/(1<<idxGroupShift)) / (4 * load)
