@@ -334,13 +334,31 @@ func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
 }
 
+// IndexEntryBits is what an entry costs, in bits, in an index NewIndex
+// builds for bitsPerKey when it is filled to its capacity hint (at most
+// bitsPerKey, except below the 10-bit slots' floor). The rest of the
+// budget can buy headroom: NewIndex(n·bitsPerKey/IndexEntryBits(bitsPerKey),
+// bitsPerKey) takes about bitsPerKey·n bits and holds n entries with room
+// for more before it grows.
+func IndexEntryBits(bitsPerKey float64) float64 {
+	w, _, load := indexShape(bitsPerKey)
+	return entryBits(w, load)
+}
+
+// entryBits is what an entry costs in a segment of w-bit slots at load:
+// a semi-sorted bucket and its share of a 32-bit counter, over four
+// entries times the load.
+func entryBits(w uint, load float64) float64 {
+	return (float64(idxSlots*w-4) + 32.0/(1<<idxGroupShift)) / (idxSlots * load)
+}
+
 // indexShape returns the slot width w and tag width m for a budget, and the
 // load segments are sized to (NewIndex).
 func indexShape(bitsPerKey float64) (w, m uint, load float64) {
 	for w := 16; w >= idxMinSlot; w-- {
 		for m := max(idxTag, w-idxMaxDepth); m <= min(w-idxMinDepth, len(idxTagLoad)-1); m++ {
 			l := idxTagLoad[m]
-			if (float64(idxSlots*w-4)+32.0/(1<<idxGroupShift))/(idxSlots*l) <= bitsPerKey {
+			if entryBits(uint(w), l) <= bitsPerKey {
 				return uint(w), uint(m), l
 			}
 		}
@@ -1839,7 +1857,7 @@ func (x *Index) Stats() IndexStats {
 		st.Bytes += int64(len(s.words))*8 + int64(len(s.ctr))*4
 		slots += int64(s.n) * idxSlots
 	}
-	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(40) + int64(len(book.stash))*16
+	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(40) + int64(len(book.stash))*16 + int64(len(x.altHash))*4
 	st.Stashed = len(book.stash)
 	st.Contended = x.contended.Load()
 	st.Entries += int64(st.Stashed)

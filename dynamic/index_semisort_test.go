@@ -2,6 +2,7 @@ package dynamic
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -328,7 +329,20 @@ func TestIndexTagLoads(t *testing.T) {
 	}
 	for bits := 8.0; bits <= 20; bits += 0.25 {
 		w, m, load := indexShape(bits)
-		cost := (float64(4*w-4) + 32.0/(1<<idxGroupShift)) / (4 * load)
+		cost := entryBits(w, load)
+		if got := IndexEntryBits(bits); got != cost {
+			t.Errorf("bits %v: IndexEntryBits %.3f, shape costs %.3f", bits, got, cost)
+		}
+		// An index built as IndexEntryBits' documentation says spends
+		// about the budget and holds its entries.
+		if bits >= 10 && bits <= 16 && bits == math.Trunc(bits) {
+			const n = 200_000
+			x := newIndexSeeded(int(n*bits/cost), bits, 1)
+			st := x.Stats()
+			if spent := float64(st.Bytes*8) / n; spent > bits*1.01 || spent < bits*0.95 {
+				t.Errorf("bits %v: sized by IndexEntryBits, %.2f bits per entry", bits, spent)
+			}
+		}
 		if w < idxMinSlot || w > 16 || w-m < idxMinDepth || w-m > idxMaxDepth || cost > max(bits, 10.2) {
 			t.Errorf("bits %v: w=%d m=%d load %.3f: %.2f bits per entry", bits, w, m, load, cost)
 		}
