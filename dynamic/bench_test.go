@@ -97,3 +97,44 @@ func BenchmarkIndexLookupManyTables(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkIndexReplaceAcrossGrowth: a merge of two flushes of the same
+// keys (versions), the first added just before the index grew, so that it
+// sits in a large older segment beside a large table, the second after.
+// Each key's search stops at its newer version; the older one is cleared
+// by the key's hash or by a pass over the older segment, whichever reads
+// fewer buckets (idxProbeCost). ns/key is per key merged.
+func BenchmarkIndexReplaceAcrossGrowth(b *testing.B) {
+	const big = 1 << 21
+	bigKeys := hashesOf(testkeys.Random(big, 16, 65))
+	fresh := hashesOf(testkeys.Random(big, 16, 66))
+	for _, hot := range []int{1 << 12, 1 << 14, 1 << 16} {
+		hotKeys := hashesOf(testkeys.Random(hot, 16, 67))
+		b.Run(fmt.Sprintf("keys=%d", hot), func(b *testing.B) {
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				x := NewIndex(big+hot, 10)
+				if err := x.AddTable(1, bigKeys); err != nil {
+					b.Fatal(err)
+				}
+				if err := x.AddTable(2, hotKeys); err != nil {
+					b.Fatal(err)
+				}
+				for id, at := uint64(3), 0; len(*x.segs.Load()) == 1; id, at = id+1, at+hot {
+					if err := x.AddTable(id, fresh[at:at+hot]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := x.AddTable(100, hotKeys); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := x.Replace([]uint64{2, 100}, 101, hotKeys, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*hot), "ns/key")
+		})
+	}
+}

@@ -128,12 +128,13 @@ import (
 //     in a single bucket write (step 2 makes that write atomic to a
 //     lookup), then clears k's other input entries there; a key with no
 //     input entry gets a new one. Input entries of k in older segments
-//     (other versions of k) are not searched for: removing I clears
-//     whatever of theirs is left, after every key of M has its own entry. The trap is an entry that
-//     k shares with another key k' of an input (same buckets and
-//     fingerprint): when M's code is shorter than the input's, M's value
-//     keeps more fingerprint bits, which differ for k and k', so the
-//     rewritten entry is k's, no longer that of k'. Hence, while Replace
+//     (other versions of k) are not searched for then: they are cleared
+//     after every key of M has its own entry, by k's hash or by the
+//     removal of I. The trap is an entry that k shares with another key
+//     k' of an input (same buckets and fingerprint): when M's code is
+//     shorter than the input's, M's value keeps more fingerprint bits,
+//     which differ for k and k', so the rewritten entry is k's, no
+//     longer that of k'. Hence, while Replace
 //     runs, lookups match M's entries only on the tag, the code and the
 //     fingerprint bits that every input's entries keep (the codebook's
 //     relax, published before the first rewrite, removed after the
@@ -821,10 +822,12 @@ func (x *Index) RemoveTables(ids ...uint64) error {
 // held and no pass over the index. dropped lists the hashes of the keys
 // the inputs held that merged leaves out (deleted keys a merge at the
 // oldest end drops); their entries are cleared by hash. A key's input
-// entries are looked for only in the newest segment that holds any of
-// them, so if any input entry is left after that (dropped was nil or
-// incomplete, or versions of a key sat in older segments), one pass over
-// the segments holding it clears it.
+// entries are looked for only in the newest segment that holds its merged
+// entry or any of them; its other versions, in older segments, are then
+// cleared by the keys' hashes, or by one pass over such a segment where
+// that reads fewer buckets. Input entries left after that (dropped was
+// nil or incomplete) are cleared by one pass over the segments holding
+// them.
 //
 // While Replace runs, a Lookup of a key of merged names merged or an
 // input holding it, or both (documentation, 5); once it returns, merged.
@@ -859,6 +862,12 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64
 	x.removeLocked(slots...)
 	return nil
 }
+
+// idxProbeCost: clearing a key's entries by its hash (two buckets read at
+// random) costs about as much as a pass over a segment spends on this many
+// buckets (read in a row, each decoded whole); measured with
+// BenchmarkIndexReplaceAcrossGrowth, where the two costs meet.
+const idxProbeCost = 4
 
 // recode moves the keys of inputs to table t (documentation, 5).
 func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
@@ -1025,29 +1034,37 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	// Keys merged leaves out, and input entries left beside a key's entry
 	// in another segment: nothing of merged relies on them any more (every
 	// key of merged has its own entry now), so clear them.
-	clearInputs := func(h uint64) {
+	clearInputsIn := func(s *idxSegment, h uint64) {
 		p := x.probeOf(h)
-		for _, s := range segs {
-			if !s.holds(inputs) {
-				continue
+		i1 := s.primary(p.hi)
+		i2 := x.alt(s, i1, p.tag)
+		for _, i := range [2]uint32{i1, i2} {
+			tagged, nt := x.tagged(x.raw(s, i), p.tag)
+			for _, sv := range tagged[:nt] {
+				if it, ok := inputEntry(sv, p); ok {
+					x.swap(s, i, sv, 0)
+					x.cleared(s, it)
+				}
 			}
-			i1 := s.primary(p.hi)
-			i2 := x.alt(s, i1, p.tag)
-			for _, i := range [2]uint32{i1, i2} {
-				tagged, nt := x.tagged(x.raw(s, i), p.tag)
-				for _, sv := range tagged[:nt] {
-					if it, ok := inputEntry(sv, p); ok {
-						x.swap(s, i, sv, 0)
-						x.cleared(s, it)
-					}
-				}
-				if i2 == i1 {
-					break
-				}
+			if i2 == i1 {
+				break
 			}
 		}
 	}
-	if len(dropped)+len(later) > 0 {
+	clearInputs := func(h uint64) {
+		for _, s := range segs {
+			if s.holds(inputs) {
+				clearInputsIn(s, h)
+			}
+		}
+	}
+	// Input entries left in a segment by the keys' search (below) are
+	// cleared after the same publication.
+	leftover := false
+	for _, s := range segs {
+		leftover = leftover || s.holds(inputs)
+	}
+	if len(dropped)+len(later) > 0 || leftover {
 		// A lookup reads segments one after the other: it may have read
 		// the segment where a key just got its entry before the entry was
 		// written (or loaded the segment list before that segment was
@@ -1065,6 +1082,23 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		// shared entry) is simply not there.
 		if x.swap(e.s, e.i, e.v, 0) {
 			x.cleared(e.s, e.t)
+		}
+	}
+	// Input entries still in a segment now are, most often, versions of
+	// keys of merged in segments older than the one where their search
+	// stopped. Clear them by the keys' hashes where that costs less than
+	// the pass over the segment that removing the inputs makes otherwise,
+	// so that a small merge in a large index costs what the merge holds,
+	// not what the index holds (BenchmarkIndexReplaceAcrossGrowth).
+	for _, s := range segs {
+		if !s.holds(inputs) || idxProbeCost*uint64(len(hashes)) >= uint64(s.n) {
+			continue
+		}
+		for _, h := range hashes {
+			clearInputsIn(s, h)
+			if !s.holds(inputs) {
+				break // no more of the inputs' entries here
+			}
 		}
 	}
 	if idxTestHookCleared != nil {
