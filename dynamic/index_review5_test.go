@@ -3,6 +3,7 @@ package dynamic
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -145,4 +146,290 @@ func testVersionsAcrossGrowthNoPass(t *testing.T, bits float64, seed uint32, thr
 		}
 	}
 	checkCanonical(t, x)
+}
+
+// TestIndexOverwriteHistoryEveryWidth attacks Replace's search, which stops
+// at the newest segment holding a key's merged entry or an input entry of
+// it, with the shape that search is for: keys overwritten in flush after
+// flush (versions), in tiny indexes (seven buckets at first, so that
+// nearly every flush and many merges grow the index: a key's versions end
+// up in three or more segments), at every budget from 8 to 17 bits (every
+// slot width). Flushes mix fresh keys, overwrites of live keys (from every
+// table, so from every segment) and crowds (keys sharing bucket pair, tag
+// nibble and all but the lowest fingerprint bits, so entries shared within
+// and across tables); merges of adjacent runs drop some keys and take keys
+// the index never held. After every few keys a Replace handles, and once
+// it has cleared its inputs' entries, every key of every table must be
+// named by a table that holds it; after every call the buckets must be
+// canonical with exact counts (a removed table's entry left behind breaks
+// them), a merged key must no longer name an input, the merge must hold
+// no more entries than it has keys, and the index no more entries than
+// the live tables have keys: stale versions must not accumulate.
+func TestIndexOverwriteHistoryEveryWidth(t *testing.T) {
+	for bits := 8; bits <= 17; bits++ {
+		for _, capacity := range []int{20, 300} {
+			t.Run(fmt.Sprintf("bits=%d/capacity=%d", bits, capacity), func(t *testing.T) {
+				testOverwriteHistory(t, float64(bits), uint32(bits)*31+uint32(capacity), capacity)
+			})
+		}
+	}
+}
+
+func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int) {
+	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
+	x := newIndexSeeded(capacity, bits, seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 5))
+	type table struct {
+		id   uint64
+		keys []uint64
+		set  map[uint64]bool
+	}
+	var live []*table // newest first, as a store lists them
+	byID := map[uint64]*table{}
+	mk := func(id uint64, keys []uint64) *table {
+		tb := &table{id: id, keys: keys, set: map[uint64]bool{}}
+		for _, h := range keys {
+			tb.set[h] = true
+		}
+		byID[id] = tb
+		return tb
+	}
+	var crowds [][]uint64
+	for range 3 {
+		crowds = append(crowds, crowd(x, rng, 12))
+	}
+	fresh := func(n int) []uint64 {
+		out := make([]uint64, n)
+		for i := range out {
+			out[i] = rng.Uint64()
+		}
+		return out
+	}
+	var buf []uint64
+	// During a Replace, a key of the merge may be named by the merge or by
+	// an input holding it; a key the merge drops may be missed.
+	var during *table
+	var inputs []*table
+	var droppedSet map[uint64]bool
+	check := func(when string) {
+		t.Helper()
+		for _, tb := range live {
+			for _, h := range tb.keys {
+				buf = x.LookupHash(h, buf[:0])
+				if holds(buf, tb.id) {
+					continue
+				}
+				ok := false
+				if during != nil && slices.Contains(inputs, tb) {
+					if droppedSet[h] || holds(buf, during.id) {
+						ok = true
+					}
+					for _, in := range inputs {
+						ok = ok || in.set[h] && holds(buf, in.id)
+					}
+				}
+				if !ok {
+					t.Fatalf("%s: key %#x of table %d names %v", when, h, tb.id, buf)
+				}
+			}
+		}
+	}
+	nextID := uint64(1)
+	steps, merges, deepest, versionsDeep := 0, 0, 0, 0
+	for op := 0; op < 70; op++ {
+		if len(live) >= 3 && rng.IntN(3) == 0 {
+			n := min(len(live), 2+rng.IntN(3))
+			at := rng.IntN(len(live) - n + 1)
+			inputs = slices.Clone(live[at : at+n])
+			seen := map[uint64]bool{}
+			var merged, dropped []uint64
+			droppedSet = map[uint64]bool{}
+			for _, in := range inputs {
+				for _, h := range in.keys {
+					if seen[h] {
+						continue
+					}
+					seen[h] = true
+					if rng.IntN(7) == 0 {
+						dropped = append(dropped, h)
+						droppedSet[h] = true
+					} else {
+						merged = append(merged, h)
+					}
+				}
+			}
+			if rng.IntN(3) == 0 {
+				merged = append(fresh(5+rng.IntN(40)), merged...) // an input never indexed
+			}
+			rng.Shuffle(len(merged), func(i, j int) { merged[i], merged[j] = merged[j], merged[i] })
+			during = mk(nextID, merged)
+			nextID++
+			var ids []uint64
+			for _, in := range inputs {
+				ids = append(ids, in.id)
+			}
+			idxTestHookRecoded = func() {
+				if steps++; steps%3 == 0 {
+					check(fmt.Sprintf("op %d: during Replace(%v, %d)", op, ids, during.id))
+				}
+			}
+			idxTestHookCleared = func() { check(fmt.Sprintf("op %d: Replace(%v, %d) cleared", op, ids, during.id)) }
+			if err := x.Replace(ids, during.id, merged, dropped); err != nil {
+				t.Fatal(err)
+			}
+			idxTestHookRecoded, idxTestHookCleared = nil, nil
+			m := during
+			live = append(append(append([]*table(nil), live[:at]...), m), live[at+n:]...)
+			during, droppedSet = nil, nil
+			for _, h := range m.keys {
+				for _, id := range x.LookupHash(h, buf[:0]) {
+					if slices.ContainsFunc(inputs, func(in *table) bool { return in.id == id }) {
+						t.Fatalf("op %d: key %#x of merge %d still names input %d", op, h, m.id, id)
+					}
+				}
+			}
+			if c, n := x.count[x.byID[m.id]], int64(len(m.keys)); c > n {
+				t.Fatalf("op %d: merge %d holds %d entries for %d keys", op, m.id, c, n)
+			}
+			inputs = nil
+			merges++
+		} else {
+			hs := fresh(3 + rng.IntN(30))
+			for _, tb := range live {
+				for range 1 + rng.IntN(4) {
+					hs = append(hs, tb.keys[rng.IntN(len(tb.keys))]) // overwrites
+				}
+			}
+			if rng.IntN(2) == 0 {
+				c := crowds[rng.IntN(len(crowds))]
+				at := rng.IntN(len(c) - 5)
+				hs = append(hs, c[at:at+5]...)
+			}
+			slices.Sort(hs)
+			hs = slices.Compact(hs)
+			tb := mk(nextID, hs)
+			nextID++
+			if err := x.AddTable(tb.id, hs); err != nil {
+				t.Fatal(err)
+			}
+			live = append([]*table{tb}, live...)
+		}
+		check(fmt.Sprintf("op %d", op))
+		checkCanonical(t, x)
+		keys := 0
+		for _, tb := range live {
+			keys += len(tb.keys)
+		}
+		st := x.Stats()
+		if st.Entries > int64(keys) {
+			t.Fatalf("op %d: %d entries (%d stashed) for %d keys of live tables: stale versions kept", op, st.Entries, st.Stashed, keys)
+		}
+		deepest = max(deepest, st.Segments)
+		if st.Segments >= 3 {
+			versionsDeep++
+		}
+	}
+	if merges == 0 || steps == 0 || deepest < 3 || versionsDeep == 0 {
+		t.Fatalf("%d merges, %d keys recoded, up to %d segments: not exercised", merges, steps, deepest)
+	}
+	t.Logf("w=%d: %d merges, %d keys recoded, up to %d segments; %+v", x.w, merges, steps, deepest, x.Stats())
+}
+
+// TestIndexHotKeysStashBounded: keys overwritten in every flush (counters)
+// have more versions than their two buckets have slots, so the versions
+// beyond half of them go to the stash. Merging tables must not leave the
+// stash with an entry per input for the merge (duplicates), nor keep a
+// stash entry for a key that got its slot entry for the merge: those pile
+// up merge after merge until the stash is full, and then every table a
+// further version cannot be placed for is named by every lookup. Here the
+// stash must hold at most one entry per hot key and live table, no table
+// may become one that every lookup names, and every key stays named.
+func TestIndexHotKeysStashBounded(t *testing.T) {
+	for _, bits := range []float64{10, 16} {
+		t.Run(fmt.Sprintf("bits=%v", bits), func(t *testing.T) { testHotKeysStashBounded(t, bits) })
+	}
+}
+
+func testHotKeysStashBounded(t *testing.T, bits float64) {
+	rng := rand.New(rand.NewPCG(uint64(bits), 2))
+	hot := []uint64{rng.Uint64(), rng.Uint64(), rng.Uint64()}
+	x := newIndexSeeded(30_000, bits, 3)
+	type table struct {
+		id   uint64
+		keys []uint64
+	}
+	var live []*table // newest first
+	next := uint64(0)
+	check := func(when string) {
+		t.Helper()
+		for _, tb := range live {
+			for _, h := range tb.keys {
+				if !holds(x.LookupHash(h, nil), tb.id) {
+					t.Fatalf("%s: key %#x of table %d not named", when, h, tb.id)
+				}
+			}
+		}
+	}
+	maxStashed := 0
+	for f := 0; f < 700; f++ {
+		ks := append(slices.Clone(hot), make([]uint64, 100)...)
+		for i := len(hot); i < len(ks); i++ {
+			ks[i] = rng.Uint64()
+		}
+		next++
+		if err := x.AddTable(next, ks); err != nil {
+			t.Fatal(err)
+		}
+		live = append([]*table{{next, ks}}, live...)
+		for len(live) > 24 {
+			// The four adjacent tables holding the fewest keys, as kvdemo's
+			// size-tiered compaction picks them.
+			best, at := -1, 0
+			for i := 0; i+4 <= len(live); i++ {
+				n := 0
+				for _, tb := range live[i : i+4] {
+					n += len(tb.keys)
+				}
+				if best < 0 || n < best {
+					best, at = n, i
+				}
+			}
+			seen := map[uint64]bool{}
+			var ids, merged []uint64
+			for _, tb := range live[at : at+4] {
+				ids = append(ids, tb.id)
+				for _, h := range tb.keys {
+					if !seen[h] {
+						seen[h] = true
+						merged = append(merged, h)
+					}
+				}
+			}
+			next++
+			if err := x.Replace(ids, next, merged, nil); err != nil {
+				t.Fatal(err)
+			}
+			live = append(append(append([]*table(nil), live[:at]...), &table{next, merged}), live[at+4:]...)
+		}
+		st := x.Stats()
+		maxStashed = max(maxStashed, st.Stashed)
+		if st.Stashed > len(hot)*len(live) || st.Always != 0 {
+			t.Fatalf("flush %d: %d stashed for %d hot keys in %d tables, %d tables named by every lookup", f, st.Stashed, len(hot), len(live), st.Always)
+		}
+		if f%100 == 99 {
+			check(fmt.Sprintf("flush %d", f))
+		}
+	}
+	check("at the end")
+	checkCanonical(t, x)
+	if maxStashed == 0 {
+		t.Fatal("no version went to the stash: not exercised")
+	}
+	for _, h := range hot {
+		got := x.LookupHash(h, nil)
+		if len(got) != len(live) {
+			t.Fatalf("hot key names %d tables, %d live: %v", len(got), len(live), got)
+		}
+	}
+	t.Logf("bits %v: up to %d stashed; %+v", bits, maxStashed, x.Stats())
 }
