@@ -909,13 +909,25 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		v uint32
 		t int
 	}
-	var stashOnly map[uint64]bool
+	// inStash: the keys (mixed hashes) with an input's entry in the stash,
+	// and what becomes of those entries: they name merged, unless the key
+	// got a slot entry for merged (stashSlotted) or merged drops it
+	// (stashDropped). A merge would otherwise add a stash entry per input
+	// to merged, for keys that need none: the versions of a key
+	// overwritten in every flush, stashed because they crowd its buckets,
+	// would fill the stash within a few hundred merges.
+	const (
+		stashRename = iota
+		stashSlotted
+		stashDropped
+	)
+	var inStash map[uint64]int8
 	for _, e := range book.stash {
 		if int(e.table) < len(isInput) && isInput[e.table] {
-			if stashOnly == nil {
-				stashOnly = map[uint64]bool{}
+			if inStash == nil {
+				inStash = map[uint64]int8{}
 			}
-			stashOnly[e.x] = true
+			inStash[e.x] = stashRename
 		}
 	}
 	// segScan is what a key's two buckets in one segment hold of it.
@@ -1009,7 +1021,11 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 				own(segs[found], &sc, v)
 			}
 		}
-		if found >= 0 || stashOnly[p.x] {
+		_, stashedInput := inStash[p.x]
+		if found >= 0 && stashedInput {
+			inStash[p.x] = stashSlotted
+		}
+		if found >= 0 || stashedInput {
 			if idxTestHookRecoded != nil {
 				idxTestHookRecoded()
 			}
@@ -1075,6 +1091,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	}
 	for _, h := range dropped {
 		clearInputs(h)
+		if len(inStash) > 0 {
+			hx := x.probeOf(h).x
+			if fate, ok := inStash[hx]; ok && fate == stashRename {
+				inStash[hx] = stashDropped
+			}
+		}
 	}
 	for _, e := range later {
 		// Entries of older segments stay in their bucket (only the newest
@@ -1104,17 +1126,27 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	if idxTestHookCleared != nil {
 		idxTestHookCleared()
 	}
-	// Inputs' stash entries now name merged (their keys may be dropped
-	// ones: a false candidate, never a miss); every key of merged has
-	// its exact entry, so the relaxed match ends.
+	// Inputs' stash entries now name merged, once each, except those of
+	// keys with a slot entry for merged or that merged drops (inStash;
+	// keys merged does not list, whose fate is unknown, keep theirs: a
+	// false candidate, never a miss); every key of merged has its exact
+	// entry, so the relaxed match ends.
 	x.publish(func(b *codebook) {
-		for k := range b.stash {
-			if isInput[b.stash[k].table] {
-				b.stash[k].table = int16(t)
+		kept := b.stash[:0]
+		for _, e := range b.stash {
+			if isInput[e.table] {
+				if inStash[e.x] != stashRename {
+					continue
+				}
+				e.table = int16(t)
 			}
+			kept = append(kept, e)
 		}
-		b.stash = append(b.stash, stashed...)
-		slices.SortFunc(b.stash, func(a, b stashEntry) int { return cmp.Compare(a.x, b.x) })
+		b.stash = append(kept, stashed...)
+		slices.SortFunc(b.stash, func(a, b stashEntry) int {
+			return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(a.table, b.table))
+		})
+		b.stash = slices.Compact(b.stash)
 		b.tables[t].relax = 0
 		b.tables[t].always = always
 	})

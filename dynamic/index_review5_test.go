@@ -166,14 +166,22 @@ func testVersionsAcrossGrowthNoPass(t *testing.T, bits float64, seed uint32, thr
 // no more entries than it has keys, and the index no more entries than
 // the live tables have keys: stale versions must not accumulate.
 func TestIndexOverwriteHistoryEveryWidth(t *testing.T) {
+	overwriteDeep = 0
 	for bits := 8; bits <= 17; bits++ {
-		for _, capacity := range []int{20, 300} {
+		for _, capacity := range []int{20, 40} {
 			t.Run(fmt.Sprintf("bits=%d/capacity=%d", bits, capacity), func(t *testing.T) {
 				testOverwriteHistory(t, float64(bits), uint32(bits)*31+uint32(capacity), capacity)
 			})
 		}
 	}
+	if overwriteDeep < 10 {
+		t.Fatalf("a merged key's versions sat in three segments or more in %d histories of 20: not exercised", overwriteDeep)
+	}
 }
+
+// overwriteDeep counts the histories in which a merged key's versions sat
+// in three segments or more.
+var overwriteDeep int
 
 func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int) {
 	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
@@ -235,7 +243,7 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 		}
 	}
 	nextID := uint64(1)
-	steps, merges, deepest, versionsDeep := 0, 0, 0, 0
+	steps, merges, deepest, segments := 0, 0, 0, 0
 	for op := 0; op < 70; op++ {
 		if len(live) >= 3 && rng.IntN(3) == 0 {
 			n := min(len(live), 2+rng.IntN(3))
@@ -267,6 +275,9 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 			var ids []uint64
 			for _, in := range inputs {
 				ids = append(ids, in.id)
+			}
+			for _, h := range merged {
+				deepest = max(deepest, segmentsHolding(x, h, ids))
 			}
 			idxTestHookRecoded = func() {
 				if steps++; steps%3 == 0 {
@@ -324,15 +335,40 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 		if st.Entries > int64(keys) {
 			t.Fatalf("op %d: %d entries (%d stashed) for %d keys of live tables: stale versions kept", op, st.Entries, st.Stashed, keys)
 		}
-		deepest = max(deepest, st.Segments)
-		if st.Segments >= 3 {
-			versionsDeep++
+		segments = max(segments, st.Segments)
+	}
+	if deepest >= 3 {
+		overwriteDeep++
+	}
+	if merges == 0 || steps == 0 || deepest < 2 {
+		t.Fatalf("%d merges, %d keys recoded, a merged key's entries in up to %d segments: not exercised", merges, steps, deepest)
+	}
+	t.Logf("w=%d: %d merges, %d keys recoded, a merged key's entries in up to %d segments of %d; %+v", x.w, merges, steps, deepest, segments, x.Stats())
+}
+
+// segmentsHolding counts the segments where key h has an entry of one of
+// the tables ids (its versions).
+func segmentsHolding(x *Index, h uint64, ids []uint64) int {
+	book := x.book.Load()
+	p := x.probeOf(h)
+	n := 0
+	for _, s := range *x.segs.Load() {
+		i1 := s.primary(p.hi)
+		i2 := x.alt(s, i1, p.tag)
+		has := false
+		for _, id := range ids {
+			ti := book.tables[x.byID[id]]
+			if ti.length == 0 {
+				continue
+			}
+			v := x.slotValue(p, ti.code, uint(ti.length))
+			has = has || x.bucketHas(s, i1, v) || x.bucketHas(s, i2, v)
+		}
+		if has {
+			n++
 		}
 	}
-	if merges == 0 || steps == 0 || deepest < 3 || versionsDeep == 0 {
-		t.Fatalf("%d merges, %d keys recoded, up to %d segments: not exercised", merges, steps, deepest)
-	}
-	t.Logf("w=%d: %d merges, %d keys recoded, up to %d segments; %+v", x.w, merges, steps, deepest, x.Stats())
+	return n
 }
 
 // TestIndexHotKeysStashBounded: keys overwritten in every flush (counters)
