@@ -569,7 +569,7 @@ func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.
 	}
 	deadline := time.Now().Add(dur)
 	merges, grew := 0, 0
-	for time.Now().Before(deadline) || merges < 8 {
+	for time.Now().Before(deadline) || merges < 8 || grew == 0 && merges < 400 {
 		cur := *live.Load()
 		if len(cur) >= 6 && rng.IntN(2) == 0 {
 			k := min(len(cur), 2+rng.IntN(3))
