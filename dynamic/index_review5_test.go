@@ -303,6 +303,11 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 					}
 				}
 			}
+			for _, h := range m.keys {
+				if k, n := mergedTwice(x, h, m.id); n > 1 {
+					t.Fatalf("op %d: key %#x of merge %d has %d equal entries in segment %d", op, h, m.id, n, k)
+				}
+			}
 			if c, n := x.count[x.byID[m.id]], int64(len(m.keys)); c > n {
 				t.Fatalf("op %d: merge %d holds %d entries for %d keys", op, m.id, c, n)
 			}
@@ -348,6 +353,38 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 		t.Fatalf("%d merges, %d keys recoded, a merged key's entries in up to %d segments: not exercised", merges, steps, deepest)
 	}
 	t.Logf("w=%d: %d merges, %d keys recoded, a merged key's entries in up to %d segments of %d; %+v", x.w, merges, steps, deepest, segments, x.Stats())
+}
+
+// mergedTwice returns the most entries equal to table id's entry for key
+// h that one segment holds in h's two buckets, and that segment: a second
+// one there is a slot lost, and a sign that a key's search missed its own
+// entry.
+func mergedTwice(x *Index, h uint64, id uint64) (seg, most int) {
+	ti := x.book.Load().tables[x.byID[id]]
+	if ti.length == 0 {
+		return 0, 0
+	}
+	p := x.probeOf(h)
+	v := x.slotValue(p, ti.code, uint(ti.length))
+	for k, s := range *x.segs.Load() {
+		i1 := s.primary(p.hi)
+		i2 := x.alt(s, i1, p.tag)
+		n := 0
+		for _, i := range []uint32{i1, i2} {
+			for _, e := range x.entries(s, i) {
+				if e == v {
+					n++
+				}
+			}
+			if i2 == i1 {
+				break
+			}
+		}
+		if n > most {
+			seg, most = k, n
+		}
+	}
+	return seg, most
 }
 
 // segmentsHolding counts the segments where key h has an entry of one of
