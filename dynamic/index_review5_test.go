@@ -676,3 +676,38 @@ func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.
 	checkCanonical(t, x)
 	t.Logf("w=%d: %d merges (%d grew the index), %d lookups; %+v", x.w, merges, grew, checks.Load(), st)
 }
+
+// TestIndexRelocationCrowdedPair: a key held by more tables than its two
+// buckets have slots fills them with its own versions, entries of one tag,
+// which can only move between those same two buckets. The relocation
+// search for its next version must see that at once, not go back and forth
+// between the two buckets until its node limit: a key overwritten in
+// flush after flush would make each of its inserts cost thousands of
+// bucket reads, and a store whose keys are overwritten often spent nearly
+// all its index upkeep there (BenchmarkIndexOverwrites). Every version
+// must still be named.
+func TestIndexRelocationCrowdedPair(t *testing.T) {
+	for bits := 8; bits <= 17; bits++ {
+		x := newIndexSeeded(1000, float64(bits), uint32(bits))
+		h := uint64(0x1234_5678_9abc_def0) + uint64(bits)
+		var ids []uint64
+		for id := uint64(1); id <= 2*idxSlots+3; id++ {
+			if err := x.AddTable(id, []uint64{h}); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if st := x.Stats(); st.Stashed == 0 {
+			t.Fatalf("bits %d: no version of the key went to the stash: not exercised (%+v)", bits, st)
+		}
+		if c := cap(x.bfs); c > 4*idxSlots {
+			t.Errorf("bits %d: the relocation search from a pair full of one key's versions grew its queue to %d nodes", bits, c)
+		}
+		got := x.LookupHash(h, nil)
+		slices.Reverse(ids)
+		if !slices.Equal(got, ids) {
+			t.Fatalf("bits %d: the key names %v, want %v", bits, got, ids)
+		}
+		checkCanonical(t, x)
+	}
+}
