@@ -193,7 +193,8 @@ type Index struct {
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
 	bfs      []idxNode // the relocation search's queue, reused
-	count    []int64   // by table slot: slots holding the table's code, exactly
+	bfsSeen  *bucketSet
+	count    []int64 // by table slot: slots holding the table's code, exactly
 	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
 	// so that the codes it gives first leave room for them.
 	pendingSqrt float64
@@ -1641,17 +1642,63 @@ func (x *Index) move(s *idxSegment, m idxMove) bool {
 	return true
 }
 
+// bucketSet is the set of buckets a relocation search has reached: open
+// addressing over twice the most nodes a search holds, emptied in O(1) by
+// a new generation.
+type bucketSet struct {
+	bucket [idxSeenSize]uint32
+	gen    [idxSeenSize]uint32
+	cur    uint32
+}
+
+const (
+	idxSeenBits = 13
+	idxSeenSize = 1 << idxSeenBits // > 2 × (idxMaxNodes + the last node's 4 children)
+)
+
+func (b *bucketSet) reset() {
+	if b.cur++; b.cur == 0 {
+		clear(b.gen[:])
+		b.cur = 1
+	}
+}
+
+// add reports whether i was not in the set yet, and adds it.
+func (b *bucketSet) add(i uint32) bool {
+	for h := (i * 0x9e3779b1) >> (32 - idxSeenBits); ; h = (h + 1) & (idxSeenSize - 1) {
+		if b.gen[h] != b.cur {
+			b.gen[h], b.bucket[h] = b.cur, i
+			return true
+		}
+		if b.bucket[h] == i {
+			return false
+		}
+	}
+}
+
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	nodes := x.bfs[:0]
 	defer func() { x.bfs = nodes[:0] }()
 	nodes = append(nodes, idxNode{i1, -1, 0}, idxNode{i2, -1, 0})
+	// Each bucket is visited once: a bucket already reached is full (it
+	// was tested when reached), and entries with equal tags move between
+	// the same two buckets, so that without this a pair crowded with one
+	// key's versions (a key overwritten in flush after flush) sends the
+	// search back and forth between its two buckets until the node limit.
+	if x.bfsSeen == nil {
+		x.bfsSeen = new(bucketSet)
+	}
+	seen := x.bfsSeen
+	seen.reset()
+	seen.add(i1)
+	seen.add(i2)
 	for head, depth := 0, 0; head < len(nodes) && depth < idxMaxPath; depth++ {
 		end := len(nodes)
 		for ; head < end && len(nodes) < idxMaxNodes; head++ {
 			n := nodes[head]
 			for _, v := range x.entries(s, n.bucket) {
 				to := x.alt(s, n.bucket, v>>(x.w-x.m))
-				if to == n.bucket {
+				if to == n.bucket || !seen.add(to) {
 					continue
 				}
 				nodes = append(nodes, idxNode{to, int32(head), v})
