@@ -3,6 +3,7 @@ package dynamic
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -123,14 +124,17 @@ func BenchmarkIndexReplaceAcrossGrowth(b *testing.B) {
 				if err := x.AddTable(2, hotKeys); err != nil {
 					b.Fatal(err)
 				}
-				for id, at := uint64(3), 0; len(*x.segs.Load()) == 1; id, at = id+1, at+hot {
-					if err := x.AddTable(id, fresh[at:at+hot]); err != nil {
+				// Few tables grow it, so that the merge's code needs no
+				// other table's code lengthened (a pass of its own).
+				for id, at := uint64(3), 0; len(*x.segs.Load()) == 1; id, at = id+1, at+big/16 {
+					if err := x.AddTable(id, fresh[at:at+big/16]); err != nil {
 						b.Fatal(err)
 					}
 				}
 				if err := x.AddTable(100, hotKeys); err != nil {
 					b.Fatal(err)
 				}
+				runtime.GC() // the set-up's garbage, not the Replace's
 				b.StartTimer()
 				if err := x.Replace([]uint64{2, 100}, 101, hotKeys, nil); err != nil {
 					b.Fatal(err)
