@@ -711,3 +711,32 @@ func TestIndexRelocationCrowdedPair(t *testing.T) {
 		checkCanonical(t, x)
 	}
 }
+
+// TestIndexReplaceStashedKeyAlsoDropped: a caller that lists a key both in
+// merged's keys and among the dropped ones (a bug of the store's, say) must
+// not lose it: a key whose input entry was only in the stash keeps its
+// stash entry, now naming the merge, however dropped lists it.
+func TestIndexReplaceStashedKeyAlsoDropped(t *testing.T) {
+	for bits := 8; bits <= 17; bits += 3 {
+		x := newIndexSeeded(1000, float64(bits), uint32(bits)+50)
+		h := uint64(0x0fed_cba9_8765_4321) + uint64(bits)
+		for id := uint64(1); id <= 2*idxSlots+3; id++ {
+			if err := x.AddTable(id, []uint64{h}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		book := x.book.Load()
+		if len(book.stash) == 0 {
+			t.Fatalf("bits %d: no version stashed: not exercised", bits)
+		}
+		in := book.tables[book.stash[0].table].id
+		other := hashesOf([][]byte{[]byte("other key")})
+		if err := x.Replace([]uint64{in}, 100, append(other, h), []uint64{h}); err != nil {
+			t.Fatal(err)
+		}
+		if got := x.LookupHash(h, nil); !holds(got, 100) {
+			t.Fatalf("bits %d: the merge of stashed table %d names the key in %v", bits, in, got)
+		}
+		checkCanonical(t, x)
+	}
+}
