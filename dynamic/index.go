@@ -913,12 +913,14 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	// inStash: the keys (mixed hashes) with an input's entry in the stash,
 	// and what becomes of those entries: they name merged, unless the key
 	// got a slot entry for merged (stashSlotted) or merged drops it
-	// (stashDropped). A merge would otherwise add a stash entry per input
-	// to merged, for keys that need none: the versions of a key
-	// overwritten in every flush, stashed because they crowd its buckets,
-	// would fill the stash within a few hundred merges.
+	// (stashDropped, never for a key merged keeps: stashKept). A merge
+	// would otherwise add a stash entry per input to merged, for keys
+	// that need none: the versions of a key overwritten in every flush,
+	// stashed because they crowd its buckets, would fill the stash within
+	// a few hundred merges.
 	const (
-		stashRename = iota
+		stashRename = iota // a key merged does not list
+		stashKept
 		stashSlotted
 		stashDropped
 	)
@@ -1022,8 +1024,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 				own(segs[found], &sc, v)
 			}
 		}
-		_, stashedInput := inStash[p.x]
-		if found >= 0 && stashedInput {
+		fate, stashedInput := inStash[p.x]
+		switch {
+		case !stashedInput:
+		case found < 0:
+			inStash[p.x] = stashKept // its only entries are in the stash
+		case fate != stashKept:
 			inStash[p.x] = stashSlotted
 		}
 		if found >= 0 || stashedInput {
@@ -1136,7 +1142,7 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		kept := b.stash[:0]
 		for _, e := range b.stash {
 			if isInput[e.table] {
-				if inStash[e.x] != stashRename {
+				if f := inStash[e.x]; f == stashSlotted || f == stashDropped {
 					continue
 				}
 				e.table = int16(t)
