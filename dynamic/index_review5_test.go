@@ -170,7 +170,7 @@ func testVersionsAcrossGrowthNoPass(t *testing.T, bits float64, seed uint32, thr
 // no more entries than it has keys, and the index no more entries than
 // the live tables have keys: stale versions must not accumulate.
 func TestIndexOverwriteHistoryEveryWidth(t *testing.T) {
-	overwriteDeep = 0
+	overwriteDeep, overwriteShorter, overwriteLonger, overwriteGrew = 0, 0, 0, 0
 	for bits := 8; bits <= 17; bits++ {
 		for _, capacity := range []int{20, 40} {
 			t.Run(fmt.Sprintf("bits=%d/capacity=%d", bits, capacity), func(t *testing.T) {
@@ -178,14 +178,19 @@ func TestIndexOverwriteHistoryEveryWidth(t *testing.T) {
 			})
 		}
 	}
-	if overwriteDeep < 10 {
-		t.Fatalf("a merged key's versions sat in three segments or more in %d histories of 20: not exercised", overwriteDeep)
+	if overwriteDeep < 10 || overwriteShorter == 0 || overwriteLonger == 0 || overwriteGrew == 0 {
+		t.Fatalf("a merged key's versions sat in three segments or more in %d histories of 20; merges with a code shorter than an input's %d, longer %d; Replaces that grew the index %d: not exercised",
+			overwriteDeep, overwriteShorter, overwriteLonger, overwriteGrew)
 	}
+	t.Logf("versions in 3+ segments in %d histories of 20; merge codes shorter than an input's %d times, longer %d; %d Replaces grew the index",
+		overwriteDeep, overwriteShorter, overwriteLonger, overwriteGrew)
 }
 
 // overwriteDeep counts the histories in which a merged key's versions sat
-// in three segments or more.
-var overwriteDeep int
+// in three segments or more; overwriteShorter and overwriteLonger the
+// (merge, input) pairs whose codes differ; overwriteGrew the Replaces that
+// added a segment.
+var overwriteDeep, overwriteShorter, overwriteLonger, overwriteGrew int
 
 func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int) {
 	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
@@ -288,9 +293,25 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 					check(fmt.Sprintf("op %d: during Replace(%v, %d)", op, ids, during.id))
 				}
 			}
-			idxTestHookCleared = func() { check(fmt.Sprintf("op %d: Replace(%v, %d) cleared", op, ids, during.id)) }
+			idxTestHookCleared = func() {
+				check(fmt.Sprintf("op %d: Replace(%v, %d) cleared", op, ids, during.id))
+				book := x.book.Load()
+				ml := book.tables[x.byID[during.id]].length
+				for _, id := range ids {
+					switch il := book.tables[x.byID[id]].length; {
+					case ml < il:
+						overwriteShorter++
+					case ml > il:
+						overwriteLonger++
+					}
+				}
+			}
+			before := len(*x.segs.Load())
 			if err := x.Replace(ids, during.id, merged, dropped); err != nil {
 				t.Fatal(err)
+			}
+			if len(*x.segs.Load()) > before {
+				overwriteGrew++
 			}
 			idxTestHookRecoded, idxTestHookCleared = nil, nil
 			m := during
