@@ -2,7 +2,11 @@ package dynamic
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -94,6 +98,133 @@ func BenchmarkIndexLookupManyTables(b *testing.B) {
 				cands += len(buf)
 			}
 			b.ReportMetric(float64(cands)/float64(b.N), "candidates/op")
+		})
+	}
+}
+
+// BenchmarkIndexReplaceAcrossGrowth: a merge of two flushes of the same
+// keys (versions), the first added just before the index grew, so that it
+// sits in a large older segment beside a large table, the second after.
+// Each key's search stops at its newer version; the older one is cleared
+// by the key's hash or by a pass over the older segment, whichever reads
+// fewer buckets (idxProbeCost). ns/key is per key merged.
+func BenchmarkIndexReplaceAcrossGrowth(b *testing.B) {
+	const big = 1 << 21
+	bigKeys := hashesOf(testkeys.Random(big, 16, 65))
+	fresh := hashesOf(testkeys.Random(big, 16, 66))
+	for _, hot := range []int{1 << 12, 1 << 14, 1 << 16} {
+		hotKeys := hashesOf(testkeys.Random(hot, 16, 67))
+		b.Run(fmt.Sprintf("keys=%d", hot), func(b *testing.B) {
+			b.StopTimer()
+			for i := 0; i < b.N; i++ {
+				x := NewIndex(big+hot, 10)
+				if err := x.AddTable(1, bigKeys); err != nil {
+					b.Fatal(err)
+				}
+				if err := x.AddTable(2, hotKeys); err != nil {
+					b.Fatal(err)
+				}
+				// Few tables grow it, so that the merge's code needs no
+				// other table's code lengthened (a pass of its own).
+				for id, at := uint64(3), 0; len(*x.segs.Load()) == 1; id, at = id+1, at+big/16 {
+					if err := x.AddTable(id, fresh[at:at+big/16]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := x.AddTable(100, hotKeys); err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC() // the set-up's garbage, not the Replace's
+				b.StartTimer()
+				if err := x.Replace([]uint64{2, 100}, 101, hotKeys, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*hot), "ns/key")
+		})
+	}
+}
+
+// BenchmarkIndexOverwrites replays a store whose keys are overwritten:
+// 115 flushes of 8,738 keys (kvdemo load's shape) drawn from a universe of
+// u keys, so that most keys have versions in several tables, with
+// kvdemo's size-tiered compaction (the four adjacent tables holding the
+// fewest keys merged whenever there are more than 24). add-ns/key and
+// replace-ns/key are per key flushed and per key merged; worst-ms is the
+// slowest Replace.
+func BenchmarkIndexOverwrites(b *testing.B) {
+	const perFlush, flushes, maxTables, width = 8738, 115, 24, 4
+	for _, u := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("universe=%d", u), func(b *testing.B) {
+			var add, repl, worst time.Duration
+			var added, merged int
+			for i := 0; i < b.N; i++ {
+				rng := rand.New(rand.NewPCG(uint64(u), uint64(i)))
+				universe := make([]uint64, u)
+				for k := range universe {
+					universe[k] = rng.Uint64()
+				}
+				x := NewIndex(4*perFlush, 10)
+				var tables [][]uint64 // newest first
+				ids := []uint64{}
+				next := uint64(0)
+				for f := 0; f < flushes; f++ {
+					seen := map[uint64]bool{}
+					var ks []uint64
+					for len(ks) < perFlush {
+						if h := universe[rng.IntN(u)]; !seen[h] {
+							seen[h] = true
+							ks = append(ks, h)
+						}
+					}
+					next++
+					start := time.Now()
+					if err := x.AddTable(next, ks); err != nil {
+						b.Fatal(err)
+					}
+					add += time.Since(start)
+					added += len(ks)
+					tables = append([][]uint64{ks}, tables...)
+					ids = append([]uint64{next}, ids...)
+					for len(tables) > maxTables {
+						best, at := -1, 0
+						for k := 0; k+width <= len(tables); k++ {
+							n := 0
+							for _, t := range tables[k : k+width] {
+								n += len(t)
+							}
+							if best < 0 || n < best {
+								best, at = n, k
+							}
+						}
+						in := map[uint64]bool{}
+						var hs []uint64
+						for _, t := range tables[at : at+width] {
+							for _, h := range t {
+								if !in[h] {
+									in[h] = true
+									hs = append(hs, h)
+								}
+							}
+						}
+						next++
+						start := time.Now()
+						if err := x.Replace(slices.Clone(ids[at:at+width]), next, hs, nil); err != nil {
+							b.Fatal(err)
+						}
+						d := time.Since(start)
+						repl += d
+						worst = max(worst, d)
+						merged += len(hs)
+						tables = append(append(append([][]uint64(nil), tables[:at]...), hs), tables[at+width:]...)
+						ids = append(append(append([]uint64(nil), ids[:at]...), next), ids[at+width:]...)
+					}
+				}
+			}
+			b.ReportMetric(float64(add.Nanoseconds())/float64(added), "add-ns/key")
+			b.ReportMetric(float64(repl.Nanoseconds())/float64(merged), "replace-ns/key")
+			b.ReportMetric(float64(worst.Microseconds())/1000, "worst-ms")
 		})
 	}
 }

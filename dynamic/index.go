@@ -129,12 +129,13 @@ import (
 //     in a single bucket write (step 2 makes that write atomic to a
 //     lookup), then clears k's other input entries there; a key with no
 //     input entry gets a new one. Input entries of k in older segments
-//     (other versions of k) are not searched for: removing I clears
-//     whatever of theirs is left, after every key of M has its own entry. The trap is an entry that
-//     k shares with another key k' of an input (same buckets and
-//     fingerprint): when M's code is shorter than the input's, M's value
-//     keeps more fingerprint bits, which differ for k and k', so the
-//     rewritten entry is k's, no longer that of k'. Hence, while Replace
+//     (other versions of k) are not searched for then: they are cleared
+//     after every key of M has its own entry, by k's hash or by the
+//     removal of I. The trap is an entry that k shares with another key
+//     k' of an input (same buckets and fingerprint): when M's code is
+//     shorter than the input's, M's value keeps more fingerprint bits,
+//     which differ for k and k', so the rewritten entry is k's, no
+//     longer that of k'. Hence, while Replace
 //     runs, lookups match M's entries only on the tag, the code and the
 //     fingerprint bits that every input's entries keep (the codebook's
 //     relax, published before the first rewrite, removed after the
@@ -199,8 +200,7 @@ type Index struct {
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
 	bfs      []idxNode // the relocation search's queue, reused
-	seen     []uint64  // the relocation search's visited buckets (visit)
-	seenGen  uint32
+	bfsSeen  *bucketSet
 	count    []int64 // by table slot: slots holding the table's code, exactly
 	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
 	// so that the codes it gives first leave room for them.
@@ -881,10 +881,12 @@ func (x *Index) RemoveTables(ids ...uint64) error {
 // held and no pass over the index. dropped lists the hashes of the keys
 // the inputs held that merged leaves out (deleted keys a merge at the
 // oldest end drops); their entries are cleared by hash. A key's input
-// entries are looked for only in the newest segment that holds any of
-// them, so if any input entry is left after that (dropped was nil or
-// incomplete, or versions of a key sat in older segments), one pass over
-// the segments holding it clears it.
+// entries are looked for only in the newest segment that holds its merged
+// entry or any of them; its other versions, in older segments, are then
+// cleared by the keys' hashes, or by one pass over such a segment where
+// that reads fewer buckets. Input entries left after that (dropped was
+// nil or incomplete) are cleared by one pass over the segments holding
+// them.
 //
 // While Replace runs, a Lookup of a key of merged names merged or an
 // input holding it, or both (documentation, 5); once it returns, merged.
@@ -919,6 +921,12 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64
 	x.removeLocked(slots...)
 	return nil
 }
+
+// idxProbeCost: clearing a key's entries by its hash (two buckets read at
+// random) costs about as much as a pass over a segment spends on this many
+// buckets (read in a row, each decoded whole); measured with
+// BenchmarkIndexReplaceAcrossGrowth, where the two costs meet.
+const idxProbeCost = 4
 
 // recode moves the keys of inputs to table t (documentation, 5).
 func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
@@ -960,13 +968,27 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		v uint32
 		t int
 	}
-	var stashOnly map[uint64]bool
+	// inStash: the keys (mixed hashes) with an input's entry in the stash,
+	// and what becomes of those entries: they name merged, unless the key
+	// got a slot entry for merged (stashSlotted) or merged drops it
+	// (stashDropped, never for a key merged keeps: stashKept). A merge
+	// would otherwise add a stash entry per input to merged, for keys
+	// that need none: the versions of a key overwritten in every flush,
+	// stashed because they crowd its buckets, would fill the stash within
+	// a few hundred merges.
+	const (
+		stashRename = iota // a key merged does not list
+		stashKept
+		stashSlotted
+		stashDropped
+	)
+	var inStash map[uint64]int8
 	for _, e := range book.stash {
 		if int(e.table) < len(isInput) && isInput[e.table] {
-			if stashOnly == nil {
-				stashOnly = map[uint64]bool{}
+			if inStash == nil {
+				inStash = map[uint64]int8{}
 			}
-			stashOnly[e.x] = true
+			inStash[e.x] = stashRename
 		}
 	}
 	// segScan is what a key's two buckets in one segment hold of it.
@@ -1063,7 +1085,15 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 				own(segs[found], &sc, v)
 			}
 		}
-		if found >= 0 || stashOnly[p.x] {
+		fate, stashedInput := inStash[p.x]
+		switch {
+		case !stashedInput:
+		case found < 0:
+			inStash[p.x] = stashKept // its only entries are in the stash
+		case fate != stashKept:
+			inStash[p.x] = stashSlotted
+		}
+		if found >= 0 || stashedInput {
 			if idxTestHookRecoded != nil {
 				idxTestHookRecoded()
 			}
@@ -1088,29 +1118,37 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	// Keys merged leaves out, and input entries left beside a key's entry
 	// in another segment: nothing of merged relies on them any more (every
 	// key of merged has its own entry now), so clear them.
-	clearInputs := func(h uint64) {
+	clearInputsIn := func(s *idxSegment, h uint64) {
 		p := x.probeOf(h)
-		for _, s := range segs {
-			if !s.holds(inputs) {
-				continue
+		i1 := s.primary(p.hi)
+		i2 := x.alt(s, i1, p.tag)
+		for _, i := range [2]uint32{i1, i2} {
+			tagged, nt := x.tagged(x.raw(s, i), p.tag)
+			for _, sv := range tagged[:nt] {
+				if it, ok := inputEntry(sv, p); ok {
+					x.swap(s, i, sv, 0)
+					x.cleared(s, it)
+				}
 			}
-			i1 := s.primary(p.hi)
-			i2 := x.alt(s, i1, p.tag)
-			for _, i := range [2]uint32{i1, i2} {
-				tagged, nt := x.tagged(x.raw(s, i), p.tag)
-				for _, sv := range tagged[:nt] {
-					if it, ok := inputEntry(sv, p); ok {
-						x.swap(s, i, sv, 0)
-						x.cleared(s, it)
-					}
-				}
-				if i2 == i1 {
-					break
-				}
+			if i2 == i1 {
+				break
 			}
 		}
 	}
-	if len(dropped)+len(later) > 0 {
+	clearInputs := func(h uint64) {
+		for _, s := range segs {
+			if s.holds(inputs) {
+				clearInputsIn(s, h)
+			}
+		}
+	}
+	// Input entries left in a segment by the keys' search (below) are
+	// cleared after the same publication.
+	leftover := false
+	for _, s := range segs {
+		leftover = leftover || s.holds(inputs)
+	}
+	if len(dropped)+len(later) > 0 || leftover {
 		// A lookup reads segments one after the other: it may have read
 		// the segment where a key just got its entry before the entry was
 		// written (or loaded the segment list before that segment was
@@ -1121,6 +1159,12 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	}
 	for _, h := range dropped {
 		clearInputs(h)
+		if len(inStash) > 0 {
+			hx := x.probeOf(h).x
+			if fate, ok := inStash[hx]; ok && fate == stashRename {
+				inStash[hx] = stashDropped
+			}
+		}
 	}
 	for _, e := range later {
 		// Entries of older segments stay in their bucket (only the newest
@@ -1130,20 +1174,47 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 			x.cleared(e.s, e.t)
 		}
 	}
+	// Input entries still in a segment now are, most often, versions of
+	// keys of merged in segments older than the one where their search
+	// stopped. Clear them by the keys' hashes where that costs less than
+	// the pass over the segment that removing the inputs makes otherwise,
+	// so that a small merge in a large index costs what the merge holds,
+	// not what the index holds (BenchmarkIndexReplaceAcrossGrowth).
+	for _, s := range segs {
+		if !s.holds(inputs) || idxProbeCost*uint64(len(hashes)) >= uint64(s.n) {
+			continue
+		}
+		for _, h := range hashes {
+			clearInputsIn(s, h)
+			if !s.holds(inputs) {
+				break // no more of the inputs' entries here
+			}
+		}
+	}
 	if idxTestHookCleared != nil {
 		idxTestHookCleared()
 	}
-	// Inputs' stash entries now name merged (their keys may be dropped
-	// ones: a false candidate, never a miss); every key of merged has
-	// its exact entry, so the relaxed match ends.
+	// Inputs' stash entries now name merged, once each, except those of
+	// keys with a slot entry for merged or that merged drops (inStash;
+	// keys merged does not list, whose fate is unknown, keep theirs: a
+	// false candidate, never a miss); every key of merged has its exact
+	// entry, so the relaxed match ends.
 	x.publish(func(b *codebook) {
-		for k := range b.stash {
-			if isInput[b.stash[k].table] {
-				b.stash[k].table = int16(t)
+		kept := b.stash[:0]
+		for _, e := range b.stash {
+			if isInput[e.table] {
+				if f := inStash[e.x]; f == stashSlotted || f == stashDropped {
+					continue
+				}
+				e.table = int16(t)
 			}
+			kept = append(kept, e)
 		}
-		b.stash = append(b.stash, stashed...)
-		slices.SortFunc(b.stash, func(a, b stashEntry) int { return cmp.Compare(a.x, b.x) })
+		b.stash = append(kept, stashed...)
+		slices.SortFunc(b.stash, func(a, b stashEntry) int {
+			return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(a.table, b.table))
+		})
+		b.stash = slices.Compact(b.stash)
 		b.tables[t].relax = 0
 		b.tables[t].always = always
 	})
@@ -1579,45 +1650,6 @@ func (x *Index) hasRoom(s *idxSegment, i uint32) bool {
 
 // idxNode is a bucket reached by the relocation search: from its parent's
 // bucket, entry val moves here.
-// visitReset empties the relocation search's set of visited buckets.
-func (x *Index) visitReset() {
-	if x.seen == nil {
-		x.seen = make([]uint64, idxSeenSize)
-	}
-	x.seenGen++
-}
-
-// visit adds bucket b to the visited set; false if it was there already.
-// Without it a search follows the same buckets again through different
-// entries and spends its node budget on them (a bucket of four entries
-// reaches at most eight others, its neighbours share them), so it
-// reaches fewer buckets and an insert fails at a lower load. The set is
-// open addressing over idxSeenSize slots, at most a quarter full (a search
-// visits at most idxMaxNodes+idxSlots+2 buckets); a slot holds a search's
-// generation and a bucket, so starting a search clears nothing. (After
-// 2^32 searches a generation comes back: a slot left from then may pass
-// for visited and hide a bucket from one search, which costs that search
-// a path, never an entry.)
-func (x *Index) visit(b uint32) bool {
-	gen := uint64(x.seenGen) << 32
-	for i := (b * 0x9e3779b1) >> (32 - idxSeenBits); ; i = (i + 1) & (idxSeenSize - 1) {
-		e := x.seen[i]
-		if e == gen|uint64(b) {
-			return false
-		}
-		if e&^(1<<32-1) == gen {
-			continue // another bucket of this search
-		}
-		x.seen[i] = gen | uint64(b)
-		return true
-	}
-}
-
-const (
-	idxSeenBits = 13
-	idxSeenSize = 1 << idxSeenBits
-)
-
 type idxNode struct {
 	bucket uint32
 	parent int32
@@ -1680,20 +1712,63 @@ func (x *Index) move(s *idxSegment, m idxMove) bool {
 	return true
 }
 
+// bucketSet is the set of buckets a relocation search has reached: open
+// addressing over twice the most nodes a search holds, emptied in O(1) by
+// a new generation.
+type bucketSet struct {
+	bucket [idxSeenSize]uint32
+	gen    [idxSeenSize]uint32
+	cur    uint32
+}
+
+const (
+	idxSeenBits = 13
+	idxSeenSize = 1 << idxSeenBits // > 2 × (idxMaxNodes + the last node's 4 children)
+)
+
+func (b *bucketSet) reset() {
+	if b.cur++; b.cur == 0 {
+		clear(b.gen[:])
+		b.cur = 1
+	}
+}
+
+// add reports whether i was not in the set yet, and adds it.
+func (b *bucketSet) add(i uint32) bool {
+	for h := (i * 0x9e3779b1) >> (32 - idxSeenBits); ; h = (h + 1) & (idxSeenSize - 1) {
+		if b.gen[h] != b.cur {
+			b.gen[h], b.bucket[h] = b.cur, i
+			return true
+		}
+		if b.bucket[h] == i {
+			return false
+		}
+	}
+}
+
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	nodes := x.bfs[:0]
 	defer func() { x.bfs = nodes[:0] }()
-	x.visitReset()
-	x.visit(i1)
-	x.visit(i2)
 	nodes = append(nodes, idxNode{i1, -1, 0}, idxNode{i2, -1, 0})
+	// Each bucket is visited once: a bucket already reached is full (it
+	// was tested when reached), and entries with equal tags move between
+	// the same two buckets, so that without this a pair crowded with one
+	// key's versions (a key overwritten in flush after flush) sends the
+	// search back and forth between its two buckets until the node limit.
+	if x.bfsSeen == nil {
+		x.bfsSeen = new(bucketSet)
+	}
+	seen := x.bfsSeen
+	seen.reset()
+	seen.add(i1)
+	seen.add(i2)
 	for head, depth := 0, 0; head < len(nodes) && depth < idxMaxPath; depth++ {
 		end := len(nodes)
 		for ; head < end && len(nodes) < idxMaxNodes; head++ {
 			n := nodes[head]
 			for _, v := range x.entries(s, n.bucket) {
 				to := x.alt(s, n.bucket, v>>(x.w-x.m))
-				if to == n.bucket || !x.visit(to) {
+				if to == n.bucket || !seen.add(to) {
 					continue
 				}
 				nodes = append(nodes, idxNode{to, int32(head), v})
