@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
@@ -32,9 +33,9 @@ import (
 // code of ℓ bits, then w−m−ℓ more fingerprint bits. The tag and the extra
 // bits together are the key's fingerprint for that table, so a table with
 // a short code keeps a long fingerprint. The tag alone places the key's
-// second bucket (alt = (h(tag) − i) mod n, an involution for any n), which
-// lets the writer relocate an entry without its key and without knowing its
-// table. One entry is stored per (key, table): a key with versions in three
+// second bucket (alt = (h(tag) − i) mod n, an involution for any n, h a
+// strong hash under the index's seed), which lets the writer relocate an
+// entry without its key and without knowing its table. One entry is stored per (key, table): a key with versions in three
 // tables has three entries, each naming its table, and two keys of one
 // table that agree on bucket pair and fingerprint share one entry (which is
 // removed only with the table, so sharing loses nothing).
@@ -165,8 +166,8 @@ import (
 // takes the place of its newest input).
 //
 // Keys chosen by an adversary: each Index draws a secret seed from
-// crypto/rand and mixes it into every key hash, so bucket pairs cannot be
-// computed from outside. A key that still cannot be placed while the
+// crypto/rand and mixes it into every key hash and into h, so bucket pairs
+// cannot be computed from outside. A key that still cannot be placed while the
 // newest segment is less than 3/4 full, or whose own entries for other
 // tables (its versions) take half of its two buckets, goes to a stash of
 // up to 1024 exact entries (full 64-bit hashes, sorted, searched only when
@@ -182,6 +183,12 @@ type Index struct {
 	m    uint // tag bits
 	d    uint // code tree depth
 
+	// altHash[tag] places the second bucket: alt = (altHash[tag] reduced
+	// to n) − i mod n. A strong hash under the index's seed, because the
+	// offsets it gives the 2^m tags decide how far a relocation search
+	// reaches (see idxTagLoad).
+	altHash [idxMaxTags]uint32
+
 	segs atomic.Pointer[[]*idxSegment]
 	book atomic.Pointer[codebook]
 	// contended counts lookups that named every table (everyTable); the
@@ -193,7 +200,8 @@ type Index struct {
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
 	bfs      []idxNode // the relocation search's queue, reused
-	bfsSeen  *bucketSet
+	seen     []uint64  // the relocation search's visited buckets (visit)
+	seenGen  uint32
 	count    []int64 // by table slot: slots holding the table's code, exactly
 	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
 	// so that the codes it gives first leave room for them.
@@ -214,19 +222,22 @@ const (
 	idxMinDepth   = 5 // code tree depth: 31 codes, enough for a size-tiered store's tables
 	idxMaxDepth   = 8
 	idxMinSlot    = idxTag + idxMinDepth
+	idxMaxTags    = 1 << 9 // tags have at most 9 bits (idxTagLoad)
+	idxAltSalt    = 0x7a11_5eed
 )
 
 // idxTagLoad[m] is the load a segment is sized to when tags have m bits.
 // The tag alone places an entry's second bucket, so a bucket's entries have
-// at most 2^m other buckets to move to, and a short tag fills a segment
-// less before the first insert fails (which grows the index). Each figure
-// is a little below the lowest load of a first failure measured with
-// segments of 20k to 2M entries, four seeds each, except for 5-bit tags:
-// their 0.9, kept because 10-bit slots cannot afford a longer tag, is
-// missed by a little for some seeds, and such an index grows (losing
-// nothing) when it is filled to its hint. TestIndexTagLoads checks that
-// segments reach these loads.
-var idxTagLoad = [...]float64{5: 0.9, 6: 0.925, 7: 0.93, 8: 0.945, 9: 0.955}
+// at most 2^m other buckets to move to; with the offsets of altHash, even
+// 5-bit tags let a relocation search reach far enough to fill a segment to
+// about 0.97 before the first insert fails (which grows the index). Each
+// figure is a little below the lowest load of a first failure measured
+// with segments of 500 to 500k buckets, twelve seeds and sizes each.
+// (An unkeyed multiplicative hash of the tag, used before, gives the 2^m
+// offsets in near arithmetic progression: a search then walks a line
+// rather than a tree, and 5-bit tags failed from 0.86 on some sizes.)
+// TestIndexTagLoads checks that segments reach these loads.
+var idxTagLoad = [...]float64{5: 0.96, 6: 0.96, 7: 0.96, 8: 0.96, 9: 0.96}
 
 // codebook maps codes to tables. It is replaced, never changed, so a
 // lookup reads a consistent one with a single load.
@@ -262,6 +273,7 @@ type stashEntry struct {
 
 // idxSegment is one cuckoo table of packed buckets.
 type idxSegment struct {
+	large   bool // prefetched by bulk updates (idxPrefetchBytes)
 	n       uint32
 	words   []atomic.Uint64
 	ctr     []atomic.Uint32
@@ -323,13 +335,31 @@ func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
 }
 
+// IndexEntryBits is what an entry costs, in bits, in an index NewIndex
+// builds for bitsPerKey when it is filled to its capacity hint (at most
+// bitsPerKey, except below the 10-bit slots' floor). The rest of the
+// budget can buy headroom: NewIndex(n·bitsPerKey/IndexEntryBits(bitsPerKey),
+// bitsPerKey) takes about bitsPerKey·n bits and holds n entries with room
+// for more before it grows.
+func IndexEntryBits(bitsPerKey float64) float64 {
+	w, _, load := indexShape(bitsPerKey)
+	return entryBits(w, load)
+}
+
+// entryBits is what an entry costs in a segment of w-bit slots at load:
+// a semi-sorted bucket and its share of a 32-bit counter, over four
+// entries times the load.
+func entryBits(w uint, load float64) float64 {
+	return (float64(idxSlots*w-4) + 32.0/(1<<idxGroupShift)) / (idxSlots * load)
+}
+
 // indexShape returns the slot width w and tag width m for a budget, and the
 // load segments are sized to (NewIndex).
 func indexShape(bitsPerKey float64) (w, m uint, load float64) {
 	for w := 16; w >= idxMinSlot; w-- {
 		for m := max(idxTag, w-idxMaxDepth); m <= min(w-idxMinDepth, len(idxTagLoad)-1); m++ {
 			l := idxTagLoad[m]
-			if (float64(idxSlots*w-4)+32.0/(1<<idxGroupShift))/(idxSlots*l) <= bitsPerKey {
+			if entryBits(uint(w), l) <= bitsPerKey {
 				return uint(w), uint(m), l
 			}
 		}
@@ -340,6 +370,9 @@ func indexShape(bitsPerKey float64) (w, m uint, load float64) {
 func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 	w, m, load := indexShape(bitsPerKey)
 	x := &Index{seed: seed, w: w, m: m, d: w - m, byID: map[uint64]int{}}
+	for tag := range x.altHash {
+		x.altHash[tag] = uint32(keyhash.Mix(uint64(tag), seed^idxAltSalt) >> 32)
+	}
 	x.leafUsed = make([]bool, 1<<x.d)
 	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*load)) + 2)}
 	x.segs.Store(&segs)
@@ -351,10 +384,16 @@ func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 	return x
 }
 
+// idxMaxBuckets caps a segment (bucket indexes are 32-bit): an index that
+// outgrows it adds segments of this size. A variable so that a test can
+// reach it.
+var idxMaxBuckets uint64 = 1 << 31
+
 func (x *Index) newSegment(buckets uint64) *idxSegment {
-	buckets = max(buckets, 2)
+	buckets = min(max(buckets, 2), idxMaxBuckets)
 	nbits := buckets * x.bucketBits()
 	return &idxSegment{
+		large: nbits/8 > idxPrefetchBytes,
 		n:     uint32(buckets),
 		words: make([]atomic.Uint64, nbits/64+2), // +1 so a straddling read never runs off
 		ctr:   make([]atomic.Uint32, buckets>>idxGroupShift+1),
@@ -395,7 +434,7 @@ func (s *idxSegment) primary(hi uint32) uint32 {
 }
 
 func (x *Index) alt(s *idxSegment, i, tag uint32) uint32 {
-	h, _ := keyhash.Reduce(keyhash.FingerprintHash(tag|1<<x.m), s.n)
+	h, _ := keyhash.Reduce(x.altHash[tag&(idxMaxTags-1)], s.n)
 	if h >= i {
 		return h - i
 	}
@@ -416,6 +455,26 @@ func (x *Index) raw(s *idxSegment, i uint32) uint64 {
 		v |= s.words[q+1].Load() << (64 - r)
 	}
 	return v & (1<<bw - 1)
+}
+
+// A bulk update (AddTable, Replace) prefetches the buckets of the key
+// idxAhead keys ahead of the one it writes, in segments larger than
+// idxPrefetchBytes: its keys are independent, so their cache misses can
+// overlap. A smaller segment stays in the processor's caches, where the
+// prefetch would only add work.
+const (
+	idxAhead         = 8
+	idxPrefetchBytes = 1 << 20
+)
+
+// prefetchKey prefetches h's two buckets in segment s.
+func (x *Index) prefetchKey(s *idxSegment, h uint64) {
+	p := x.probeOf(h)
+	i1 := s.primary(p.hi)
+	i2 := x.alt(s, i1, p.tag)
+	bw := x.bucketBits()
+	prefetch(uintptr(unsafe.Pointer(&s.words[uint64(i1)*bw>>6])))
+	prefetch(uintptr(unsafe.Pointer(&s.words[uint64(i2)*bw>>6])))
 }
 
 // entries decodes bucket i (writer only: the writer reads what it wrote, so
@@ -965,7 +1024,10 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	}
 	// The table slots whose entries this Replace looks for.
 	mine := append(slices.Clone(inputs), t)
-	for _, h := range hashes {
+	for j, h := range hashes {
+		if ns := segs[len(segs)-1]; j+idxAhead < len(hashes) && ns.large {
+			x.prefetchKey(ns, hashes[j+idxAhead])
+		}
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
 		// Segments newest first, up to the first that holds the key's
@@ -1353,7 +1415,10 @@ func (x *Index) fill(t int, hashes []uint64) {
 	code, length := old.tables[t].code, uint(old.tables[t].length)
 	var stashed []stashEntry
 	always := false
-	for _, h := range hashes {
+	for j, h := range hashes {
+		if segs := *x.segs.Load(); j+idxAhead < len(hashes) && segs[len(segs)-1].large {
+			x.prefetchKey(segs[len(segs)-1], hashes[j+idxAhead])
+		}
 		p := x.probeOf(h)
 		v := x.slotValue(p, code, length)
 		switch r, s := x.insert(p, v); r {
@@ -1586,6 +1651,45 @@ func (x *Index) hasRoom(s *idxSegment, i uint32) bool {
 
 // idxNode is a bucket reached by the relocation search: from its parent's
 // bucket, entry val moves here.
+// visitReset empties the relocation search's set of visited buckets.
+func (x *Index) visitReset() {
+	if x.seen == nil {
+		x.seen = make([]uint64, idxSeenSize)
+	}
+	x.seenGen++
+}
+
+// visit adds bucket b to the visited set; false if it was there already.
+// Without it a search follows the same buckets again through different
+// entries and spends its node budget on them (a bucket of four entries
+// reaches at most eight others, its neighbours share them), so it
+// reaches fewer buckets and an insert fails at a lower load. The set is
+// open addressing over idxSeenSize slots, at most a quarter full (a search
+// visits at most idxMaxNodes+idxSlots+2 buckets); a slot holds a search's
+// generation and a bucket, so starting a search clears nothing. (After
+// 2^32 searches a generation comes back: a slot left from then may pass
+// for visited and hide a bucket from one search, which costs that search
+// a path, never an entry.)
+func (x *Index) visit(b uint32) bool {
+	gen := uint64(x.seenGen) << 32
+	for i := (b * 0x9e3779b1) >> (32 - idxSeenBits); ; i = (i + 1) & (idxSeenSize - 1) {
+		e := x.seen[i]
+		if e == gen|uint64(b) {
+			return false
+		}
+		if e&^(1<<32-1) == gen {
+			continue // another bucket of this search
+		}
+		x.seen[i] = gen | uint64(b)
+		return true
+	}
+}
+
+const (
+	idxSeenBits = 13
+	idxSeenSize = 1 << idxSeenBits
+)
+
 type idxNode struct {
 	bucket uint32
 	parent int32
@@ -1648,63 +1752,20 @@ func (x *Index) move(s *idxSegment, m idxMove) bool {
 	return true
 }
 
-// bucketSet is the set of buckets a relocation search has reached: open
-// addressing over twice the most nodes a search holds, emptied in O(1) by
-// a new generation.
-type bucketSet struct {
-	bucket [idxSeenSize]uint32
-	gen    [idxSeenSize]uint32
-	cur    uint32
-}
-
-const (
-	idxSeenBits = 13
-	idxSeenSize = 1 << idxSeenBits // > 2 × (idxMaxNodes + the last node's 4 children)
-)
-
-func (b *bucketSet) reset() {
-	if b.cur++; b.cur == 0 {
-		clear(b.gen[:])
-		b.cur = 1
-	}
-}
-
-// add reports whether i was not in the set yet, and adds it.
-func (b *bucketSet) add(i uint32) bool {
-	for h := (i * 0x9e3779b1) >> (32 - idxSeenBits); ; h = (h + 1) & (idxSeenSize - 1) {
-		if b.gen[h] != b.cur {
-			b.gen[h], b.bucket[h] = b.cur, i
-			return true
-		}
-		if b.bucket[h] == i {
-			return false
-		}
-	}
-}
-
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	nodes := x.bfs[:0]
 	defer func() { x.bfs = nodes[:0] }()
+	x.visitReset()
+	x.visit(i1)
+	x.visit(i2)
 	nodes = append(nodes, idxNode{i1, -1, 0}, idxNode{i2, -1, 0})
-	// Each bucket is visited once: a bucket already reached is full (it
-	// was tested when reached), and entries with equal tags move between
-	// the same two buckets, so that without this a pair crowded with one
-	// key's versions (a key overwritten in flush after flush) sends the
-	// search back and forth between its two buckets until the node limit.
-	if x.bfsSeen == nil {
-		x.bfsSeen = new(bucketSet)
-	}
-	seen := x.bfsSeen
-	seen.reset()
-	seen.add(i1)
-	seen.add(i2)
 	for head, depth := 0, 0; head < len(nodes) && depth < idxMaxPath; depth++ {
 		end := len(nodes)
 		for ; head < end && len(nodes) < idxMaxNodes; head++ {
 			n := nodes[head]
 			for _, v := range x.entries(s, n.bucket) {
 				to := x.alt(s, n.bucket, v>>(x.w-x.m))
-				if to == n.bucket || !seen.add(to) {
+				if to == n.bucket || !x.visit(to) {
 					continue
 				}
 				nodes = append(nodes, idxNode{to, int32(head), v})
@@ -1868,7 +1929,7 @@ func (x *Index) Stats() IndexStats {
 		st.Bytes += int64(len(s.words))*8 + int64(len(s.ctr))*4
 		slots += int64(s.n) * idxSlots
 	}
-	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(40) + int64(len(book.stash))*16
+	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(40) + int64(len(book.stash))*16 + int64(len(x.altHash))*4
 	st.Stashed = len(book.stash)
 	st.Contended = x.contended.Load()
 	st.Entries += int64(st.Stashed)

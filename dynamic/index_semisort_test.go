@@ -2,6 +2,7 @@ package dynamic
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -303,9 +304,45 @@ func TestIndexTagLoads(t *testing.T) {
 			}
 		}
 	}
+	// Segment sizes where the second bucket's offsets, from an unkeyed
+	// multiplicative hash of the tag, fell in near arithmetic progression
+	// and 5-bit tags failed from 0.86 (54056 buckets), and neighbours.
+	for _, nb := range []uint64{54055, 54056, 54057, 50763} {
+		for seed := uint32(1); seed <= 4; seed++ {
+			x := newIndexSeeded(1000, 10, seed)
+			x.w, x.m, x.d = idxMinSlot, idxTag, idxMinDepth
+			s := x.newSegment(nb)
+			want := int(float64(nb*idxSlots) * idxTagLoad[idxTag])
+			rng := rand.New(rand.NewPCG(uint64(seed), nb))
+			for placed := 0; placed < want; {
+				p := x.probeOf(rng.Uint64())
+				v := x.slotValue(p, 1, 1)
+				if x.dupOrFree(s, p, v) == idxDuplicate {
+					continue
+				}
+				if !x.insertSegment(s, p, v, true) {
+					t.Fatalf("%d buckets, seed %d: an insert failed at load %.4f, sized for %.3f", nb, seed, float64(placed)/float64(nb*idxSlots), idxTagLoad[idxTag])
+				}
+				placed++
+			}
+		}
+	}
 	for bits := 8.0; bits <= 20; bits += 0.25 {
 		w, m, load := indexShape(bits)
-		cost := (float64(4*w-4) + 32.0/(1<<idxGroupShift)) / (4 * load)
+		cost := entryBits(w, load)
+		if got := IndexEntryBits(bits); got != cost {
+			t.Errorf("bits %v: IndexEntryBits %.3f, shape costs %.3f", bits, got, cost)
+		}
+		// An index built as IndexEntryBits' documentation says spends
+		// about the budget and holds its entries.
+		if bits >= 10 && bits <= 16 && bits == math.Trunc(bits) {
+			const n = 200_000
+			x := newIndexSeeded(int(n*bits/cost), bits, 1)
+			st := x.Stats()
+			if spent := float64(st.Bytes*8) / n; spent > bits*1.01 || spent < bits*0.95 {
+				t.Errorf("bits %v: sized by IndexEntryBits, %.2f bits per entry", bits, spent)
+			}
+		}
 		if w < idxMinSlot || w > 16 || w-m < idxMinDepth || w-m > idxMaxDepth || cost > max(bits, 10.2) {
 			t.Errorf("bits %v: w=%d m=%d load %.3f: %.2f bits per entry", bits, w, m, load, cost)
 		}

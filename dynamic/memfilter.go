@@ -150,7 +150,13 @@ func newMemFilterSeeded(n uint64, seed uint32) *MemFilter {
 	return f
 }
 
+// memMaxBuckets caps a segment (bucket indexes are 32-bit): a filter
+// that outgrows it adds segments of this size. A variable so that a test
+// can reach it.
+var memMaxBuckets uint64 = 1 << 31
+
 func newMemSegment(buckets uint64) *memSegment {
+	buckets = min(buckets, memMaxBuckets)
 	return &memSegment{buckets: make([]atomic.Uint64, buckets), n: uint32(buckets)}
 }
 

@@ -172,10 +172,10 @@ func (g *globalFilter) attachedAll() error {
 		total += int(st.t.KeyCount())
 	}
 	if g.idx.Load() == nil && len(pending) > 0 {
-		// Sized for the tables at hand at the index's load, with 2%
-		// headroom for the next flushes before a segment is added (a store
-		// with no tables yet sizes its index from its first table, index).
-		g.idx.Store(dynamic.NewIndex(total+total/100+1024, g.bitsPerKey))
+		// Sized for the tables at hand, with headroom for the next flushes
+		// before a segment is added (a store with no tables yet sizes its
+		// index from its first table, index).
+		g.idx.Store(dynamic.NewIndex(indexCapacity(total, g.bitsPerKey), g.bitsPerKey))
 	}
 	g.mu.Unlock()
 	start := time.Now()
@@ -354,6 +354,14 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 	}()
 }
 
+// indexCapacity is the capacity an index built at once for entries keys
+// is given: 4% more (about four flushes of a store that took 25 to build),
+// as far as 99% of the budget allows, and at least 1% or 1024 more.
+func indexCapacity(entries int, bitsPerKey float64) int {
+	h := min(1.04, 0.99*bitsPerKey/dynamic.IndexEntryBits(bitsPerKey))
+	return max(int(float64(entries)*h), entries+entries/100, entries+1024)
+}
+
 // rebuildSegments: an index in this many segments is rebuilt in one;
 // idleRebuildAfter: a store with no flush for this long is idle.
 const (
@@ -398,7 +406,7 @@ func (g *globalFilter) rebuildIndex(v *view) {
 		sets = append(sets, hashes)
 		total += len(hashes)
 	}
-	fresh := dynamic.NewIndex(total+total/100+1024, g.bitsPerKey)
+	fresh := dynamic.NewIndex(indexCapacity(total, g.bitsPerKey), g.bitsPerKey)
 	if err := fresh.AddTables(ids, sets); err != nil {
 		g.stopTracking()
 		return
