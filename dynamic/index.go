@@ -1032,9 +1032,8 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		v := x.slotValue(p, code, length)
 		// Segments newest first, up to the first that holds the key's
 		// entry for t or an input entry of it. Input entries of the key in
-		// older segments (its versions, most often) are left for the
-		// removal of the inputs, which clears whatever of theirs is left
-		// once every key of merged has its own entry.
+		// older segments (its versions, most often) are cleared once every
+		// key of merged has its own entry (below).
 		var sc segScan
 		found := -1
 		for k := len(segs) - 1; k >= 0; k-- {
