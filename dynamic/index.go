@@ -1031,9 +1031,8 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 		v := x.slotValue(p, code, length)
 		// Segments newest first, up to the first that holds the key's
 		// entry for t or an input entry of it. Input entries of the key in
-		// older segments (its versions, most often) are left for the
-		// removal of the inputs, which clears whatever of theirs is left
-		// once every key of merged has its own entry.
+		// older segments (its versions, most often) are cleared once every
+		// key of merged has its own entry (below).
 		var sc segScan
 		found := -1
 		for k := len(segs) - 1; k >= 0; k-- {
@@ -1754,7 +1753,10 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	// was tested when reached), and entries with equal tags move between
 	// the same two buckets, so that without this a pair crowded with one
 	// key's versions (a key overwritten in flush after flush) sends the
-	// search back and forth between its two buckets until the node limit.
+	// search back and forth between its two buckets until the node limit;
+	// and anywhere, a bucket reached again through another entry spends
+	// the node budget on nothing, so the search reaches fewer buckets and
+	// inserts fail at a lower load.
 	if x.bfsSeen == nil {
 		x.bfsSeen = new(bucketSet)
 	}
