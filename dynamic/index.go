@@ -297,6 +297,9 @@ func (x *Index) cleared(s *idxSegment, t int) {
 	s.entries.Add(-1)
 	s.byTable[t]--
 	x.count[t]--
+	if idxTestHookEntryCleared != nil {
+		idxTestHookEntryCleared(s)
+	}
 }
 
 func (x *Index) recoded(s *idxSegment, from, to int) {
@@ -688,11 +691,13 @@ func (x *Index) everyTable(dst []uint64) []uint64 {
 // idxTestHookAfterFirstRead, when set by a test, runs between a lookup's
 // reads of its two buckets; idxTestHookRecoded after each key a Replace
 // recodes; idxTestHookCleared when a Replace has cleared the input
-// entries left beside its keys' entries, before its last codebook.
+// entries left beside its keys' entries, before its last codebook;
+// idxTestHookEntryCleared after each entry a writer clears.
 var (
 	idxTestHookAfterFirstRead func(s *idxSegment)
 	idxTestHookRecoded        func()
 	idxTestHookCleared        func()
+	idxTestHookEntryCleared   func(s *idxSegment)
 )
 
 // matchBucket appends the tables that bucket b (encoded, read whole)
