@@ -228,14 +228,15 @@ const (
 // idxTagLoad[m] is the load a segment is sized to when tags have m bits.
 // The tag alone places an entry's second bucket, so a bucket's entries have
 // at most 2^m other buckets to move to; with the offsets of altHash, even
-// 5-bit tags let a relocation search reach far enough to fill a segment to
-// about 0.97 before the first insert fails (which grows the index). Each
-// figure is a little below the lowest load of a first failure measured
-// with segments of 500 to 500k buckets, twelve seeds and sizes each.
-// (An unkeyed multiplicative hash of the tag, used before, gives the 2^m
-// offsets in near arithmetic progression: a search then walks a line
-// rather than a tree, and 5-bit tags failed from 0.86 on some sizes.)
-// TestIndexTagLoads checks that segments reach these loads.
+// 5-bit tags let a relocation search fill a segment about as far as longer
+// tags do before the first insert fails (which grows the index). Each
+// figure is a little below the lowest load of a first failure that
+// TestIndexLoadSweep measures over segment sizes and seeds (the README has
+// the figures). An unkeyed multiplicative hash of the tag, used before,
+// gives the 2^m offsets in near arithmetic progression: a search then
+// walks a line rather than a tree, and short tags fail far earlier on
+// some segment sizes. TestIndexTagLoads checks that segments reach these
+// loads.
 var idxTagLoad = [...]float64{5: 0.96, 6: 0.96, 7: 0.96, 8: 0.96, 9: 0.96}
 
 // codebook maps codes to tables. It is replaced, never changed, so a
