@@ -465,10 +465,11 @@ func (x *Index) raw(s *idxSegment, i uint32) uint64 {
 // idxPrefetchBytes: its keys are independent, so their cache misses can
 // overlap. A smaller segment stays in the processor's caches, where the
 // prefetch would only add work.
-const (
-	idxAhead         = 8
-	idxPrefetchBytes = 1 << 20
-)
+const idxAhead = 8
+
+// idxPrefetchBytes is a variable so that a benchmark can compare a large
+// segment's bulk updates with and without the prefetch.
+var idxPrefetchBytes uint64 = 1 << 20
 
 // prefetchKey prefetches h's two buckets in segment s.
 func (x *Index) prefetchKey(s *idxSegment, h uint64) {
