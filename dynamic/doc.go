@@ -21,7 +21,8 @@
 // in the middle of a compaction.
 //
 // Both draw a secret seed per filter from crypto/rand and mix it into every
-// key hash, so that nobody outside the process can compute which keys
+// key hash (the index, also into the hash that places a tag's second
+// bucket), so that nobody outside the process can compute which keys
 // collide; growth is tied to load, and what cannot be placed goes to a
 // small exact stash or, past that, to a correct "maybe".
 package dynamic
