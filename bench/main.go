@@ -220,6 +220,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("plot: %w", err)
 		}
 		plots[fmt.Sprintf("fpr-%d", n)] = name
+		if name, ok, err := plotFrontier(*out, rep.Filters, n); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		} else if ok {
+			plots[fmt.Sprintf("frontier-%d", n)] = name
+		}
 	}
 	if rep.Pebble != nil {
 		name, err := plotPebble(*out, rep.Pebble)

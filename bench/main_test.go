@@ -23,12 +23,12 @@ func TestReportTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lsmcuckoo/9.6", "pebble-bloom/10", "badger-bloom/default", "binary-fuse8", "### 1000 keys", "## Pebble database level", "fpr-vs-bits-1000.svg", "pebble-gets.svg", "## Memtable filter", "| memfilter |", "## kvdemo level", "| cuckoo | 100% |"} {
+	for _, want := range []string{"lsmcuckoo/9.6", "pebble-bloom/10", "badger-bloom/default", "binary-fuse8", "### 1000 keys", "## Pebble database level", "fpr-vs-bits-1000.svg", "frontier-1000.svg", "pebble-gets.svg", "## Memtable filter", "| memfilter |", "## kvdemo level", "| cuckoo | 100% |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	for _, svg := range []string{"fpr-vs-bits-1000.svg", "pebble-gets.svg"} {
+	for _, svg := range []string{"fpr-vs-bits-1000.svg", "frontier-1000.svg", "pebble-gets.svg"} {
 		b, err := os.ReadFile(filepath.Join(dir, svg))
 		if err != nil || !bytes.Contains(b, []byte("<svg")) {
 			t.Errorf("%s: not an SVG (%v)", svg, err)

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -87,6 +89,90 @@ func plotFPR(dir string, results []filterbench.Result, n int) (string, error) {
 	p.Add(plotter.NewGrid())
 	name := fmt.Sprintf("fpr-vs-bits-%d.svg", n)
 	return name, p.Save(7*vg.Inch, 4.5*vg.Inch, filepath.Join(dir, name))
+}
+
+// plotFrontier draws, for every family at one key count, the cold lookup
+// time (throughput, and latency one lookup at a time) against the
+// false-positive rate, each point labelled with its bits/key: the frontier
+// of speed, space and accuracy that each layout reaches. ok is false when
+// the run timed no cold lookups.
+func plotFrontier(dir string, results []filterbench.Result, n int) (name string, ok bool, err error) {
+	type point struct {
+		fpr, ns, lat, bits float64
+	}
+	byKind := map[string][]point{}
+	for _, r := range results {
+		if r.Keys != n || r.FPR <= 0 || r.ColdNs <= 0 {
+			continue
+		}
+		byKind[r.Kind] = append(byKind[r.Kind], point{r.FPR, r.ColdNs, r.ColdLatNs, r.BitsPerKey})
+	}
+	if len(byKind) == 0 {
+		return "", false, nil
+	}
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	panel := func(title string, y func(point) float64) (*plot.Plot, error) {
+		p := plot.New()
+		p.Title.Text = title
+		p.X.Label.Text = "false-positive rate"
+		p.Y.Label.Text = "ns per lookup"
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		for i, kind := range kinds {
+			pts := slices.Clone(byKind[kind])
+			slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.fpr, b.fpr) })
+			xys := make(plotter.XYs, len(pts))
+			labels := make([]string, len(pts))
+			for j, q := range pts {
+				xys[j] = plotter.XY{X: q.fpr, Y: y(q)}
+				labels[j] = strconv.FormatFloat(math.Round(q.bits*10)/10, 'f', -1, 64)
+			}
+			line, scatter, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return nil, err
+			}
+			c := familyColors[kind]
+			line.Color, scatter.Color = c, c
+			scatter.Shape = draw.GlyphDrawer(shapes[i%len(shapes)])
+			lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
+			if err != nil {
+				return nil, err
+			}
+			for j := range lb.TextStyle {
+				lb.TextStyle[j].Color = c
+				lb.TextStyle[j].Font.Size = vg.Points(7)
+			}
+			lb.Offset = vg.Point{X: vg.Points(3), Y: vg.Points(2)}
+			p.Add(line, scatter, lb)
+			p.Legend.Add(kind, line, scatter)
+		}
+		// Time from zero, so the legend has the bottom of the panel.
+		p.Y.Min = 0
+		p.Legend.Left = true
+		p.Add(plotter.NewGrid())
+		return p, nil
+	}
+	thr, err := panel(fmt.Sprintf("Cold lookups, %d keys: throughput (labels: bits/key)", n), func(q point) float64 { return q.ns })
+	if err != nil {
+		return "", false, err
+	}
+	lat, err := panel(fmt.Sprintf("Cold lookups, %d keys: latency, one at a time", n), func(q point) float64 { return q.lat })
+	if err != nil {
+		return "", false, err
+	}
+	const w, h = 7 * vg.Inch, 8 * vg.Inch
+	c := vgSVG(w, h)
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(12)}
+	canvases := plot.Align([][]*plot.Plot{{thr}, {lat}}, tiles, dc)
+	thr.Draw(canvases[0][0])
+	lat.Draw(canvases[1][0])
+	name = fmt.Sprintf("frontier-%d.svg", n)
+	return name, true, saveSVG(c, filepath.Join(dir, name))
 }
 
 var shapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
