@@ -11,3 +11,7 @@ var epoch = time.Now()
 func threadTime() time.Duration { return time.Since(epoch) }
 
 const threadClockIsCPU = false
+
+// processTime falls back to wall-clock time where the process's CPU time
+// is not at hand.
+func processTime() time.Duration { return time.Since(epoch) }
