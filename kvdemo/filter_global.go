@@ -3,6 +3,7 @@ package kvdemo
 import (
 	"errors"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -355,11 +356,30 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 }
 
 // indexCapacity is the capacity an index built at once for entries keys
-// is given: 4% more (about four flushes of a store that took 25 to build),
-// as far as 99% of the budget allows, and at least 1% or 1024 more.
+// is given: room for 4% more (about four flushes of a store that took 25
+// to build), as far as 99% of the budget allows, the index's fixed memory
+// counted (dynamic.IndexBytes); where that buys less than 1% more, as much
+// of 1% as 100.5% of the budget buys (the last half percent is left to
+// the codebook's rows); and at least half a percent or 1024 more, budget
+// or not: an index with no room grows by half at the next flush, which
+// costs far more than the budget's last percent. So a store whose budget
+// buys 10-bit slots gets an index within 1% of its budget once the fixed
+// memory (a few kilobytes) is a small part of that; a smaller store, or a
+// budget under the slots' floor, gets the room alone.
 func indexCapacity(entries int, bitsPerKey float64) int {
-	h := min(1.04, 0.99*bitsPerKey/dynamic.IndexEntryBits(bitsPerKey))
-	return max(int(float64(entries)*h), entries+entries/100, entries+1024)
+	budget := bitsPerKey * float64(entries) / 8 // bytes
+	// most: the largest capacity up to hi whose index takes at most share
+	// of the budget; entries-1 if none from entries on does.
+	most := func(hi int, share float64) int {
+		return entries - 1 + sort.Search(hi-entries+1, func(i int) bool {
+			return float64(dynamic.IndexBytes(entries+i, bitsPerKey)) > share*budget
+		})
+	}
+	c := most(entries+entries/25, 0.99)
+	if c < entries+entries/100 {
+		c = max(c, most(entries+entries/100, 1.005))
+	}
+	return max(c, entries+entries/200, entries+1024)
 }
 
 // rebuildSegments: an index in this many segments is rebuilt in one;
