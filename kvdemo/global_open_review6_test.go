@@ -1,0 +1,57 @@
+package kvdemo
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestGlobalTinyStoresAtOpen: a store of one, 1023 or 1024 keys (in two
+// tables, or one) at budgets from 8 to 20 bits per key, reopened: Open
+// builds the index at once in one segment (indexCapacity), every key is
+// found and every absent one is not, and the room the capacity promises
+// (1024 entries for a store this small) is really there: a flush of 1000
+// more keys after the reopen does not grow the index.
+func TestGlobalTinyStoresAtOpen(t *testing.T) {
+	for _, bits := range []float64{8, 10, 14, 20} {
+		for _, n := range []int{1, 1023, 1024} {
+			t.Run(fmt.Sprintf("bits=%v/keys=%d", bits, n), func(t *testing.T) {
+				dir := t.TempDir()
+				o := Options{Filter: FilterGlobal, BitsPerKey: bits, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true}
+				db := open(t, dir, o)
+				m := model{}
+				var keys [][]byte
+				put := func(from, to int) {
+					for i := from; i < to; i++ {
+						k, v := kv(i)
+						mustPut(t, db, k, v)
+						m[string(k)] = string(v)
+						keys = append(keys, k)
+					}
+					if err := db.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				put(0, (n+1)/2)
+				if n > 1 {
+					put((n+1)/2, n)
+				}
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				db = open(t, dir, o)
+				defer db.Close()
+				st := db.Stats().Index
+				if st.Segments != 1 || st.Stashed != 0 || st.Always != 0 || st.Entries > int64(n) || st.Tables != min(n, 2) {
+					t.Fatalf("after the reopen: %+v", st)
+				}
+				absent := [][]byte{[]byte("absent"), []byte("key99999999")}
+				m.check(t, db, "after the reopen", append(keys, absent...))
+				put(n, n+1000)
+				if st := db.Stats().Index; st.Segments != 1 || st.Stashed != 0 || st.Tables != min(n, 2)+1 {
+					t.Fatalf("a flush of 1000 keys after the reopen: %+v", st)
+				}
+				m.check(t, db, "after a flush", append(keys, absent...))
+			})
+		}
+	}
+}
