@@ -318,9 +318,13 @@ var globalTestHookReplaced func()
 // rebuildSegments segments or more and it holds at least twice the
 // entries it was last built for, or, when the store has gone idle (idle),
 // in two segments or more and an eighth more entries: a bulk load then
-// serves from one segment without waiting for the next reopen. Each
-// rebuild is a read of every table, so the growth each one needs keeps
-// their cost to a bounded number of reads per key added. It runs in the
+// serves from one segment without waiting for the next reopen; or, idle,
+// in one segment that takes a fifth more than the one Open would build
+// for its entries (idleOversized): a new store's first index is sized at
+// its first flush for a few tables like the first, and one that stays
+// small would otherwise keep it (four times its budget with one table).
+// Each rebuild is a read of every table, so the growth each one needs
+// keeps their cost to a bounded number of reads per key added. It runs in the
 // flush goroutine after a flush's edit, or when no flush has come for a
 // while, when no flushed table is between its AddTable and the table list
 // that names it: every table in the index is then in the view it takes,
@@ -334,6 +338,7 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 	switch {
 	case st.Segments >= rebuildSegments && st.Entries >= 2*built:
 	case idle && st.Segments >= 2 && st.Entries >= built+built/8:
+	case idle && st.Segments == 1 && g.idleOversized(st, built):
 	default:
 		return
 	}
@@ -353,6 +358,16 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 		defer v.release()
 		g.rebuildIndex(v)
 	}()
+}
+
+// idleOversized reports whether an index of one segment takes a fifth
+// more than the index a rebuild would give its entries, or the keys it
+// was last built for (built) if more: an index built at once takes what
+// a rebuild would give it, however many of its keys share entries, so it
+// is never rebuilt for this again until the store grows.
+func (g *globalFilter) idleOversized(st dynamic.IndexStats, built int64) bool {
+	fresh := dynamic.IndexBytes(indexCapacity(int(max(st.Entries, built)), g.bitsPerKey), g.bitsPerKey)
+	return 5*st.Bytes > 6*fresh
 }
 
 // indexCapacity is the capacity an index built at once for entries keys

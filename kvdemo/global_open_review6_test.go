@@ -55,3 +55,48 @@ func TestGlobalTinyStoresAtOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobalIdleSmallStoreIndexAsOpenBuildsIt: a new store sizes its index
+// at its first flush for a few tables like the first, so that the next
+// flushes fit. A store that then goes quiet with one to three tables must
+// not keep that index: once idle (Settle), its index may take at most a
+// quarter more than the one Open builds for the same tables, at budgets
+// of 10 and 14 bits per key.
+func TestGlobalIdleSmallStoreIndexAsOpenBuildsIt(t *testing.T) {
+	for _, bits := range []float64{10, 14} {
+		for _, flushes := range []int{1, 2, 3} {
+			t.Run(fmt.Sprintf("bits=%v/flushes=%d", bits, flushes), func(t *testing.T) {
+				dir := t.TempDir()
+				o := Options{Filter: FilterGlobal, BitsPerKey: bits, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true}
+				db := open(t, dir, o)
+				m := model{}
+				var keys [][]byte
+				for f := 0; f < flushes; f++ {
+					for i := f * 10_000; i < (f+1)*10_000; i++ {
+						k, v := kv(i)
+						mustPut(t, db, k, v)
+						m[string(k)] = string(v)
+						keys = append(keys, k)
+					}
+					if err := db.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := db.Settle(); err != nil {
+					t.Fatal(err)
+				}
+				idle := db.Stats().Index
+				m.check(t, db, "idle", append(keys, []byte("absent")))
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				db = open(t, dir, o)
+				defer db.Close()
+				reopened := db.Stats().Index
+				if idle.Bytes > reopened.Bytes+reopened.Bytes/4 {
+					t.Fatalf("idle with %d tables, the index takes %d bytes (%.1f bits/key); Open builds one of %d (%.1f)", flushes, idle.Bytes, idle.BitsPerKey, reopened.Bytes, reopened.BitsPerKey)
+				}
+			})
+		}
+	}
+}
