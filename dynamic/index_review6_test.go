@@ -292,3 +292,49 @@ func TestBucketArithmeticToTheCap(t *testing.T) {
 		}
 	}
 }
+
+// TestMemFilterHeldMemoryCounted: a MemFilter keeps the memory Stats
+// reports (its buckets and stash), give or take its headers, after Adds
+// that relocated and grew it.
+func TestMemFilterHeldMemoryCounted(t *testing.T) {
+	for _, n := range []int{1000, 20_000} {
+		const filters = 40
+		rng := rand.New(rand.NewPCG(7, uint64(n)))
+		hashes := make([][]uint64, filters)
+		for i := range hashes {
+			hashes[i] = make([]uint64, n)
+			for j := range hashes[i] {
+				hashes[i][j] = rng.Uint64()
+			}
+		}
+		fs := make([]*MemFilter, filters)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i := range fs {
+			fs[i] = NewMemFilter(n / 3) // grows twice or so
+			for _, h := range hashes[i] {
+				fs[i].addHash(h)
+			}
+		}
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		held := float64(after.HeapAlloc-before.HeapAlloc) / filters
+		var counted int
+		for _, f := range fs {
+			counted += f.Stats().Bytes
+			if f.Stats().Segments < 2 {
+				t.Fatalf("%d keys: the filter did not grow: not exercised", n)
+			}
+		}
+		perFilter := float64(counted) / filters
+		t.Logf("%d keys: %.0f bytes held per filter, Stats counts %.0f", n, held, perFilter)
+		if held > perFilter*1.15+1024 {
+			t.Errorf("%d keys: each filter holds %.0f bytes, Stats counts %.0f", n, held, perFilter)
+		}
+		runtime.KeepAlive(fs)
+		runtime.KeepAlive(hashes)
+	}
+}
