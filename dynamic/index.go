@@ -199,9 +199,10 @@ type Index struct {
 	byID     map[uint64]int // table ID -> table slot in the codebook
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
-	bfs      []idxNode // the relocation search's queue, reused
-	bfsSeen  *bucketSet
 	count    []int64 // by table slot: slots holding the table's code, exactly
+	// search is the relocation search's working memory, held only while a
+	// writer call runs (unlock returns it to idxSearchPool).
+	search *idxSearch
 	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
 	// so that the codes it gives first leave room for them.
 	pendingSqrt float64
@@ -349,6 +350,36 @@ func IndexEntryBits(bitsPerKey float64) float64 {
 	return entryBits(w, load)
 }
 
+// IndexBytes is the memory that an index NewIndex(capacityHint,
+// bitsPerKey) builds takes before any table is added, as Stats counts it:
+// its first segment's buckets and counters, and its fixed tables (the
+// code tree's, the tag offsets'). Tables add their codebook rows, and
+// keys that go to the stash their exact entries. With IndexEntryBits, it
+// lets a store size an index to a memory budget exactly: the fixed part
+// is a few kilobytes, which matter in a small store.
+func IndexBytes(capacityHint int, bitsPerKey float64) int64 {
+	w, m, load := indexShape(bitsPerKey)
+	words, ctrs := segmentArrays(firstBuckets(capacityHint, load), idxSlots*uint64(w)-4)
+	return int64(words)*8 + int64(ctrs)*4 + int64(1)<<(w-m)*2 + idxMaxTags*4
+}
+
+// firstBuckets is the size of an index's first segment: capacityHint
+// entries at the load its tags reach.
+func firstBuckets(capacityHint int, load float64) uint64 {
+	return uint64(float64(max(capacityHint, 1))/(idxSlots*load)) + 2
+}
+
+// segmentArrays returns the lengths of the words and counters of a
+// segment asked for buckets buckets of bucketBits bits each.
+func segmentArrays(buckets, bucketBits uint64) (words, ctrs uint64) {
+	buckets = segmentBuckets(buckets)
+	return buckets*bucketBits/64 + 2, buckets>>idxGroupShift + 1 // +1 word so a straddling read never runs off
+}
+
+// segmentBuckets is the size of a segment asked for buckets buckets: at
+// least two, at most idxMaxBuckets.
+func segmentBuckets(buckets uint64) uint64 { return min(max(buckets, 2), idxMaxBuckets) }
+
 // entryBits is what an entry costs in a segment of w-bit slots at load:
 // a semi-sorted bucket and its share of a 32-bit counter, over four
 // entries times the load.
@@ -377,7 +408,7 @@ func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 		x.altHash[tag] = uint32(keyhash.Mix(uint64(tag), seed^idxAltSalt) >> 32)
 	}
 	x.leafUsed = make([]bool, 1<<x.d)
-	segs := []*idxSegment{x.newSegment(uint64(float64(max(capacityHint, 1))/(idxSlots*load)) + 2)}
+	segs := []*idxSegment{x.newSegment(firstBuckets(capacityHint, load))}
 	x.segs.Store(&segs)
 	dec := make([]int16, 1<<x.d)
 	for i := range dec {
@@ -393,13 +424,13 @@ func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 var idxMaxBuckets uint64 = 1 << 31
 
 func (x *Index) newSegment(buckets uint64) *idxSegment {
-	buckets = min(max(buckets, 2), idxMaxBuckets)
-	nbits := buckets * x.bucketBits()
+	words, ctrs := segmentArrays(buckets, x.bucketBits())
+	buckets = segmentBuckets(buckets)
 	return &idxSegment{
-		large: nbits/8 > idxPrefetchBytes,
+		large: buckets*x.bucketBits()/8 > idxPrefetchBytes,
 		n:     uint32(buckets),
-		words: make([]atomic.Uint64, nbits/64+2), // +1 so a straddling read never runs off
-		ctr:   make([]atomic.Uint32, buckets>>idxGroupShift+1),
+		words: make([]atomic.Uint64, words),
+		ctr:   make([]atomic.Uint32, ctrs),
 	}
 }
 
@@ -754,7 +785,7 @@ var (
 // newest table. Repeated hashes (versions of one key) take one entry.
 func (x *Index) AddTable(id uint64, hashes []uint64) error {
 	x.mu.Lock()
-	defer x.mu.Unlock()
+	defer x.unlock()
 	if _, ok := x.byID[id]; ok {
 		return fmt.Errorf("%w: %d", ErrTableExists, id)
 	}
@@ -771,7 +802,7 @@ func (x *Index) AddTable(id uint64, hashes []uint64) error {
 // adds nothing.
 func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 	x.mu.Lock()
-	defer x.mu.Unlock()
+	defer x.unlock()
 	if len(ids) != len(hashes) {
 		return fmt.Errorf("dynamic: %d table IDs for %d key sets", len(ids), len(hashes))
 	}
@@ -854,7 +885,7 @@ func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 // RemoveTable removes every entry of table id, and nothing else.
 func (x *Index) RemoveTable(id uint64) error {
 	x.mu.Lock()
-	defer x.mu.Unlock()
+	defer x.unlock()
 	t, ok := x.byID[id]
 	if !ok {
 		return fmt.Errorf("%w: %d", ErrNoTable, id)
@@ -868,7 +899,7 @@ func (x *Index) RemoveTable(id uint64) error {
 // unknown ID is an error and removes nothing.
 func (x *Index) RemoveTables(ids ...uint64) error {
 	x.mu.Lock()
-	defer x.mu.Unlock()
+	defer x.unlock()
 	ts := make([]int, 0, len(ids))
 	for _, id := range ids {
 		t, ok := x.byID[id]
@@ -902,7 +933,7 @@ func (x *Index) RemoveTables(ids ...uint64) error {
 // hold the key".
 func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64) error {
 	x.mu.Lock()
-	defer x.mu.Unlock()
+	defer x.unlock()
 	if _, ok := x.byID[merged]; ok {
 		return fmt.Errorf("%w: %d", ErrTableExists, merged)
 	}
@@ -1752,9 +1783,45 @@ func (b *bucketSet) add(i uint32) bool {
 	}
 }
 
+// idxSearch is a relocation search's working memory: its queue and the
+// set of buckets it reached. The set alone is larger than the buckets of
+// an index of tens of thousands of entries, and Stats does not count it:
+// an index holds one only while a writer call runs, from a pool that
+// every index shares, so that an index keeps between calls the memory
+// Stats reports and no more (TestIndexHeldMemoryCounted).
+type idxSearch struct {
+	nodes []idxNode
+	seen  bucketSet
+}
+
+var idxSearchPool = sync.Pool{New: func() any { return new(idxSearch) }}
+
+// unlock ends a writer call: the search's working memory goes back to the
+// pool, then the writer mutex is released.
+func (x *Index) unlock() {
+	if x.search != nil {
+		idxSearchPool.Put(x.search)
+		x.search = nil
+	}
+	x.mu.Unlock()
+}
+
+// idxTestHookSearched, when set by a test, runs at the end of each
+// relocation search with the number of nodes it queued.
+var idxTestHookSearched func(nodes int)
+
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
-	nodes := x.bfs[:0]
-	defer func() { x.bfs = nodes[:0] }()
+	if x.search == nil {
+		x.search = idxSearchPool.Get().(*idxSearch)
+	}
+	sr := x.search
+	nodes := sr.nodes[:0]
+	defer func() {
+		if idxTestHookSearched != nil {
+			idxTestHookSearched(len(nodes))
+		}
+		sr.nodes = nodes[:0]
+	}()
 	nodes = append(nodes, idxNode{i1, -1, 0}, idxNode{i2, -1, 0})
 	// Each bucket is visited once: a bucket already reached is full (it
 	// was tested when reached), and entries with equal tags move between
@@ -1764,10 +1831,7 @@ func (x *Index) findPath(s *idxSegment, i1, i2 uint32) ([]idxMove, bool) {
 	// and anywhere, a bucket reached again through another entry spends
 	// the node budget on nothing, so the search reaches fewer buckets and
 	// inserts fail at a lower load.
-	if x.bfsSeen == nil {
-		x.bfsSeen = new(bucketSet)
-	}
-	seen := x.bfsSeen
+	seen := &sr.seen
 	seen.reset()
 	seen.add(i1)
 	seen.add(i2)
@@ -1941,7 +2005,7 @@ func (x *Index) Stats() IndexStats {
 		st.Bytes += int64(len(s.words))*8 + int64(len(s.ctr))*4
 		slots += int64(s.n) * idxSlots
 	}
-	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(40) + int64(len(book.stash))*16 + int64(len(x.altHash))*4
+	st.Bytes += int64(len(book.decode))*2 + int64(cap(book.tables))*int64(unsafe.Sizeof(tableInfo{})) + int64(len(book.stash))*int64(unsafe.Sizeof(stashEntry{})) + int64(len(x.altHash))*4
 	st.Stashed = len(book.stash)
 	st.Contended = x.contended.Load()
 	st.Entries += int64(st.Stashed)

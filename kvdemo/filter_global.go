@@ -3,6 +3,7 @@ package kvdemo
 import (
 	"errors"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -317,9 +318,13 @@ var globalTestHookReplaced func()
 // rebuildSegments segments or more and it holds at least twice the
 // entries it was last built for, or, when the store has gone idle (idle),
 // in two segments or more and an eighth more entries: a bulk load then
-// serves from one segment without waiting for the next reopen. Each
-// rebuild is a read of every table, so the growth each one needs keeps
-// their cost to a bounded number of reads per key added. It runs in the
+// serves from one segment without waiting for the next reopen; or, idle,
+// in one segment that takes a fifth more than the one Open would build
+// for its entries (idleOversized): a new store's first index is sized at
+// its first flush for a few tables like the first, and one that stays
+// small would otherwise keep it (four times its budget with one table).
+// Each rebuild is a read of every table, so the growth each one needs
+// keeps their cost to a bounded number of reads per key added. It runs in the
 // flush goroutine after a flush's edit, or when no flush has come for a
 // while, when no flushed table is between its AddTable and the table list
 // that names it: every table in the index is then in the view it takes,
@@ -333,6 +338,7 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 	switch {
 	case st.Segments >= rebuildSegments && st.Entries >= 2*built:
 	case idle && st.Segments >= 2 && st.Entries >= built+built/8:
+	case idle && st.Segments == 1 && g.idleOversized(st, built):
 	default:
 		return
 	}
@@ -354,12 +360,41 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 	}()
 }
 
+// idleOversized reports whether an index of one segment takes a fifth
+// more than the index a rebuild would give its entries, or the keys it
+// was last built for (built) if more: an index built at once takes what
+// a rebuild would give it, however many of its keys share entries, so it
+// is never rebuilt for this again until the store grows.
+func (g *globalFilter) idleOversized(st dynamic.IndexStats, built int64) bool {
+	fresh := dynamic.IndexBytes(indexCapacity(int(max(st.Entries, built)), g.bitsPerKey), g.bitsPerKey)
+	return 5*st.Bytes > 6*fresh
+}
+
 // indexCapacity is the capacity an index built at once for entries keys
-// is given: 4% more (about four flushes of a store that took 25 to build),
-// as far as 99% of the budget allows, and at least 1% or 1024 more.
+// is given: room for 4% more (about four flushes of a store that took 25
+// to build), as far as 99% of the budget allows, the index's fixed memory
+// counted (dynamic.IndexBytes); where that buys less than 1% more, as much
+// of 1% as 100.5% of the budget buys (the last half percent is left to
+// the codebook's rows); and at least half a percent or 1024 more, budget
+// or not: an index with no room grows by half at the next flush, which
+// costs far more than the budget's last percent. So a store whose budget
+// buys 10-bit slots gets an index within 1% of its budget once the fixed
+// memory (a few kilobytes) is a small part of that; a smaller store, or a
+// budget under the slots' floor, gets the room alone.
 func indexCapacity(entries int, bitsPerKey float64) int {
-	h := min(1.04, 0.99*bitsPerKey/dynamic.IndexEntryBits(bitsPerKey))
-	return max(int(float64(entries)*h), entries+entries/100, entries+1024)
+	budget := bitsPerKey * float64(entries) / 8 // bytes
+	// most: the largest capacity up to hi whose index takes at most share
+	// of the budget; entries-1 if none from entries on does.
+	most := func(hi int, share float64) int {
+		return entries - 1 + sort.Search(hi-entries+1, func(i int) bool {
+			return float64(dynamic.IndexBytes(entries+i, bitsPerKey)) > share*budget
+		})
+	}
+	c := most(entries+entries/25, 0.99)
+	if c < entries+entries/100 {
+		c = max(c, most(entries+entries/100, 1.005))
+	}
+	return max(c, entries+entries/200, entries+1024)
 }
 
 // rebuildSegments: an index in this many segments is rebuilt in one;
