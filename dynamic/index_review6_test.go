@@ -21,35 +21,21 @@ import (
 func TestIndexHeldMemoryCounted(t *testing.T) {
 	for _, n := range []int{1024, 20_000} {
 		const indexes = 40
-		rng := rand.New(rand.NewPCG(6, uint64(n)))
-		keys := make([][]uint64, indexes)
-		for i := range keys {
-			keys[i] = make([]uint64, n)
-			for j := range keys[i] {
-				keys[i][j] = rng.Uint64()
-			}
-		}
+		keys := randomHashSets(indexes, n, 6)
 		xs := make([]*Index, indexes)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for i := range xs {
-			xs[i] = newIndexSeeded(n, 10, uint32(i+1))
-			// Past the segment's relocation load, and a second table,
-			// so that every index searched.
-			if err := xs[i].AddTable(1, keys[i]); err != nil {
-				t.Fatal(err)
+		held := heldPer(indexes, func() {
+			for i := range xs {
+				xs[i] = newIndexSeeded(n, 10, uint32(i+1))
+				// Past the segment's relocation load, and a second table,
+				// so that every index searched.
+				if err := xs[i].AddTable(1, keys[i]); err != nil {
+					t.Fatal(err)
+				}
+				if err := xs[i].AddTable(2, keys[i][:n/10]); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := xs[i].AddTable(2, keys[i][:n/10]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// Twice: pooled memory outlives one collection.
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		held := float64(after.HeapAlloc-before.HeapAlloc) / indexes
+		})
 		var counted int64
 		for _, x := range xs {
 			counted += x.Stats().Bytes
@@ -299,29 +285,16 @@ func TestBucketArithmeticToTheCap(t *testing.T) {
 func TestMemFilterHeldMemoryCounted(t *testing.T) {
 	for _, n := range []int{1000, 20_000} {
 		const filters = 40
-		rng := rand.New(rand.NewPCG(7, uint64(n)))
-		hashes := make([][]uint64, filters)
-		for i := range hashes {
-			hashes[i] = make([]uint64, n)
-			for j := range hashes[i] {
-				hashes[i][j] = rng.Uint64()
-			}
-		}
+		hashes := randomHashSets(filters, n, 7)
 		fs := make([]*MemFilter, filters)
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for i := range fs {
-			fs[i] = NewMemFilter(n / 3) // grows twice or so
-			for _, h := range hashes[i] {
-				fs[i].addHash(h)
+		held := heldPer(filters, func() {
+			for i := range fs {
+				fs[i] = NewMemFilter(n / 3) // grows twice or so
+				for _, h := range hashes[i] {
+					fs[i].addHash(h)
+				}
 			}
-		}
-		runtime.GC()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		held := float64(after.HeapAlloc-before.HeapAlloc) / filters
+		})
 		var counted int
 		for _, f := range fs {
 			counted += f.Stats().Bytes
@@ -337,4 +310,32 @@ func TestMemFilterHeldMemoryCounted(t *testing.T) {
 		runtime.KeepAlive(fs)
 		runtime.KeepAlive(hashes)
 	}
+}
+
+// randomHashSets returns sets of n random key hashes.
+func randomHashSets(sets, n int, seed uint64) [][]uint64 {
+	rng := rand.New(rand.NewPCG(seed, uint64(n)))
+	out := make([][]uint64, sets)
+	for i := range out {
+		out[i] = make([]uint64, n)
+		for j := range out[i] {
+			out[i][j] = rng.Uint64()
+		}
+	}
+	return out
+}
+
+// heldPer is the heap that build leaves allocated, per each of its
+// objects, after two collections (pooled memory outlives one). The caller
+// keeps the objects reachable until it has counted them.
+func heldPer(objects int, build func()) float64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	build()
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	return float64(after.HeapAlloc-before.HeapAlloc) / float64(objects)
 }
