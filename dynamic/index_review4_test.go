@@ -3,10 +3,7 @@ package dynamic
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,103 +326,33 @@ func TestIndexReviewConcurrentEveryWidth(t *testing.T) {
 }
 
 func testReviewConcurrent(t *testing.T, bits float64, seed uint32, dur time.Duration) {
-	type table struct {
-		id   uint64
-		keys []uint64
-		set  map[uint64]bool
-	}
 	x := newIndexSeeded(400, bits, seed)
 	mortal := func(h uint64) bool { return h%5 == 0 }
-	var all sync.Map // id -> *table, every table ever registered
-	var live atomic.Pointer[[]*table]
-	live.Store(&[]*table{})
-	var stop atomic.Bool
-	var failures, checks atomic.Int64
-	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(r), uint64(seed)))
-			var buf []uint64
-			for !stop.Load() {
-				ts := *live.Load()
-				if len(ts) == 0 {
-					runtime.Gosched()
-					continue
-				}
-				tb := ts[rng.IntN(len(ts))]
-				if len(tb.keys) == 0 {
-					continue
-				}
-				h := tb.keys[rng.IntN(len(tb.keys))]
-				if mortal(h) {
-					continue
-				}
-				buf = x.LookupHash(h, buf[:0])
-				ok := false
-				for _, id := range buf {
-					if v, found := all.Load(id); found && v.(*table).set[h] {
-						ok = true
-						break
-					}
-				}
-				if !ok && failures.Add(1) == 1 {
-					t.Errorf("key %#x of table %d: lookup named %v", h, tb.id, buf)
-				}
-				checks.Add(1)
-			}
-		}(r)
-	}
+	lt := newLiveTables()
+	lt.read(t, x, 2, uint64(seed), mortal)
 	rng := rand.New(rand.NewPCG(uint64(seed), 5))
 	var crowds [][]uint64
 	for range 6 {
 		crowds = append(crowds, crowd(x, rng, 24))
 	}
-	nextID := uint64(0)
-	register := func(keys []uint64) *table {
-		nextID++
-		tb := &table{id: nextID, keys: keys, set: map[uint64]bool{}}
-		for _, h := range keys {
-			tb.set[h] = true
-		}
-		all.Store(tb.id, tb)
-		return tb
-	}
 	deadline := time.Now().Add(dur)
 	adds, merges, removals, lengthened := 0, 0, 0, 0
 	codeLen := map[uint64]uint8{}
 	for time.Now().Before(deadline) || merges < 10 {
-		cur := *live.Load()
+		cur := lt.tables()
 		switch r := rng.IntN(10); {
 		case len(cur) >= 40 || len(cur) >= 4 && r < 4:
 			k := min(len(cur), 2+rng.IntN(4))
 			at := rng.IntN(len(cur) - k + 1)
-			var inputs, hs, dropped []uint64
-			seen := map[uint64]bool{}
-			for _, tb := range cur[at : at+k] {
-				inputs = append(inputs, tb.id)
-				for _, h := range tb.keys {
-					if seen[h] {
-						continue
-					}
-					seen[h] = true
-					if mortal(h) && rng.IntN(2) == 0 {
-						dropped = append(dropped, h)
-					} else {
-						hs = append(hs, h)
-					}
-				}
-			}
+			inputs, hs, dropped := mergeOf(cur[at:at+k], func(h uint64) bool { return mortal(h) && rng.IntN(2) == 0 })
 			if rng.IntN(2) == 0 {
 				hs = append(hashesOf(testkeys.Random(50+rng.IntN(200), 16, rng.Uint64())), hs...)
 			}
-			m := register(hs)
+			m := lt.register(hs)
 			if err := x.Replace(inputs, m.id, hs, dropped); err != nil {
 				t.Fatal(err)
 			}
-			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
-			live.Store(&next)
+			lt.merged(at, k, m)
 			merges++
 		case len(cur) >= 4 && r < 5:
 			// A table of mortal keys only: no reader asks for them.
@@ -435,7 +362,7 @@ func testReviewConcurrent(t *testing.T, bits float64, seed uint32, dur time.Dura
 					hs = append(hs, h)
 				}
 			}
-			tb := register(hs)
+			tb := lt.register(hs)
 			if err := x.AddTable(tb.id, hs); err != nil {
 				t.Fatal(err)
 			}
@@ -454,12 +381,11 @@ func testReviewConcurrent(t *testing.T, bits float64, seed uint32, dur time.Dura
 					hs = append(hs, tb.keys[rng.IntN(len(tb.keys))]) // overwrites
 				}
 			}
-			tb := register(hs)
+			tb := lt.register(hs)
 			if err := x.AddTable(tb.id, hs); err != nil {
 				t.Fatal(err)
 			}
-			next := append([]*table{tb}, cur...)
-			live.Store(&next)
+			lt.flushed(tb)
 			adds++
 		}
 		for _, ti := range x.book.Load().tables {
@@ -471,25 +397,15 @@ func testReviewConcurrent(t *testing.T, bits float64, seed uint32, dur time.Dura
 			}
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
+	checks := lt.finish(t)
 	st := x.Stats()
-	t.Logf("w=%d m=%d: %d adds, %d merges, %d removals, %d codes lengthened, %d checks: %+v", x.w, x.m, adds, merges, removals, lengthened, checks.Load(), st)
-	if failures.Load() != 0 {
-		t.Fatalf("%d of %d lookups named no table holding the key", failures.Load(), checks.Load())
-	}
-	if checks.Load() == 0 {
+	t.Logf("w=%d m=%d: %d adds, %d merges, %d removals, %d codes lengthened, %d checks: %+v", x.w, x.m, adds, merges, removals, lengthened, checks, st)
+	if checks == 0 {
 		t.Fatal("no lookup: not exercised")
 	}
-	for _, tb := range *live.Load() {
-		for _, h := range tb.keys {
-			if !holds(x.LookupHash(h, nil), tb.id) {
-				t.Fatalf("key %#x of table %d not named after the run", h, tb.id)
-			}
-		}
-	}
-	if st.Tables != len(*live.Load()) {
-		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
+	lt.checkAllNamed(t, x)
+	if st.Tables != len(lt.tables()) {
+		t.Errorf("index has %d tables, store %d", st.Tables, len(lt.tables()))
 	}
 	checkCanonical(t, x)
 }

@@ -3,10 +3,7 @@ package dynamic
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -555,11 +552,6 @@ func TestIndexConcurrentOverwritesEveryWidth(t *testing.T) {
 }
 
 func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.Duration) {
-	type table struct {
-		id   uint64
-		keys []uint64
-		set  map[uint64]bool
-	}
 	x := newIndexSeeded(20, bits, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 11))
 	mortal := func(h uint64) bool { return h%7 == 0 }
@@ -570,54 +562,8 @@ func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.
 		}
 	}
 	crowds := [][]uint64{crowd(x, rng, 12), crowd(x, rng, 12)}
-	var all sync.Map // id -> *table
-	var live atomic.Pointer[[]*table]
-	live.Store(&[]*table{})
-	var stop atomic.Bool
-	var failures, checks atomic.Int64
-	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			rr := rand.New(rand.NewPCG(uint64(r), uint64(seed)))
-			var buf []uint64
-			for !stop.Load() {
-				ts := *live.Load()
-				if len(ts) == 0 {
-					runtime.Gosched()
-					continue
-				}
-				tb := ts[rr.IntN(len(ts))]
-				h := tb.keys[rr.IntN(len(tb.keys))]
-				if mortal(h) {
-					continue
-				}
-				buf = x.LookupHash(h, buf[:0])
-				ok := false
-				for _, id := range buf {
-					if v, found := all.Load(id); found && v.(*table).set[h] {
-						ok = true
-						break
-					}
-				}
-				if !ok && failures.Add(1) == 1 {
-					t.Errorf("key %#x of table %d: lookup named %v", h, tb.id, buf)
-				}
-				checks.Add(1)
-			}
-		}(r)
-	}
-	nextID := uint64(0)
-	register := func(keys []uint64) *table {
-		nextID++
-		tb := &table{id: nextID, keys: keys, set: map[uint64]bool{}}
-		for _, h := range keys {
-			tb.set[h] = true
-		}
-		all.Store(tb.id, tb)
-		return tb
-	}
+	lt := newLiveTables()
+	lt.read(t, x, 2, uint64(seed), mortal)
 	fresh := func(n int) []uint64 {
 		out := make([]uint64, n)
 		for i := range out {
@@ -628,28 +574,13 @@ func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.
 	deadline := time.Now().Add(dur)
 	merges, grew := 0, 0
 	for time.Now().Before(deadline) || merges < 8 || grew == 0 && merges < 400 {
-		cur := *live.Load()
+		cur := lt.tables()
 		if len(cur) >= 6 && rng.IntN(2) == 0 {
 			k := min(len(cur), 2+rng.IntN(3))
 			at := rng.IntN(len(cur) - k + 1)
-			var ids, hs, dropped []uint64
-			seen := map[uint64]bool{}
-			for _, tb := range cur[at : at+k] {
-				ids = append(ids, tb.id)
-				for _, h := range tb.keys {
-					if seen[h] {
-						continue
-					}
-					seen[h] = true
-					if mortal(h) && rng.IntN(2) == 0 {
-						dropped = append(dropped, h)
-					} else {
-						hs = append(hs, h)
-					}
-				}
-			}
+			ids, hs, dropped := mergeOf(cur[at:at+k], func(h uint64) bool { return mortal(h) && rng.IntN(2) == 0 })
 			hs = append(fresh(20+rng.IntN(100)), hs...)
-			m := register(hs)
+			m := lt.register(hs)
 			before := len(*x.segs.Load())
 			if err := x.Replace(ids, m.id, hs, dropped); err != nil {
 				t.Fatal(err)
@@ -657,8 +588,7 @@ func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.
 			if len(*x.segs.Load()) > before {
 				grew++
 			}
-			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
-			live.Store(&next)
+			lt.merged(at, k, m)
 			merges++
 			continue
 		}
@@ -671,31 +601,20 @@ func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.
 		hs = append(hs, c[at:at+4]...)
 		slices.Sort(hs)
 		hs = slices.Compact(hs)
-		tb := register(hs)
+		tb := lt.register(hs)
 		if err := x.AddTable(tb.id, hs); err != nil {
 			t.Fatal(err)
 		}
-		next := append([]*table{tb}, cur...)
-		live.Store(&next)
+		lt.flushed(tb)
 	}
-	stop.Store(true)
-	wg.Wait()
+	checks := lt.finish(t)
 	st := x.Stats()
-	if failures.Load() != 0 {
-		t.Fatalf("%d of %d lookups named no table holding the key", failures.Load(), checks.Load())
+	if grew == 0 || checks == 0 || st.Stashed == 0 && merges == 0 {
+		t.Fatalf("%d merges (%d grew the index), %d lookups, %+v: not exercised", merges, grew, checks, st)
 	}
-	if grew == 0 || checks.Load() == 0 || st.Stashed == 0 && merges == 0 {
-		t.Fatalf("%d merges (%d grew the index), %d lookups, %+v: not exercised", merges, grew, checks.Load(), st)
-	}
-	for _, tb := range *live.Load() {
-		for _, h := range tb.keys {
-			if !holds(x.LookupHash(h, nil), tb.id) {
-				t.Fatalf("key %#x of table %d not named after the run", h, tb.id)
-			}
-		}
-	}
+	lt.checkAllNamed(t, x)
 	checkCanonical(t, x)
-	t.Logf("w=%d: %d merges (%d grew the index), %d lookups; %+v", x.w, merges, grew, checks.Load(), st)
+	t.Logf("w=%d: %d merges (%d grew the index), %d lookups; %+v", x.w, merges, grew, checks, st)
 }
 
 // TestIndexRelocationCrowdedPair: a key held by more tables than its two

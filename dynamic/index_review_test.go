@@ -2,9 +2,6 @@ package dynamic
 
 import (
 	"math/rand/v2"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,65 +98,14 @@ func TestIndexStressReplaceGrowsShared(t *testing.T) {
 		dur = 400 * time.Millisecond
 	}
 	const seed = 0x5eed
-	type table struct {
-		id   uint64
-		keys []uint64
-		set  map[uint64]bool
-	}
 	x := newIndexSeeded(300, 10, seed)
 	n0 := (*x.segs.Load())[0].n
 	// mortal keys may be dropped by a merge; readers look up only the
 	// others (a dropped key is gone once its Replace returns).
 	mortal := func(h uint64) bool { return h%5 == 0 }
-	var all sync.Map // id -> *table
-	var live atomic.Pointer[[]*table]
-	live.Store(&[]*table{})
-	var stop atomic.Bool
-	var failures, checks atomic.Int64
-	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(r), 77))
-			var buf []uint64
-			for !stop.Load() {
-				ts := *live.Load()
-				if len(ts) == 0 {
-					runtime.Gosched()
-					continue
-				}
-				tb := ts[rng.IntN(len(ts))]
-				h := tb.keys[rng.IntN(len(tb.keys))]
-				if mortal(h) {
-					continue
-				}
-				buf = x.LookupHash(h, buf[:0])
-				ok := false
-				for _, id := range buf {
-					if v, found := all.Load(id); found && v.(*table).set[h] {
-						ok = true
-						break
-					}
-				}
-				if !ok && failures.Add(1) == 1 {
-					t.Errorf("key %#x of table %d: lookup named %v", h, tb.id, buf)
-				}
-				checks.Add(1)
-			}
-		}(r)
-	}
+	lt := newLiveTables()
+	lt.read(t, x, 2, 77, mortal)
 	rng := rand.New(rand.NewPCG(seed, 3))
-	nextID := uint64(0)
-	register := func(keys []uint64) *table {
-		nextID++
-		tb := &table{id: nextID, keys: keys, set: map[uint64]bool{}}
-		for _, h := range keys {
-			tb.set[h] = true
-		}
-		all.Store(tb.id, tb)
-		return tb
-	}
 	// cell returns keys sharing primary bucket (of the first segment),
 	// tag and the top fingerprint bits: they share entries in every table
 	// whose code leaves fewer bits than they agree on.
@@ -175,31 +121,16 @@ func TestIndexStressReplaceGrowsShared(t *testing.T) {
 	deadline := time.Now().Add(dur)
 	flushes, merges, grewDuring := 0, 0, 0
 	for time.Now().Before(deadline) || merges < 10 {
-		cur := *live.Load()
+		cur := lt.tables()
 		if len(cur) >= 8 {
 			k := 2 + rng.IntN(3)
 			at := rng.IntN(len(cur) - k + 1)
-			var inputs, hs, dropped []uint64
-			seen := map[uint64]bool{}
-			for _, tb := range cur[at : at+k] {
-				inputs = append(inputs, tb.id)
-				for _, h := range tb.keys {
-					if seen[h] {
-						continue
-					}
-					seen[h] = true
-					if mortal(h) && rng.IntN(2) == 0 {
-						dropped = append(dropped, h)
-					} else {
-						hs = append(hs, h)
-					}
-				}
-			}
+			inputs, hs, dropped := mergeOf(cur[at:at+k], func(h uint64) bool { return mortal(h) && rng.IntN(2) == 0 })
 			// Keys the index never held, first: they fill the newest
 			// segment, so the inputs' keys that follow may find a new one.
 			extra := hashesOf(testkeys.Random(100+rng.IntN(300), 16, rng.Uint64()))
 			hs = append(extra, hs...)
-			m := register(hs)
+			m := lt.register(hs)
 			before := x.Stats().Segments
 			if err := x.Replace(inputs, m.id, hs, dropped); err != nil {
 				t.Fatal(err)
@@ -207,8 +138,7 @@ func TestIndexStressReplaceGrowsShared(t *testing.T) {
 			if x.Stats().Segments > before {
 				grewDuring++
 			}
-			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
-			live.Store(&next)
+			lt.merged(at, k, m)
 			merges++
 			continue
 		}
@@ -219,34 +149,23 @@ func TestIndexStressReplaceGrowsShared(t *testing.T) {
 		for _, tb := range cur {
 			hs = append(hs, tb.keys[rng.IntN(len(tb.keys))]) // overwrites
 		}
-		tb := register(hs)
+		tb := lt.register(hs)
 		if err := x.AddTable(tb.id, hs); err != nil {
 			t.Fatal(err)
 		}
-		next := append([]*table{tb}, cur...)
-		live.Store(&next)
+		lt.flushed(tb)
 		flushes++
 	}
-	stop.Store(true)
-	wg.Wait()
+	checks := lt.finish(t)
 	st := x.Stats()
-	t.Logf("%d flushes, %d merges (%d grew the index), %d checks: %+v", flushes, merges, grewDuring, checks.Load(), st)
-	if failures.Load() != 0 {
-		t.Fatalf("%d of %d lookups named no table holding the key", failures.Load(), checks.Load())
-	}
-	if grewDuring == 0 || checks.Load() == 0 {
+	t.Logf("%d flushes, %d merges (%d grew the index), %d checks: %+v", flushes, merges, grewDuring, checks, st)
+	if grewDuring == 0 || checks == 0 {
 		t.Fatal("no Replace grew the index, or no lookup: not exercised")
 	}
 	// Quiet now: every key of every live table, mortal or not.
-	for _, tb := range *live.Load() {
-		for _, h := range tb.keys {
-			if !holds(x.LookupHash(h, nil), tb.id) {
-				t.Fatalf("key %#x of table %d not named after the run", h, tb.id)
-			}
-		}
-	}
-	if st.Tables != len(*live.Load()) {
-		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
+	lt.checkAllNamed(t, x)
+	if st.Tables != len(lt.tables()) {
+		t.Errorf("index has %d tables, store %d", st.Tables, len(lt.tables()))
 	}
 	checkCanonical(t, x)
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -442,112 +440,47 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	if testing.Short() {
 		dur = 700 * time.Millisecond
 	}
-	type table struct {
-		id     uint64
-		hashes []uint64
-		set    map[uint64]bool
-	}
 	x := NewIndex(500, 10) // small: growth happens too
-	var all sync.Map       // id -> *table
-	var live atomic.Pointer[[]*table]
-	empty := []*table{}
-	live.Store(&empty)
-	var stop atomic.Bool
-	var failures, checks atomic.Int64
-	var wg sync.WaitGroup
-	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(r), 9))
-			var buf []uint64
-			for !stop.Load() {
-				ts := *live.Load()
-				if len(ts) == 0 {
-					continue
-				}
-				tb := ts[rng.IntN(len(ts))]
-				h := tb.hashes[rng.IntN(len(tb.hashes))]
-				buf = x.LookupHash(h, buf[:0])
-				ok := false
-				for _, id := range buf {
-					if v, found := all.Load(id); found && v.(*table).set[h] {
-						ok = true
-						break
-					}
-				}
-				if !ok {
-					failures.Add(1)
-				}
-				checks.Add(1)
-			}
-		}(r)
-	}
+	lt := newLiveTables()
+	lt.read(t, x, 2, 9, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
-	nextID := uint64(0)
-	newTable := func(hashes []uint64) *table {
-		nextID++
-		tb := &table{id: nextID, hashes: hashes, set: map[uint64]bool{}}
-		for _, h := range hashes {
-			tb.set[h] = true
-		}
-		all.Store(tb.id, tb)
-		return tb
-	}
 	deadline := time.Now().Add(dur)
 	flushes, merges := 0, 0
 	for time.Now().Before(deadline) || merges < 12 {
-		cur := *live.Load()
+		cur := lt.tables()
 		if len(cur) >= 14 {
 			// Merge a run of 2..4 adjacent tables (cur is newest first).
 			k := 2 + rng.IntN(3)
 			at := rng.IntN(len(cur) - k + 1)
-			var inputs []uint64
-			var hs []uint64
-			seen := map[uint64]bool{}
-			for _, tb := range cur[at : at+k] {
-				inputs = append(inputs, tb.id)
-				for _, h := range tb.hashes {
-					if !seen[h] {
-						seen[h] = true
-						hs = append(hs, h)
-					}
-				}
-			}
-			m := newTable(hs)
+			inputs, hs, _ := mergeOf(cur[at:at+k], nil)
+			m := lt.register(hs)
 			if err := x.Replace(inputs, m.id, hs, nil); err != nil {
 				t.Fatal(err)
 			}
-			next := append(append(append([]*table(nil), cur[:at]...), m), cur[at+k:]...)
-			live.Store(&next)
+			lt.merged(at, k, m)
 			merges++
 			continue
 		}
 		// Flush: fresh keys plus overwrites of keys of live tables.
 		hs := hashesOf(testkeys.Random(300+rng.IntN(300), 16, rng.Uint64()))
 		for _, tb := range cur {
-			hs = append(hs, tb.hashes[rng.IntN(len(tb.hashes))])
+			hs = append(hs, tb.keys[rng.IntN(len(tb.keys))])
 		}
-		tb := newTable(hs)
+		tb := lt.register(hs)
 		if err := x.AddTable(tb.id, hs); err != nil {
 			t.Fatal(err)
 		}
-		next := append([]*table{tb}, cur...)
-		live.Store(&next)
+		lt.flushed(tb)
 		flushes++
 	}
-	stop.Store(true)
-	wg.Wait()
+	checks := lt.finish(t)
 	st := x.Stats()
-	t.Logf("%d flushes, %d merges, %d checks: %+v", flushes, merges, checks.Load(), st)
-	if failures.Load() != 0 {
-		t.Fatalf("%d of %d lookups named no table holding the key", failures.Load(), checks.Load())
-	}
-	if merges == 0 || checks.Load() == 0 {
+	t.Logf("%d flushes, %d merges, %d checks: %+v", flushes, merges, checks, st)
+	if merges == 0 || checks == 0 {
 		t.Fatal("nothing exercised")
 	}
-	if st.Tables != len(*live.Load()) {
-		t.Errorf("index has %d tables, store %d", st.Tables, len(*live.Load()))
+	if st.Tables != len(lt.tables()) {
+		t.Errorf("index has %d tables, store %d", st.Tables, len(lt.tables()))
 	}
 	checkCanonical(t, x)
 }
