@@ -3,6 +3,7 @@ package dynamic
 import (
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -67,6 +68,78 @@ func TestSegmentsCappedAtMaxBuckets(t *testing.T) {
 	for i, k := range keys {
 		if !f.MayContain(k) {
 			t.Fatalf("MemFilter key %d lost", i)
+		}
+	}
+}
+
+// TestBucketArithmeticToTheCap: a key's two buckets are computed in 32-bit
+// arithmetic. For every slot and tag width the index can choose (tags of 5
+// to 9 bits, so every tag has its own entry of the 512-entry tag-offset
+// table), every tag, and segment sizes up to the cap of 2^31 buckets
+// (where (offset + n − i) comes within one of 2^32), the second bucket
+// must lie in the segment and map back to the first; likewise for the
+// MemFilter's fingerprints, and a key's primary bucket for any hash. No
+// segment is allocated: the arithmetic needs only the size.
+func TestBucketArithmeticToTheCap(t *testing.T) {
+	if idxMaxBuckets != 1<<31 || memMaxBuckets != 1<<31 {
+		t.Fatalf("caps %d and %d: this test checks 2^31", idxMaxBuckets, memMaxBuckets)
+	}
+	sizes := []uint32{2, 3, 255, 256, 257, 1<<31 - 1, 1 << 31}
+	shapes := map[[2]uint]bool{}
+	for bits := 0.0; bits <= 24; bits += 0.125 {
+		w, m, _ := indexShape(bits)
+		if 1<<m > idxMaxTags || m < 4 || w-m < idxMinDepth || w > 16 {
+			t.Fatalf("bits %v: w=%d m=%d: tags wider than the tag-offset table, or no nibble to compare", bits, w, m)
+		}
+		shapes[[2]uint{w, m}] = true
+	}
+	// Every combination the table must serve, chosen by a budget or not.
+	for w := uint(idxMinSlot); w <= 16; w++ {
+		for m := uint(idxTag); m <= 9 && w-m >= idxMinDepth; m++ {
+			shapes[[2]uint{w, m}] = true
+		}
+	}
+	for shape := range shapes {
+		w, m := shape[0], shape[1]
+		x := newIndexSeeded(1, 10, uint32(w*31+m))
+		x.w, x.m, x.d = w, m, w-m
+		for _, n := range sizes {
+			s := &idxSegment{n: n}
+			for tag := uint32(0); tag < 1<<m; tag++ {
+				h, _ := keyhash.Reduce(x.altHash[tag], n)
+				for _, i := range []uint32{0, 1, n / 2, n - 2, n - 1, h, (h + 1) % n, (h + n - 1) % n} {
+					j := x.alt(s, i, tag)
+					if j >= n || x.alt(s, j, tag) != i {
+						t.Fatalf("w=%d m=%d n=%d tag %d: alt(%d) = %d, back %d", w, m, n, tag, i, j, x.alt(s, j, tag))
+					}
+				}
+			}
+			// The tag a stored entry gives the search, and a probe's.
+			for _, v := range []uint32{1, 1<<w - 1, 1 << (w - 1)} {
+				if tag := v >> (w - m); tag >= 1<<m || x.alt(s, 0, tag) >= n {
+					t.Fatalf("w=%d m=%d n=%d: entry %#x gives tag %d", w, m, n, v, tag)
+				}
+			}
+			for _, hv := range []uint64{0, 1, 1<<64 - 1, 1 << 63, 0xffff_ffff, 0xffff_ffff_0000_0000} {
+				p := x.probeOf(hv)
+				if i := s.primary(p.hi); i >= n || p.tag >= 1<<m || x.alt(s, i, p.tag) >= n {
+					t.Fatalf("w=%d m=%d n=%d: hash %#x: primary %d, tag %d", w, m, n, hv, i, p.tag)
+				}
+			}
+		}
+	}
+	for _, n := range sizes {
+		s := &memSegment{n: n}
+		for fp := uint32(1); fp <= memFPMask; fp++ {
+			h, _ := keyhash.Reduce(keyhash.FingerprintHash(fp), n)
+			for _, i := range []uint32{0, n - 1, h, (h + 1) % n, (h + n - 1) % n} {
+				if j := s.alt(i, fp); j >= n || s.alt(j, fp) != i {
+					t.Fatalf("MemFilter n=%d fp %d: alt(%d) = %d, back %d", n, fp, i, j, s.alt(j, fp))
+				}
+			}
+		}
+		if i := s.primary(1<<32 - 1); i >= n {
+			t.Fatalf("MemFilter n=%d: primary %d", n, i)
 		}
 	}
 }
