@@ -11,17 +11,29 @@ import (
 // numLevels is Pebble's level count, L0..L6.
 const numLevels = 7
 
-// The grid of budgets SetLevelPolicies chooses from. Every step is a policy
-// name that SetLevelPolicies registers, so a table written under any
-// allocation it ever made stays readable with its filter. The ceiling is
-// where the filter has reached its widest (16-bit) fingerprint and a
-// further bit per key only lowers the load: from there a bit buys under
-// 1e-5 fewer table reads per lookup, less than it costs in block cache
-// anywhere in the tree.
+// The grid of budgets LevelBudgets chooses from. The search spends budgets
+// up to levelBudgetMax, where the filter has reached its widest (16-bit)
+// fingerprint and a further bit per key only lowers the load: from there a
+// bit buys under 1e-5 fewer table reads per lookup, less than it costs in
+// block cache anywhere in the tree. A uniform allocation (an empty tree, a
+// tree on one level, an average of levelBudgetMax or more) takes the
+// average rounded down to the step, up to MaxBitsPerKey. So every budget
+// LevelBudgets returns is a point of the grid from MinBitsPerKey to
+// MaxBitsPerKey, and SetLevelBudgets registers every point: a table
+// written under any allocation it ever made keeps its filter whatever the
+// average and shape a later process configures. An average off the grid
+// would be a name no later process registers, and Pebble reads a table
+// whose filter name is not registered without its filter, silently.
 const (
 	levelBudgetStep = 0.5
 	levelBudgetMax  = 32
 )
+
+// levelBudgetFloor is the largest grid point at or under avg (avg must be a
+// valid budget, so the result is too).
+func levelBudgetFloor(avg float64) float64 {
+	return math.Floor(avg/levelBudgetStep) * levelBudgetStep
+}
 
 // LevelShape describes where a tree's keys sit, for LevelBudgets.
 type LevelShape struct {
@@ -111,15 +123,21 @@ const modelKeys = 100_000
 // Levels with no keys take the budget of the nearest populated level below
 // them (above, for levels under the lowest populated one), so an Lbase that
 // later opens higher starts at the current Lbase's budget. If no level has
-// keys, or avgBitsPerKey is at least 32, every level gets avgBitsPerKey.
+// keys, or avgBitsPerKey is at least 32, or no allocation of the grid beats
+// a uniform one (a tree whose keys sit on one level), every level gets
+// avgBitsPerKey rounded down to a half bit: every budget returned is a
+// half-bit step from MinBitsPerKey to MaxBitsPerKey, a name SetLevelBudgets
+// registers whatever the average, so a store reopened under another
+// average or shape still reads every table with its filter.
 // It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
 func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 	if !pebbleValidBitsPerKey(avgBitsPerKey) {
 		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", avgBitsPerKey, MinBitsPerKey, MaxBitsPerKey))
 	}
+	uniform := levelBudgetFloor(avgBitsPerKey)
 	var out [numLevels]float64
 	for l := range out {
-		out[l] = avgBitsPerKey
+		out[l] = uniform
 	}
 	var total float64
 	var weight, runs [numLevels]float64
@@ -188,12 +206,11 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 		}
 	}
 	// Rounding spends up can make even the floor of the grid look
-	// unaffordable at tiny averages; and an average off the grid may beat
-	// every grid allocation near it. Uniform is always feasible: keep it
-	// unless the search found better.
+	// unaffordable at tiny averages. Uniform at the grid point under the
+	// average is always feasible: keep it unless the search found better.
 	var uniformCost float64
 	for l := range weight {
-		uniformCost += runs[l] * modelFPR(avgBitsPerKey)
+		uniformCost += runs[l] * modelFPR(uniform)
 	}
 	if !(cost[bestU] < uniformCost) {
 		return out
@@ -246,10 +263,11 @@ func fillEmptyLevels(out *[numLevels]float64, weight [numLevels]float64) {
 // options stay as they are.
 //
 // It registers in opts.Filters the policy of every budget it can ever
-// choose (a grid of half bits from MinBitsPerKey to 32) besides
-// avgBitsPerKey itself, so a store reopened under another average, or
-// after the tree changed shape, still reads every table with its filter.
-// Budgets set by other means must be registered with RegisterPolicies.
+// choose (a grid of half bits from MinBitsPerKey to MaxBitsPerKey; an
+// average off the grid is rounded down to it) besides avgBitsPerKey
+// itself, so a store reopened under another average, or after the tree
+// changed shape, still reads every table with its filter. Budgets set by
+// other means must be registered with RegisterPolicies.
 //
 // When the tree changes shape (a store far smaller than seven full levels,
 // a different multiplier, a bulk load into L6), derive the budgets from the
@@ -283,20 +301,28 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 }
 
 // SetLevelBudgets sets Levels[i].FilterPolicy to NewPolicy(budgets[i]) and
-// registers those policies and the whole grid SetLevelPolicies chooses
-// from. It panics on an invalid budget, as NewPolicy does.
+// registers those policies and every budget LevelBudgets can return (half
+// bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
+// budget, as NewPolicy does.
 func SetLevelBudgets(opts *pebble.Options, budgets [numLevels]float64) {
 	for l, b := range budgets {
 		opts.Levels[l].FilterPolicy = NewPolicy(b)
 	}
 	RegisterPolicies(opts, budgets[:]...)
-	RegisterPolicies(opts, levelBudgetGrid()...)
+	RegisterPolicies(opts, levelBudgetNames()...)
 }
 
-func levelBudgetGrid() []float64 {
+// levelBudgetGrid is the budgets the search chooses from.
+func levelBudgetGrid() []float64 { return budgetSteps(levelBudgetMax) }
+
+// levelBudgetNames is every budget LevelBudgets can return: the search's
+// grid and the uniform fallback's half bits above it.
+func levelBudgetNames() []float64 { return budgetSteps(MaxBitsPerKey) }
+
+func budgetSteps(top float64) []float64 {
 	var g []float64
-	for b := float64(MinBitsPerKey); b <= levelBudgetMax; b += levelBudgetStep {
-		g = append(g, b)
+	for i := 0; MinBitsPerKey+float64(i)*levelBudgetStep <= top; i++ {
+		g = append(g, MinBitsPerKey+float64(i)*levelBudgetStep)
 	}
 	return g
 }
