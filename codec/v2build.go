@@ -704,12 +704,7 @@ func (b *Builder) finishV2(dst []byte) []byte {
 		}
 	}
 	// Past every cap: a block that honestly answers "maybe" for every key.
-	out, blk := growBytes(dst, v2TrailerSize)
-	h := v2Header{fpBits: uint8(plan.f), kind: b.opts.Hash, flags: v2FlagAlwaysIn, seed: seed}
-	h.put(blk, 0)
-	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
-	b.stats = BuildStats{Reseeds: v2Attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(plan.f)}
-	return out
+	return b.alwaysMaybe(dst, plan.f, seed, v2Attempts)
 }
 
 // encodeV2 places every key under one seed and line count and appends the

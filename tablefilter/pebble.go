@@ -71,7 +71,10 @@ func NewPolicy(bitsPerKey float64) Policy {
 // "lsmcuckoo.v1.bpk=<bits>": the densest layout (a lower false-positive
 // rate for the same bits per key, README.md has the figures), at the price
 // of a lookup that reads two dependent cache lines. It is what every table
-// written before version 2 carries.
+// written before version 2 carries. Its blocks are built under seed 0,
+// which a tenant who chooses keys can aim them at; the builder's limits
+// (codec/FORMAT.md, "Keys aimed at a known seed") keep such a table's
+// filter within its budget, under a random seed, or answering "maybe".
 func NewV1Policy(bitsPerKey float64) Policy {
 	p := NewPolicy(bitsPerKey)
 	p.version = 1
