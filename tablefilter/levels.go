@@ -58,6 +58,10 @@ type LevelShape struct {
 // modelled.
 func ModelLevelShape(opts *pebble.Options) LevelShape {
 	o := opts.Clone()
+	// Clone is shallow and EnsureDefaults registers the levels' policies
+	// in Filters: without a map of its own the clone would write into
+	// opts' (which an open store may be reading).
+	o.Filters = nil
 	o.EnsureDefaults()
 	mult := float64(max(o.Experimental.LevelMultiplier, 2))
 	var s LevelShape

@@ -2,6 +2,7 @@ package tablefilter
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -206,13 +207,20 @@ func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
 // budget the store has ever been configured with (until compactions have
 // rewritten all tables written under old settings). It panics on an
 // invalid budget, as NewPolicy does.
+//
+// It installs a new map in o.Filters, holding the old entries and the new
+// ones, and never writes into the map o held: pebble.Open copies Options
+// shallowly, so a store opened with o reads that very map whenever it
+// opens a table, and a write into it while the store runs (say, to set
+// budgets fitted to db.Metrics() before reopening) would race with those
+// reads.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
-	if o.Filters == nil {
-		o.Filters = make(map[string]pebble.FilterPolicy, 2*len(bitsPerKey))
-	}
+	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+2*len(bitsPerKey))
+	maps.Copy(filters, o.Filters)
 	for _, b := range bitsPerKey {
 		for _, p := range []Policy{NewPolicy(b), NewV1Policy(b)} {
-			o.Filters[p.Name()] = p
+			filters[p.Name()] = p
 		}
 	}
+	o.Filters = filters
 }

@@ -240,3 +240,92 @@ func TestV1PolicyCraftedKeys(t *testing.T) {
 		t.Errorf("%d filter checks passed for %d present keys: the L0 table's filter was not consulted", after.Misses-before.Misses, n)
 	}
 }
+
+// TestOptionsFiltersNotWrittenInPlace: pebble.Open clones the Options
+// shallowly, so an open store reads the very Filters map of the Options it
+// was opened with, each time it opens a table. README's way to fit budgets
+// to a live tree computes them from db.Metrics() and sets them on the
+// Options before reopening: had SetLevelBudgets, RegisterPolicies or
+// ModelLevelShape (through Pebble's EnsureDefaults) written into that map
+// in place, the open store would be racing with the write (the runtime's
+// "concurrent map iteration and map write" ends the process). They must
+// leave the map they were handed untouched and install a new one.
+func TestOptionsFiltersNotWrittenInPlace(t *testing.T) {
+	for _, c := range []struct {
+		what string
+		call func(o *pebble.Options)
+	}{
+		{"RegisterPolicies", func(o *pebble.Options) { RegisterPolicies(o, 12, 16) }},
+		{"SetLevelPolicies", func(o *pebble.Options) { SetLevelPolicies(o, 12) }},
+		{"SetLevelBudgets", func(o *pebble.Options) {
+			SetLevelBudgets(o, LevelBudgets(LevelShape{Keys: [numLevels]float64{0, 0, 0, 0, 1, 10, 100}}, 12))
+		}},
+		{"ModelLevelShape", func(o *pebble.Options) { ModelLevelShape(o) }},
+	} {
+		o := &pebble.Options{}
+		o.Levels[0].FilterPolicy = NewPolicy(10)
+		o.Levels[3].FilterPolicy = NewPolicy(13) // not in Filters yet: EnsureDefaults adds it
+		o.Filters = map[string]pebble.FilterPolicy{"lsmcuckoo.v1.bpk=10": NewV1Policy(10)}
+		shared := o.Filters
+		c.call(o)
+		if len(shared) != 1 || shared["lsmcuckoo.v1.bpk=10"] != pebble.FilterPolicy(NewV1Policy(10)) {
+			t.Errorf("%s wrote into the Filters map the Options held (now %d entries)", c.what, len(shared))
+		}
+		if _, ok := o.Filters["lsmcuckoo.v1.bpk=10"]; !ok {
+			t.Errorf("%s dropped an entry of Filters", c.what)
+		}
+	}
+}
+
+// TestSetLevelBudgetsWhileOpen is the README's flow on a real store, with
+// lookups running: budgets fitted to db.Metrics() are set on the Options
+// the store was opened with, while it opens tables (a file cache of a few
+// tables makes every lookup reopen some). Under the race detector (make
+// test) it fails if the Options' Filters map is written in place.
+func TestSetLevelBudgetsWhileOpen(t *testing.T) {
+	dir := t.TempDir()
+	o := &pebble.Options{DisableAutomaticCompactions: true, Logger: testLogger{}, MaxOpenFiles: 16}
+	SetLevelPolicies(o, 10)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := testkeys.Random(1600, 16, 81)
+	for i, k := range keys {
+		if err := db.Set(k, k, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 99 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	budgets := LevelBudgets(MeasuredLevelShape(db.Metrics()), 10)
+	done := make(chan error, 1)
+	go func() {
+		for _, k := range keys {
+			_, c, err := db.Get(k)
+			if err != nil {
+				done <- err
+				return
+			}
+			c.Close()
+		}
+		done <- nil
+	}()
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+			SetLevelBudgets(o, budgets)
+		}
+	}
+}
