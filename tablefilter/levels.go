@@ -24,8 +24,15 @@ const numLevels = 7
 // average and shape a later process configures. An average off the grid
 // would be a name no later process registers, and Pebble reads a table
 // whose filter name is not registered without its filter, silently.
+//
+// The search starts at levelBudgetMin, not MinBitsPerKey: the codec's
+// smallest filter (5-bit fingerprints at its planned load) takes more than
+// 4 bits per key, so a budget of 4 would spend more than the search
+// counted and the tree more than the average it was given
+// (TestLevelBudgetsSpendWhatTheyPromise builds the filters and checks).
 const (
 	levelBudgetStep = 0.5
+	levelBudgetMin  = 4.5
 	levelBudgetMax  = 32
 )
 
@@ -114,7 +121,7 @@ const modelKeys = 100_000
 // fingerprints and the bottom level slightly fewer bits than the average.
 //
 // How: each level's budget is a point of a grid of 0.5 bits in
-// [MinBitsPerKey, 32], and the grid is searched exactly by dynamic
+// [4.5, 32] (the codec cannot honour a budget of 4), and the grid is searched exactly by dynamic
 // programming over the key-weighted bits spent so far, with FPR(b) the
 // codec's own plan for a filter of b bits per key (codec.PlannedFPR). The
 // exact search matters: the rate curve halves at each step of fingerprint
@@ -317,16 +324,17 @@ func SetLevelBudgets(opts *pebble.Options, budgets [numLevels]float64) {
 }
 
 // levelBudgetGrid is the budgets the search chooses from.
-func levelBudgetGrid() []float64 { return budgetSteps(levelBudgetMax) }
+func levelBudgetGrid() []float64 { return budgetSteps(levelBudgetMin, levelBudgetMax) }
 
-// levelBudgetNames is every budget LevelBudgets can return: the search's
-// grid and the uniform fallback's half bits above it.
-func levelBudgetNames() []float64 { return budgetSteps(MaxBitsPerKey) }
+// levelBudgetNames is every budget LevelBudgets can return (the search's
+// grid and the uniform fallback's half bits around it), and every budget
+// earlier versions of it could.
+func levelBudgetNames() []float64 { return budgetSteps(MinBitsPerKey, MaxBitsPerKey) }
 
-func budgetSteps(top float64) []float64 {
+func budgetSteps(bottom, top float64) []float64 {
 	var g []float64
-	for i := 0; MinBitsPerKey+float64(i)*levelBudgetStep <= top; i++ {
-		g = append(g, MinBitsPerKey+float64(i)*levelBudgetStep)
+	for i := 0; bottom+float64(i)*levelBudgetStep <= top; i++ {
+		g = append(g, bottom+float64(i)*levelBudgetStep)
 	}
 	return g
 }
