@@ -20,10 +20,11 @@ func pebbleNamePrefix(version int) string { return fmt.Sprintf("lsmcuckoo.v%d.bp
 var pebbleFormats = [...]int{1, codec.FormatVersion}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
-// cannot honour the budget at all, and up to about 4.5 not quite: its
+// cannot honour the budget at all, and just above it not quite: its
 // smallest filter, 5-bit fingerprints at the planned load (93% in version
-// 2, 97% in version 1), takes that many bits per key, and a smaller budget
-// builds that filter; above MaxBitsPerKey the filter has 16-bit
+// 2, 97% in version 1), takes about 4.45 bits per key in version 2 and 4.1
+// in version 1, and a smaller budget builds that filter; above
+// MaxBitsPerKey the filter has 16-bit
 // fingerprints in buckets under a quarter full (false-positive rate about
 // 3e-5) and further bits buy almost nothing.
 const (
