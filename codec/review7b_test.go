@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -121,6 +122,67 @@ func TestV1FallbackAnswersMaybe(t *testing.T) {
 		for i := range 3000 {
 			if !mayContainHash(block, uint64(i)*0x9e3779b97f4a7c15, kind) || !mayContainHash(block, uint64(i), kind) {
 				t.Fatalf("kind %d: the always-maybe block answered absent", kind)
+			}
+		}
+	}
+}
+
+// TestSmallBlockEveryHeaderBit flips every bit of the lookup-critical
+// header of small blocks, one at a time: the version-1 header and the
+// version-2 trailer, of blocks of 1, 5 and 100 keys, of both hash kinds,
+// and of the always-maybe block. A lookup must never answer "absent" for a
+// key added to the undamaged block, and Decode must reject every flip.
+func TestSmallBlockEveryHeaderBit(t *testing.T) {
+	type built struct {
+		name   string
+		block  []byte
+		hashes []uint64
+		kind   HashKind
+	}
+	var cases []built
+	for _, n := range []int{1, 5, 100} {
+		for _, kind := range []HashKind{HashKey64, HashHost32} {
+			for _, v := range []int{1, 2} {
+				b := NewBuilder(Options{Version: v, Hash: kind, BitsPerKey: 12})
+				var hs []uint64
+				for i := range n {
+					h := uint64(i)*0x9e3779b97f4a7c15 + 1
+					if kind == HashHost32 {
+						h = uint64(uint32(h))
+					}
+					hs = append(hs, h)
+					b.addHash(h)
+				}
+				cases = append(cases, built{fmt.Sprintf("v%d kind %d n=%d", v, kind, n), b.Finish(nil), hs, kind})
+			}
+		}
+	}
+	b := NewBuilder(Options{})
+	b.rejectSeeds = v2Attempts
+	b.addHash(7)
+	cases = append(cases, built{"always-maybe", b.Finish(nil), []uint64{7}, HashKey64})
+
+	for _, c := range cases {
+		for _, h := range c.hashes {
+			if !mayContainHash(c.block, h, c.kind) {
+				t.Fatalf("%s: undamaged block misses a key", c.name)
+			}
+		}
+		lo, hi := 0, headerSize // version 1: the header
+		var h v2Header
+		if readV2(c.block, &h) {
+			lo, hi = len(c.block)-v2TrailerSize+4, len(c.block)-4 // version 2: the trailer's two id copies
+		}
+		for bit := 8 * lo; bit < 8*hi; bit++ {
+			bad := bytes.Clone(c.block)
+			bad[bit/8] ^= 1 << (bit % 8)
+			for _, h := range c.hashes {
+				if !mayContainHash(bad, h, c.kind) {
+					t.Fatalf("%s: header bit %d flipped: a key answers absent", c.name, bit)
+				}
+			}
+			if _, err := Decode(bad); err == nil {
+				t.Fatalf("%s: header bit %d flipped: Decode accepted it", c.name, bit)
 			}
 		}
 	}
