@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -498,4 +499,42 @@ func TestPebbleWriterMillionKeys(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzPolicyFromName hands PolicyFromName any string (an OPTIONS file or
+// a table's metaindex is not trusted): it must not panic, and a name it
+// accepts must be exactly the name of the policy it returns (so Pebble's
+// lookup by name finds it), with a budget NewPolicy accepts and a writer
+// whose block finds its keys.
+func FuzzPolicyFromName(f *testing.F) {
+	for _, s := range []string{
+		"lsmcuckoo.v2.bpk=10", "lsmcuckoo.v1.bpk=9.5", "lsmcuckoo.v2.bpk=4", "lsmcuckoo.v2.bpk=64",
+		"lsmcuckoo.v2.bpk=0", "lsmcuckoo.v2.bpk=-10", "lsmcuckoo.v2.bpk=NaN", "lsmcuckoo.v2.bpk=Inf",
+		"lsmcuckoo.v2.bpk=1e300", "lsmcuckoo.v2.bpk=0x1p3", "lsmcuckoo.v2.bpk=1_0", "lsmcuckoo.v2.bpk=10\x00",
+		"lsmcuckoo.v2.bpk=" + strings.Repeat("9", 400), "lsmcuckoo.v2.bpk=4." + strings.Repeat("0", 300) + "1",
+		"lsmcuckoo.v3.bpk=10", "lsmcuckoo.v02.bpk=10", "LSMCUCKOO.v2.bpk=10", "lsmcuckoo.v2.bpk=10.5.5",
+		"lsmcuckoo.v2.bpk=63.99999999999999", "lsmcuckoo.v2.bpk=4.000000000000001",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		p, ok := PolicyFromName(name)
+		if !ok {
+			return
+		}
+		if p.Name() != name {
+			t.Fatalf("PolicyFromName(%q) returned a policy named %q", name, p.Name())
+		}
+		q := p.(Policy)
+		if !pebbleValidBitsPerKey(q.BitsPerKey()) || q.Version() < 1 || q.Version() > codec.FormatVersion {
+			t.Fatalf("PolicyFromName(%q) = %+v", name, q)
+		}
+		keys := [][]byte{[]byte("a"), []byte(name), {}}
+		block := pebbleBuild(p, keys)
+		for _, k := range keys {
+			if !p.MayContain(pebble.TableFilter, block, k) {
+				t.Fatalf("%s: false negative", name)
+			}
+		}
+	})
 }
