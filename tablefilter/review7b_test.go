@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -537,4 +539,27 @@ func FuzzPolicyFromName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadmeLevelBudgets checks the allocation README.md quotes for
+// SetLevelPolicies at 10 bits/key on Pebble's default tree against what
+// LevelBudgets computes. The README said L5 13.5, L4 22 and L3 31 while
+// the code gave 14, 17.5 and 25.5.
+func TestReadmeLevelBudgets(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Skip("README.md not found:", err)
+	}
+	text := strings.Join(strings.Fields(string(readme)), " ")
+	b := LevelBudgets(ModelLevelShape(&pebble.Options{}), 10)
+	if b[0] != b[1] || b[1] != b[2] {
+		t.Fatalf("L0-L2 differ (%v): the README's sentence cannot describe them", b)
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	want := fmt.Sprintf("at 10 bits/key on a full tree it gives L6 %s bits/key, L5 %s, L4 %s, L3 %s and L0–L2 %s.",
+		g(b[6]), g(b[5]), g(b[4]), g(b[3]), g(b[0]))
+	if !strings.Contains(text, want) {
+		i := strings.Index(text, "at 10 bits/key on a full tree")
+		t.Errorf("README.md should say %q; it says %q", want, text[max(i, 0):min(max(i, 0)+len(want)+10, len(text))])
+	}
 }
