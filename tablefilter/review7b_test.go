@@ -72,13 +72,33 @@ func TestLevelBudgetsAlwaysRegistered(t *testing.T) {
 // tables written under SetLevelPolicies(opts, 40) (a valid average, above
 // the grid), reopened under SetLevelPolicies(opts, 10). Pebble reads a
 // table whose filter name is not registered without its filter and says
-// nothing, so the filter metrics are the only witness.
+// nothing, so the filter metrics are the only witness. Likewise a store
+// whose levels were written by the version-1 per-level policies (what
+// SetLevelPolicies wrote before format version 2), reopened under the
+// version-2 SetLevelPolicies at another average.
 func TestLevelPoliciesReopenUnderAnotherAverage(t *testing.T) {
+	t.Run("avg 40 then 10", func(t *testing.T) {
+		reopenUnderOtherPolicies(t, func(o *pebble.Options) { SetLevelPolicies(o, 40) },
+			func(o *pebble.Options) { SetLevelPolicies(o, 10) })
+	})
+	t.Run("v1 per-level then v2 at 7", func(t *testing.T) {
+		reopenUnderOtherPolicies(t, func(o *pebble.Options) {
+			for l, b := range LevelBudgets(ModelLevelShape(o), 10) {
+				o.Levels[l].FilterPolicy = NewV1Policy(b)
+			}
+		}, func(o *pebble.Options) { SetLevelPolicies(o, 7) })
+	})
+}
+
+// reopenUnderOtherPolicies writes two L0 tables under the policies write
+// sets, reopens the store under those read sets, and checks with Pebble's
+// filter metrics that absent-key Gets consult both tables' filters.
+func reopenUnderOtherPolicies(t *testing.T, write, read func(o *pebble.Options)) {
 	dir := t.TempDir()
 	keys := testkeys.Random(20_000, 16, 71)
 	present, absent := keys[:10_000], keys[10_000:]
 	o := &pebble.Options{DisableAutomaticCompactions: true, Logger: testLogger{}}
-	SetLevelPolicies(o, 40)
+	write(o)
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -93,12 +113,13 @@ func TestLevelPoliciesReopenUnderAnotherAverage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	written := o.Levels[0].FilterPolicy.Name()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	o = &pebble.Options{DisableAutomaticCompactions: true, Logger: testLogger{}}
-	SetLevelPolicies(o, 10)
+	read(o)
 	db, err = pebble.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +135,7 @@ func TestLevelPoliciesReopenUnderAnotherAverage(t *testing.T) {
 			t.Fatalf("Get(absent): %v", err)
 		}
 	}
+	mid := db.Metrics().Filter
 	for _, k := range present[:2000] {
 		v, c, err := db.Get(k)
 		if err != nil || string(v) != string(k) {
@@ -121,11 +143,12 @@ func TestLevelPoliciesReopenUnderAnotherAverage(t *testing.T) {
 		}
 		c.Close()
 	}
-	after := db.Metrics().Filter
-	checks := after.Hits - before.Hits + after.Misses - before.Misses
-	t.Logf("%d L0 tables written at avg 40, reopened at 10: %d filter checks, %d rejected, for %d absent Gets", tables, checks, after.Hits-before.Hits, len(absent))
-	if checks < int64(len(absent))*tables {
-		t.Errorf("only %d filter checks for %d absent Gets over %d tables: tables written under another average are read without their filters", checks, len(absent), tables)
+	checks := mid.Hits - before.Hits + mid.Misses - before.Misses
+	t.Logf("%d L0 tables written as %s, reopened with L0 at %s: %d filter checks, %d rejected, for %d absent Gets",
+		tables, written, o.Levels[0].FilterPolicy.Name(), checks, mid.Hits-before.Hits, len(absent))
+	// A few absent keys fall outside a table's range and skip it unchecked.
+	if checks < int64(len(absent))*tables*98/100 {
+		t.Errorf("only %d filter checks for %d absent Gets over %d tables: tables written as %s are read without their filters", checks, len(absent), tables, written)
 	}
 }
 
