@@ -129,6 +129,9 @@ func reopenUnderOtherPolicies(t *testing.T, write, read func(o *pebble.Options))
 	if tables < 2 {
 		t.Fatalf("%d L0 tables, want 2", tables)
 	}
+	// Under the race detector Pebble's invariant checks slow every lookup
+	// a hundredfold: probe every pebbleStride-th key there.
+	absent = stride(absent)
 	before := db.Metrics().Filter
 	for _, k := range absent {
 		if _, _, err := db.Get(k); !errors.Is(err, pebble.ErrNotFound) {
@@ -136,7 +139,7 @@ func reopenUnderOtherPolicies(t *testing.T, write, read func(o *pebble.Options))
 		}
 	}
 	mid := db.Metrics().Filter
-	for _, k := range present[:2000] {
+	for _, k := range stride(present[:2000]) {
 		v, c, err := db.Get(k)
 		if err != nil || string(v) != string(k) {
 			t.Fatalf("Get(present) = %q, %v", v, err)
@@ -257,15 +260,16 @@ func TestV1PolicyCraftedKeys(t *testing.T) {
 	}
 	t.Logf("flush of %d crafted keys with NewV1Policy(10): %v", n, time.Since(start).Round(time.Millisecond))
 	before := db.Metrics().Filter
-	for _, k := range keys {
+	probed := stride(keys)
+	for _, k := range probed {
 		v, cl, err := db.Get(k)
 		if err != nil || !bytes.Equal(v, k[:4]) {
 			t.Fatalf("Get(crafted %x) = %x, %v", k, v, err)
 		}
 		cl.Close()
 	}
-	if after := db.Metrics().Filter; after.Misses-before.Misses < n {
-		t.Errorf("%d filter checks passed for %d present keys: the L0 table's filter was not consulted", after.Misses-before.Misses, n)
+	if after := db.Metrics().Filter; after.Misses-before.Misses < int64(len(probed)) {
+		t.Errorf("%d filter checks passed for %d present keys: the L0 table's filter was not consulted", after.Misses-before.Misses, len(probed))
 	}
 }
 
@@ -390,6 +394,16 @@ func TestLevelBudgetsSpendWhatTheyPromise(t *testing.T) {
 	}
 }
 
+// stride is every pebbleStride-th key: all of them normally, fewer under
+// the race detector, whose Pebble lookups are a hundred times slower.
+func stride(keys [][]byte) [][]byte {
+	var out [][]byte
+	for i := 0; i < len(keys); i += pebbleStride {
+		out = append(out, keys[i])
+	}
+	return out
+}
+
 // reviewOddKeys are key shapes a demanding user's store holds: the empty
 // key, every 1-byte key, 64 KiB keys, keys that differ only in their last
 // byte after a long shared prefix, and ordinary ones. Half are written
@@ -453,7 +467,10 @@ func TestPebbleOddKeys(t *testing.T) {
 				}
 				for i, k := range keys {
 					var found bool
-					if seek {
+					// Pebble v2.1.7 built with invariants (as under the
+					// race detector) indexes key[0] in SeekPrefixGE and
+					// panics on the empty key: Get checks that one.
+					if seek && len(k) > 0 {
 						found = it.SeekPrefixGE(k) && bytes.Equal(it.Key(), k)
 					} else {
 						v, c, err := db.Get(k)
@@ -485,7 +502,7 @@ func TestPebbleOddKeys(t *testing.T) {
 			}
 			// Absent keys past either end of the table's range are
 			// skipped without a filter check.
-			if c := check("L6 SeekPrefixGE", true); c < int64(len(keys))-2 {
+			if c := check("L6 SeekPrefixGE", true); c < int64(len(keys))-3 {
 				t.Errorf("L6 SeekPrefixGE: %d filter checks for %d keys", c, len(keys))
 			}
 		})
@@ -500,7 +517,8 @@ func TestPebbleWriterMillionKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a million keys")
 	}
-	keys := testkeys.Random(1_000_000, 16, 95)
+	// A tenth under the race detector: nothing here is concurrent.
+	keys := testkeys.Random(1_000_000/min(pebbleStride, 10), 16, 95)
 	for _, p := range []Policy{NewPolicy(10), NewV1Policy(10)} {
 		w := p.NewWriter(pebble.TableFilter)
 		for i, k := range keys {
