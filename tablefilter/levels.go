@@ -109,7 +109,9 @@ const modelKeys = 100_000
 // LevelBudgets returns the bits per key for L0..L6 that minimise the
 // expected number of tables a lookup for an absent key reads in vain,
 // the sum over levels of (tables consulted) × (false-positive rate), while
-// the key-weighted average stays at or just under avgBitsPerKey. This is
+// the key-weighted average stays at or just under avgBitsPerKey (measured
+// in the bytes the filters take: an average under about 4.5 cannot be met,
+// since the codec's smallest filter takes that much). This is
 // the allocation of Monkey (Dayan, Athanassoulis & Idreos, "Monkey:
 // Optimal Navigable Key-Value Store", SIGMOD 2017), worked out for a
 // cuckoo filter's rate curve instead of a bloom filter's.
