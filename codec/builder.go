@@ -25,7 +25,11 @@ type Options struct {
 	// whole 64-byte lines: a filter of a few thousand keys may take up to
 	// 5% more than the budget to keep the fingerprints of a large one, and
 	// a tiny one (whose 40-byte trailer is over 5% of its budget) may
-	// exceed it by the trailer as well.
+	// exceed it by the trailer as well. A budget past what 16-bit
+	// fingerprints fill at the lowest load the builder plans is spent only
+	// up to there (further bits would buy almost nothing), so no value
+	// makes a block unboundedly large; NaN or a budget of 0 or less means
+	// DefaultBitsPerKey.
 	BitsPerKey float64
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
 	// smallest filter whose expected rate is at most this.

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -186,4 +187,45 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHugeBudgetBounded: a budget is a configuration value, and one far
+// past anything useful (a mistyped 1e6, an int meant as bytes passed to
+// tablefilter.NewBadgerFilter) must not turn into unbounded memory: past
+// 16-bit fingerprints at the lowest load the builder plans (minLoad),
+// further bits buy nothing, and the block stops growing there. Before the
+// cap, version 2 spent whatever it was given (1e5 bits/key for 1000 keys,
+// 12 MB), and at 1e12 it converted an out-of-range line count to uint32
+// and allocated without bound (over 10 GB for 1000 keys when stopped).
+// NaN, negative and infinite budgets take the default or the cap.
+func TestHugeBudgetBounded(t *testing.T) {
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key%06d", i)
+	}
+	// The most a block can usefully spend, per key: version 2's widest
+	// lines at minLoad, and a 5% allowance (and the trailer) for a small
+	// filter; version 1 is smaller still.
+	most := float64(lineBits)/(v2Slots(maxFPBits)*minLoad)*1.05 + float64(8*v2TrailerSize)/float64(len(keys))
+	check := func(budgets []float64) {
+		for _, bpk := range budgets {
+			for _, v := range []int{1, 2} {
+				block := Build(keys, Options{BitsPerKey: bpk, Version: v})
+				bits := float64(8*len(block)) / float64(len(keys))
+				if bits > most || math.IsNaN(bits) {
+					t.Errorf("v%d budget %v: %.1f bits/key, more than the %.1f any budget can use", v, bpk, bits, most)
+				}
+				for _, k := range keys {
+					if !MayContain(block, k) {
+						t.Fatalf("v%d budget %v: false negative", v, bpk)
+					}
+				}
+			}
+		}
+	}
+	check([]float64{100, 1e3, 1e5, math.NaN(), -1, math.Inf(1), math.Inf(-1)})
+	if t.Failed() {
+		return // the budgets below would exhaust memory
+	}
+	check([]float64{1e12, 1e300, math.MaxFloat64})
 }

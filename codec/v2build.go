@@ -572,7 +572,7 @@ func planV2(o *Options, d int) v2Plan {
 		if o.FalsePositiveRate > 0 {
 			load = min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
 		} else if o.BitsPerKey > 0 {
-			l := budgetLines(o.BitsPerKey, n)
+			l := budgetLines(o.BitsPerKey, n, v2TrailerSize*8)
 			load = min(v2MaxLoad, n/(float64(l)*v2Slots(f)))
 		}
 		return v2Plan{f, linesFor(f, max(load, minLoad)), 0}
@@ -591,7 +591,7 @@ func planV2(o *Options, d int) v2Plan {
 		return best
 	}
 	budget := o.BitsPerKey
-	if budget <= 0 {
+	if !(budget > 0) { // NaN too
 		budget = DefaultBitsPerKey
 	}
 	// The widths are chosen for the budget's keys per line, so that small
@@ -609,7 +609,7 @@ func planV2(o *Options, d int) v2Plan {
 		trailer = 0
 	}
 	perLine := lineBits / budget / v2MaxLoad // slots a line needs on average
-	have := uint32(max(1, math.Floor((budget*n-trailer)/lineBits)))
+	have := budgetLines(budget, n, trailer)
 	for f := uint(maxFPBits); f >= minFPBits; f-- {
 		if perLine > v2Slots(f) && f > minFPBits {
 			continue
@@ -656,9 +656,15 @@ func v2AttemptLines(planned uint32, attempt int) uint32 {
 func v2SizeCap(planned uint32) float64 { return float64(v2AttemptLines(planned, v2Attempts-1)) }
 
 // budgetLines is how many whole lines a budget of bpk bits for n keys buys
-// after the trailer, at least one.
-func budgetLines(bpk, n float64) uint32 {
-	return uint32(max(1, math.Floor((bpk*n-v2TrailerSize*8)/lineBits)))
+// after trailer bits, at least one, and at most what 16-bit fingerprints at
+// minLoad fill: a filter emptier than that buys a negligibly lower rate
+// with every further bit (the same floor a target rate or a forced width
+// is planned with), so a budget far past it (a mistyped 1e6, an int meant
+// as bytes) does not become a block of that size, nor a line count that
+// overflows uint32.
+func budgetLines(bpk, n, trailer float64) uint32 {
+	most := math.Ceil(n / (v2Slots(maxFPBits) * minLoad))
+	return uint32(max(1, min(most, math.Floor((bpk*n-trailer)/lineBits))))
 }
 
 // randomSeed draws a non-zero seed from crypto/rand, so that nobody can
