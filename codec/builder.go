@@ -32,7 +32,9 @@ type Options struct {
 	// DefaultBitsPerKey.
 	BitsPerKey float64
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
-	// smallest filter whose expected rate is at most this.
+	// smallest filter whose expected rate is at most this; a target below
+	// every filter's rate gets the lowest-rate filter (16-bit
+	// fingerprints at the lowest planned load).
 	FalsePositiveRate float64
 	// FingerprintBits forces the fingerprint width (5..16); 0 lets the
 	// builder choose.

@@ -229,3 +229,34 @@ func TestHugeBudgetBounded(t *testing.T) {
 	}
 	check([]float64{1e12, 1e300, math.MaxFloat64})
 }
+
+// TestFalsePositiveTargetMonotone: asking for a lower false-positive rate
+// never yields a higher one. A target below what any filter reaches gets
+// the lowest rate there is (16-bit fingerprints at minLoad), as version 1
+// does. Version 2 used to fall back to 16-bit fingerprints at its highest
+// load instead: a target of 2e-5 planned 1.1e-4, while 2.5e-5 planned
+// 2.5e-5.
+func TestFalsePositiveTargetMonotone(t *testing.T) {
+	keys := make([][]byte, 20_000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user%08d", i)
+	}
+	floor := expectedFPR(maxFPBits, minLoad)
+	for _, v := range []int{1, 2} {
+		prev := 1.0
+		for _, p := range []float64{1e-2, 1e-3, 1e-4, 5e-5, 3e-5, 2.5e-5, 2e-5, 1e-5, 1e-7, 1e-300} {
+			f, err := Decode(Build(keys, Options{FalsePositiveRate: p, Version: v, Seed: 1}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.Info().ExpectedFPR
+			if got > prev*1.02 {
+				t.Errorf("v%d: target %g plans %.3g, more than the %.3g of a looser target", v, p, got, prev)
+			}
+			if p < floor && got > floor*1.05 {
+				t.Errorf("v%d: unattainable target %g plans %.3g; the lowest attainable is %.3g", v, p, got, floor)
+			}
+			prev = got
+		}
+	}
+}

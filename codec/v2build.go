@@ -578,7 +578,11 @@ func planV2(o *Options, d int) v2Plan {
 		return v2Plan{f, linesFor(f, max(load, minLoad)), 0}
 	}
 	if o.FalsePositiveRate > 0 {
-		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, v2MaxLoad), 0}, math.Inf(1)
+		// A target no width meets at minLoad or above gets the lowest rate
+		// there is, 16-bit fingerprints at minLoad, as version 1 does (not
+		// the densest 16-bit filter, whose rate is several times higher
+		// than a looser target's).
+		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, minLoad), 0}, math.Inf(1)
 		for f := uint(minFPBits); f <= maxFPBits; f++ {
 			load := min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
 			if load < minLoad {
