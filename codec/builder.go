@@ -373,7 +373,7 @@ const (
 	v1Attempts = 4
 	// v1MaxBumps is how many buckets a block may get beyond its plan
 	// before the attempt is abandoned. Random keys need one or two at the
-	// planned 97% load (the rest of FORMAT.md's sizing).
+	// planned 97% load (FORMAT.md, "Choosing the block size and load").
 	v1MaxBumps = 8
 	// v1MaxBlockFactor: an attempt is abandoned when a block receives more
 	// than this many times the keys a block is planned for (random keys
@@ -382,7 +382,9 @@ const (
 )
 
 // encode builds the block from mixed hashes under one seed; ok is false
-// only if some block could not be placed even at half load.
+// when a block received more than v1MaxBlockFactor times the keys a block
+// is planned for, or could not be placed in v1MaxBumps buckets more than
+// its plan: only keys aimed at this seed do either.
 func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 	blocks := max(1, (b.n+b.blockKeys-1)/b.blockKeys)
 	c := uint32(blocks)
