@@ -122,9 +122,10 @@ const modelKeys = 100_000
 // small upper levels (and L0, which a lookup meets once per sublevel) wide
 // fingerprints and the bottom level slightly fewer bits than the average.
 //
-// How: each level's budget is a point of a grid of 0.5 bits in
-// [4.5, 32] (the codec cannot honour a budget of 4), and the grid is searched exactly by dynamic
-// programming over the key-weighted bits spent so far, with FPR(b) the
+// How: each level's budget is a point of a grid of 0.5 bits in [4.5, 32]
+// (the codec cannot honour a budget of 4), and the grid is searched
+// exactly by dynamic programming over the key-weighted bits spent so far,
+// with FPR(b) the
 // codec's own plan for a filter of b bits per key (codec.PlannedFPR). The
 // exact search matters: the rate curve halves at each step of fingerprint
 // width and falls slowly between steps, so it is not convex, and the

@@ -24,9 +24,9 @@ var pebbleFormats = [...]int{1, codec.FormatVersion}
 // smallest filter, 5-bit fingerprints at the planned load (93% in version
 // 2, 97% in version 1), takes about 4.45 bits per key in version 2 and 4.1
 // in version 1, and a smaller budget builds that filter; above
-// MaxBitsPerKey the filter has 16-bit
-// fingerprints in buckets under a quarter full (false-positive rate about
-// 3e-5) and further bits buy almost nothing.
+// MaxBitsPerKey the filter has 16-bit fingerprints in buckets under a
+// quarter full (false-positive rate about 3e-5) and further bits buy
+// almost nothing.
 const (
 	MinBitsPerKey = 4
 	MaxBitsPerKey = 64
