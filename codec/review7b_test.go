@@ -260,3 +260,91 @@ func TestFalsePositiveTargetMonotone(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBuildOptions builds from fuzzer-chosen Options, any float values
+// included (NaN, infinities, negative, huge budgets and targets, forced
+// widths out of range, any version and seed): no panic, a block that
+// decodes, no key lost, and no block larger than the lowest-rate filter
+// any setting can ask for (16-bit fingerprints at minLoad, about 80 bits
+// per key, plus a header or trailer and a line of rounding).
+func FuzzBuildOptions(f *testing.F) {
+	f.Add([]byte("a\x00b\x00c"), 10.0, 0.0, int8(0), uint8(2), uint32(0))
+	f.Add([]byte("a\x00b\x00c\x00d\x00e"), math.NaN(), 0.0, int8(0), uint8(1), uint32(0))
+	f.Add(bytes.Repeat([]byte("k\x00"), 300), 1e12, 0.0, int8(0), uint8(2), uint32(5))
+	f.Add(bytes.Repeat([]byte("x\x00y"), 200), 0.0, 1e-300, int8(0), uint8(2), uint32(0))
+	f.Add([]byte("only"), 0.0, 0.5, int8(16), uint8(1), uint32(9))
+	f.Add([]byte("p\x00q"), math.Inf(1), math.NaN(), int8(-7), uint8(7), uint32(0))
+	f.Fuzz(func(t *testing.T, data []byte, bpk, fpr float64, fbits int8, version uint8, seed uint32) {
+		keys := bytes.Split(data, []byte{0})
+		o := Options{BitsPerKey: bpk, FalsePositiveRate: fpr, FingerprintBits: int(fbits), Version: int(version % 4), Seed: seed}
+		block := Build(keys, o)
+		if _, err := Decode(block); err != nil {
+			t.Fatalf("%+v: fresh block does not decode: %v", o, err)
+		}
+		for _, k := range keys {
+			if !MayContain(block, k) {
+				t.Fatalf("%+v: false negative for %q", o, k)
+			}
+		}
+		distinct := map[string]bool{}
+		for _, k := range keys {
+			distinct[string(k)] = true
+		}
+		n := float64(len(distinct))
+		most := float64(lineBits)/(v2Slots(maxFPBits)*minLoad)*n/8 + 2*lineBytes + v2TrailerSize + headerSize
+		if float64(len(block)) > most*1.05 {
+			t.Fatalf("%+v: %d bytes for %d distinct keys, more than the %.0f any setting needs", o, len(block), len(distinct), most)
+		}
+	})
+}
+
+// TestRepeatsAnyOrderKeepBudget: README's own example feeds a Builder
+// "tableKeys" and says repeats are fine; a store that builds a filter from
+// a log, or from keys in hash order, repeats keys out of order. The budget
+// is per distinct key whatever the order. Version 2 used to plan its lines
+// for every hash added, repeats included: 1000 keys added 100 times each,
+// round robin, took 1000 bits per distinct key at a budget of 10 (version
+// 1, which plans after removing repeats, took 10.2).
+func TestRepeatsAnyOrderKeepBudget(t *testing.T) {
+	var distinct, stream [][]byte
+	for i := range 1000 {
+		distinct = append(distinct, fmt.Appendf(nil, "key%d", i))
+	}
+	for range 100 {
+		stream = append(stream, distinct...)
+	}
+	for _, v := range []int{1, 2} {
+		for _, bpk := range []float64{10, 16} {
+			block := Build(stream, Options{BitsPerKey: bpk, Version: v})
+			f, err := Decode(block)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := f.Info()
+			if info.Keys != len(distinct) {
+				t.Fatalf("v%d: %d keys stored, want %d", v, info.Keys, len(distinct))
+			}
+			// Small filters may take 5% and their trailer over the budget.
+			if most := 1.05*bpk + float64(8*v2TrailerSize)/float64(len(distinct)); info.BitsPerKey > most {
+				t.Errorf("v%d budget %v: %.1f bits per distinct key", v, bpk, info.BitsPerKey)
+			}
+			for _, k := range distinct {
+				if !f.MayContain(k) {
+					t.Fatalf("v%d: false negative", v)
+				}
+			}
+		}
+	}
+	// The same through 32-bit host hashes (a BadgerFilter built from hashes
+	// collected in another order than the table's).
+	b := NewBuilder(Options{Hash: HashHost32, BitsPerKey: 10})
+	for r := range 50 {
+		for i := range 2000 {
+			b.AddHash32(uint32((i*7919 + r) % 2000))
+		}
+	}
+	block := b.Finish(nil)
+	if info := mustInfo(t, block); info.Keys != 2000 || info.BitsPerKey > 1.05*10+float64(8*v2TrailerSize)/2000 {
+		t.Errorf("host32: %d keys at %.1f bits/key", info.Keys, info.BitsPerKey)
+	}
+}

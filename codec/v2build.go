@@ -699,12 +699,14 @@ func (b *Builder) finishV2(dst []byte) []byte {
 	for attempt := 0; attempt < v2Attempts; attempt++ {
 		lines := v2AttemptLines(plan.lines, attempt)
 		if b.rejectSeeds <= 0 {
-			out, ok := b.encodeV2(dst, prevSeed, seed, v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}, plan.wide)
+			g := v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}
+			out, ok := b.encodeV2(dst, prevSeed, seed, g, plan.wide)
+			prevSeed = seed
 			if ok {
+				out = b.replanForRepeats(dst, seed, plan, g, out)
 				b.stats.Reseeds = attempt
 				return out
 			}
-			prevSeed = seed
 		}
 		b.rejectSeeds--
 		if pinned {
@@ -715,6 +717,31 @@ func (b *Builder) finishV2(dst []byte) []byte {
 	}
 	// Past every cap: a block that honestly answers "maybe" for every key.
 	return b.alwaysMaybe(dst, plan.f, seed, v2Attempts)
+}
+
+// replanForRepeats re-encodes a block that placed under seed and geometry
+// g when it was planned for far more keys than it holds. The plan counts
+// every hash added, because repeats that do not arrive one after another
+// (keys added out of order, as from a log) are only found while placing;
+// the budget is per distinct key. So when the distinct keys stored would
+// plan materially fewer lines, the keys are placed again in those. If that
+// placement fails (as rarely as any), the block of g is encoded again
+// (the same seed and geometry give the same bytes) and kept. Keys sorted
+// as a table writer adds them never get here: their repeats are
+// consecutive and dropped by Add.
+func (b *Builder) replanForRepeats(dst []byte, seed uint32, plan v2Plan, g v2Geom, out []byte) []byte {
+	if b.stats.Keys >= b.n {
+		return out
+	}
+	p := planV2(&b.opts, b.stats.Keys)
+	if float64(p.lines) >= 0.97*float64(plan.lines) {
+		return out
+	}
+	if again, ok := b.encodeV2(dst, seed, seed, v2Geom{f: p.f, lines: p.lines, wide: v2WideLines(p.lines, p.wide)}, p.wide); ok {
+		return again
+	}
+	out, _ = b.encodeV2(dst, seed, seed, g, plan.wide)
+	return out
 }
 
 // encodeV2 places every key under one seed and line count and appends the
