@@ -25,10 +25,16 @@ type Options struct {
 	// whole 64-byte lines: a filter of a few thousand keys may take up to
 	// 5% more than the budget to keep the fingerprints of a large one, and
 	// a tiny one (whose 40-byte trailer is over 5% of its budget) may
-	// exceed it by the trailer as well.
+	// exceed it by the trailer as well. A budget past what 16-bit
+	// fingerprints fill at the lowest load the builder plans is spent only
+	// up to there (further bits would buy almost nothing), so no value
+	// makes a block unboundedly large; NaN or a budget of 0 or less means
+	// DefaultBitsPerKey.
 	BitsPerKey float64
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
-	// smallest filter whose expected rate is at most this.
+	// smallest filter whose expected rate is at most this; a target below
+	// every filter's rate gets the lowest-rate filter (16-bit
+	// fingerprints at the lowest planned load).
 	FalsePositiveRate float64
 	// FingerprintBits forces the fingerprint width (5..16); 0 lets the
 	// builder choose.
@@ -37,7 +43,10 @@ type Options struct {
 	// version 2, 0 (the default) draws a fresh seed from crypto/rand for
 	// every block, so that nobody can choose keys that collide in a filter
 	// before it is built; set it only to make blocks reproducible (tests,
-	// golden files). Version 1 uses the value as given, 0 included.
+	// golden files). Version 1 builds under the value as given, 0
+	// included, and retries a failed placement (only keys aimed at a
+	// known seed fail) under seeds from crypto/rand, or under Seed+1,
+	// Seed+2, ... when Seed is not 0.
 	Seed uint32
 	// Hash says what the builder receives: HashKey64 (the default) for
 	// keys (Add), HashHost32 for a host's 32-bit key hashes (AddHash32).
@@ -80,6 +89,9 @@ type Builder struct {
 	// rejectSeeds makes Finish discard that many successful encodings, so
 	// tests can drive the reseed path that real key sets never reach.
 	rejectSeeds int
+	// placements counts version-1 block placements in the last Finish, so
+	// tests can bound the work crafted keys cause without timing it.
+	placements int
 
 	s     *scratch // only inside Finish
 	stats BuildStats
@@ -288,9 +300,12 @@ func (b *Builder) Reset() {
 // sets do) is retried under a fresh seed, then in geometrically more lines
 // up to a cap; past the cap the block answers "maybe" for every key and
 // Stats().Fallback says so. A version-1 block whose keys cannot all be
-// placed gets another bucket, and placement restarts under the next seed
-// in the (astronomically unlikely) case that a block's keys agree on all
-// position bits.
+// placed gets another bucket, a few times; past that, or when one block
+// received far more keys than a block is planned for (keys aimed at it
+// under a known seed), placement restarts under a fresh seed from
+// crypto/rand (Seed+1, Seed+2, ... for a pinned non-zero Seed), a bounded
+// number of times, and past that Finish writes the version-2 block that
+// answers "maybe" for every key (Stats().Fallback).
 func (b *Builder) Finish(dst []byte) []byte {
 	b.seal()
 	b.s = getScratch()
@@ -309,23 +324,67 @@ func (b *Builder) Finish(dst []byte) []byte {
 			pg[i] = position(h, b.opts.Hash, b.opts.Seed)
 		}
 	}
-	for seed := b.opts.Seed; ; seed++ {
+	// The first attempt is under the seed as given (0 by default, which
+	// keeps version 1's lookups a mix shorter). Whoever knows the seed can
+	// aim keys at one block, so a retry must be under a seed they cannot
+	// know: the retries of an unpinned builder draw theirs from
+	// crypto/rand. (They used to take seed+1: a key set crafted for seeds
+	// 0, 1, 2, ... forced as many failed placements as it had parts.)
+	b.placements = 0
+	seed := b.opts.Seed
+	for attempt := 0; attempt < v1Attempts; attempt++ {
 		if out, ok := b.encode(dst, seed); ok && b.rejectSeeds <= 0 {
-			b.stats.Reseeds = int(seed - b.opts.Seed)
+			b.stats.Reseeds = attempt
 			b.stats.Seed = seed
 			return out
 		}
 		b.rejectSeeds--
+		next := seed + 1
+		if b.opts.Seed == 0 {
+			next = randomSeed()
+		}
 		for _, pg := range b.pages {
 			for i, x := range pg {
-				pg[i] = position(unposition(x, b.opts.Hash, seed), b.opts.Hash, seed+1)
+				pg[i] = position(unposition(x, b.opts.Hash, seed), b.opts.Hash, next)
 			}
 		}
+		seed = next
 	}
+	return b.alwaysMaybe(dst, 0, seed, v1Attempts)
 }
 
+// alwaysMaybe appends the version-2 block that answers "maybe" for every
+// key (the fallback of both versions: a version-1 reader that predates
+// version 2 finds no version-1 header in it and answers "maybe" too).
+func (b *Builder) alwaysMaybe(dst []byte, f uint, seed uint32, attempts int) []byte {
+	out, blk := growBytes(dst, v2TrailerSize)
+	h := v2Header{fpBits: uint8(max(f, minFPBits)), kind: b.opts.Hash, flags: v2FlagAlwaysIn, seed: seed}
+	h.put(blk, 0)
+	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
+	b.stats = BuildStats{Reseeds: attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(h.fpBits), Seed: seed}
+	return out
+}
+
+// Version-1 build limits: each caps the work keys aimed at a known seed
+// can cause (a placement is linear in its block's keys times the BFS
+// length, and the BFS is bounded by the block).
+const (
+	// v1Attempts bounds the seeds one Finish tries.
+	v1Attempts = 4
+	// v1MaxBumps is how many buckets a block may get beyond its plan
+	// before the attempt is abandoned. Random keys need one or two at the
+	// planned 97% load (FORMAT.md, "Choosing the block size and load").
+	v1MaxBumps = 8
+	// v1MaxBlockFactor: an attempt is abandoned when a block receives more
+	// than this many times the keys a block is planned for (random keys
+	// exceed 1.2 times with a probability under 1e-9).
+	v1MaxBlockFactor = 2
+)
+
 // encode builds the block from mixed hashes under one seed; ok is false
-// only if some block could not be placed even at half load.
+// when a block received more than v1MaxBlockFactor times the keys a block
+// is planned for, or could not be placed in v1MaxBumps buckets more than
+// its plan: only keys aimed at this seed do either.
 func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 	blocks := max(1, (b.n+b.blockKeys-1)/b.blockKeys)
 	c := uint32(blocks)
@@ -359,6 +418,12 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 	for i := 0; i < blocks; i++ {
 		seg := b.sortBlock(b.s.sorted[b.s.counts[i]:b.s.counts[i+1]], c)
 		seg = slices.Compact(seg)
+		if len(seg) > v1MaxBlockFactor*b.blockKeys+slots*v1MaxBumps {
+			// Far more distinct keys than a block is planned for: they
+			// were aimed at it. Placing them would cost a BFS over the
+			// whole oversized block per key; a fresh seed spreads them.
+			return nil, false
+		}
 		b.s.counts[i] = uint32(distinct)
 		distinct += copy(b.s.sorted[distinct:], seg)
 	}
@@ -382,9 +447,13 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 		}
 		planned = plannedEnd
 		first := m
-		for !b.s.place.place(keys, c, uint32(m), f) {
+		for {
+			b.placements++
+			if b.s.place.place(keys, c, uint32(m), f) {
+				break
+			}
 			m++
-			if m > 2*len(keys)+16 {
+			if m > first+v1MaxBumps {
 				return nil, false
 			}
 		}

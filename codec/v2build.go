@@ -572,13 +572,17 @@ func planV2(o *Options, d int) v2Plan {
 		if o.FalsePositiveRate > 0 {
 			load = min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
 		} else if o.BitsPerKey > 0 {
-			l := budgetLines(o.BitsPerKey, n)
+			l := budgetLines(o.BitsPerKey, n, v2TrailerSize*8)
 			load = min(v2MaxLoad, n/(float64(l)*v2Slots(f)))
 		}
 		return v2Plan{f, linesFor(f, max(load, minLoad)), 0}
 	}
 	if o.FalsePositiveRate > 0 {
-		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, v2MaxLoad), 0}, math.Inf(1)
+		// A target no width meets at minLoad or above gets the lowest rate
+		// there is, 16-bit fingerprints at minLoad, as version 1 does (not
+		// the densest 16-bit filter, whose rate is several times higher
+		// than a looser target's).
+		best, bestBits := v2Plan{maxFPBits, linesFor(maxFPBits, minLoad), 0}, math.Inf(1)
 		for f := uint(minFPBits); f <= maxFPBits; f++ {
 			load := min(v2MaxLoad, loadForFPR(f, o.FalsePositiveRate))
 			if load < minLoad {
@@ -591,7 +595,7 @@ func planV2(o *Options, d int) v2Plan {
 		return best
 	}
 	budget := o.BitsPerKey
-	if budget <= 0 {
+	if !(budget > 0) { // NaN too
 		budget = DefaultBitsPerKey
 	}
 	// The widths are chosen for the budget's keys per line, so that small
@@ -609,7 +613,7 @@ func planV2(o *Options, d int) v2Plan {
 		trailer = 0
 	}
 	perLine := lineBits / budget / v2MaxLoad // slots a line needs on average
-	have := uint32(max(1, math.Floor((budget*n-trailer)/lineBits)))
+	have := budgetLines(budget, n, trailer)
 	for f := uint(maxFPBits); f >= minFPBits; f-- {
 		if perLine > v2Slots(f) && f > minFPBits {
 			continue
@@ -656,9 +660,15 @@ func v2AttemptLines(planned uint32, attempt int) uint32 {
 func v2SizeCap(planned uint32) float64 { return float64(v2AttemptLines(planned, v2Attempts-1)) }
 
 // budgetLines is how many whole lines a budget of bpk bits for n keys buys
-// after the trailer, at least one.
-func budgetLines(bpk, n float64) uint32 {
-	return uint32(max(1, math.Floor((bpk*n-v2TrailerSize*8)/lineBits)))
+// after trailer bits, at least one, and at most what 16-bit fingerprints at
+// minLoad fill: a filter emptier than that buys a negligibly lower rate
+// with every further bit (the same floor a target rate or a forced width
+// is planned with), so a budget far past it (a mistyped 1e6, an int meant
+// as bytes) does not become a block of that size, nor a line count that
+// overflows uint32.
+func budgetLines(bpk, n, trailer float64) uint32 {
+	most := math.Ceil(n / (v2Slots(maxFPBits) * minLoad))
+	return uint32(max(1, min(most, math.Floor((bpk*n-trailer)/lineBits))))
 }
 
 // randomSeed draws a non-zero seed from crypto/rand, so that nobody can
@@ -689,12 +699,14 @@ func (b *Builder) finishV2(dst []byte) []byte {
 	for attempt := 0; attempt < v2Attempts; attempt++ {
 		lines := v2AttemptLines(plan.lines, attempt)
 		if b.rejectSeeds <= 0 {
-			out, ok := b.encodeV2(dst, prevSeed, seed, v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}, plan.wide)
+			g := v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}
+			out, ok := b.encodeV2(dst, prevSeed, seed, g, plan.wide)
+			prevSeed = seed
 			if ok {
+				out = b.replanForRepeats(dst, seed, plan, g, out)
 				b.stats.Reseeds = attempt
 				return out
 			}
-			prevSeed = seed
 		}
 		b.rejectSeeds--
 		if pinned {
@@ -704,11 +716,31 @@ func (b *Builder) finishV2(dst []byte) []byte {
 		}
 	}
 	// Past every cap: a block that honestly answers "maybe" for every key.
-	out, blk := growBytes(dst, v2TrailerSize)
-	h := v2Header{fpBits: uint8(plan.f), kind: b.opts.Hash, flags: v2FlagAlwaysIn, seed: seed}
-	h.put(blk, 0)
-	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
-	b.stats = BuildStats{Reseeds: v2Attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(plan.f)}
+	return b.alwaysMaybe(dst, plan.f, seed, v2Attempts)
+}
+
+// replanForRepeats re-encodes a block that placed under seed and geometry
+// g when it was planned for far more keys than it holds. The plan counts
+// every hash added, because repeats that do not arrive one after another
+// (keys added out of order, as from a log) are only found while placing;
+// the budget is per distinct key. So when the distinct keys stored would
+// plan materially fewer lines, the keys are placed again in those. If that
+// placement fails (as rarely as any), the block of g is encoded again
+// (the same seed and geometry give the same bytes) and kept. Keys sorted
+// as a table writer adds them never get here: their repeats are
+// consecutive and dropped by Add.
+func (b *Builder) replanForRepeats(dst []byte, seed uint32, plan v2Plan, g v2Geom, out []byte) []byte {
+	if b.stats.Keys >= b.n {
+		return out
+	}
+	p := planV2(&b.opts, b.stats.Keys)
+	if float64(p.lines) >= 0.97*float64(plan.lines) {
+		return out
+	}
+	if again, ok := b.encodeV2(dst, seed, seed, v2Geom{f: p.f, lines: p.lines, wide: v2WideLines(p.lines, p.wide)}, p.wide); ok {
+		return again
+	}
+	out, _ = b.encodeV2(dst, seed, seed, g, plan.wide)
 	return out
 }
 

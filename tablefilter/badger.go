@@ -23,8 +23,9 @@ type BadgerFilter []byte
 // its hash). Repeats are removed: the budget is bitsPerKey bits per
 // distinct hash, where y.NewFilter spends its bits on every entry,
 // versions included. A bitsPerKey of 0 or less uses codec.DefaultBitsPerKey;
-// a budget under 4.2 cannot be met, and the filter takes the 4.2 bits per
-// key that 5-bit fingerprints at full load need.
+// a budget too small for 5-bit fingerprints at the builder's planned load
+// (1 to 4 bits per key: that takes a little under 4.5) cannot be met, and
+// the filter takes that size instead.
 //
 // Only a 32-bit hash reaches Badger's read path, so the bucket and the
 // fingerprint are both derived from it. That puts a floor under the

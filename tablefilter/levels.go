@@ -11,17 +11,36 @@ import (
 // numLevels is Pebble's level count, L0..L6.
 const numLevels = 7
 
-// The grid of budgets SetLevelPolicies chooses from. Every step is a policy
-// name that SetLevelPolicies registers, so a table written under any
-// allocation it ever made stays readable with its filter. The ceiling is
-// where the filter has reached its widest (16-bit) fingerprint and a
-// further bit per key only lowers the load: from there a bit buys under
-// 1e-5 fewer table reads per lookup, less than it costs in block cache
-// anywhere in the tree.
+// The grid of budgets LevelBudgets chooses from. The search spends budgets
+// up to levelBudgetMax, where the filter has reached its widest (16-bit)
+// fingerprint and a further bit per key only lowers the load: from there a
+// bit buys under 1e-5 fewer table reads per lookup, less than it costs in
+// block cache anywhere in the tree. A uniform allocation (an empty tree, a
+// tree on one level, an average of levelBudgetMax or more) takes the
+// average rounded down to the step, up to MaxBitsPerKey. So every budget
+// LevelBudgets returns is a point of the grid from MinBitsPerKey to
+// MaxBitsPerKey, and SetLevelBudgets registers every point: a table
+// written under any allocation it ever made keeps its filter whatever the
+// average and shape a later process configures. An average off the grid
+// would be a name no later process registers, and Pebble reads a table
+// whose filter name is not registered without its filter, silently.
+//
+// The search starts at levelBudgetMin, not MinBitsPerKey: the codec's
+// smallest filter (5-bit fingerprints at its planned load) takes more than
+// 4 bits per key, so a budget of 4 would spend more than the search
+// counted and the tree more than the average it was given
+// (TestLevelBudgetsSpendWhatTheyPromise builds the filters and checks).
 const (
 	levelBudgetStep = 0.5
+	levelBudgetMin  = 4.5
 	levelBudgetMax  = 32
 )
+
+// levelBudgetFloor is the largest grid point at or under avg (avg must be a
+// valid budget, so the result is too).
+func levelBudgetFloor(avg float64) float64 {
+	return math.Floor(avg/levelBudgetStep) * levelBudgetStep
+}
 
 // LevelShape describes where a tree's keys sit, for LevelBudgets.
 type LevelShape struct {
@@ -46,6 +65,10 @@ type LevelShape struct {
 // modelled.
 func ModelLevelShape(opts *pebble.Options) LevelShape {
 	o := opts.Clone()
+	// Clone is shallow and EnsureDefaults registers the levels' policies
+	// in Filters: without a map of its own the clone would write into
+	// opts' (which an open store may be reading).
+	o.Filters = nil
 	o.EnsureDefaults()
 	mult := float64(max(o.Experimental.LevelMultiplier, 2))
 	var s LevelShape
@@ -86,7 +109,9 @@ const modelKeys = 100_000
 // LevelBudgets returns the bits per key for L0..L6 that minimise the
 // expected number of tables a lookup for an absent key reads in vain,
 // the sum over levels of (tables consulted) × (false-positive rate), while
-// the key-weighted average stays at or just under avgBitsPerKey. This is
+// the key-weighted average stays at or just under avgBitsPerKey (measured
+// in the bytes the filters take: an average under about 4.5 cannot be met,
+// since the codec's smallest filter takes that much). This is
 // the allocation of Monkey (Dayan, Athanassoulis & Idreos, "Monkey:
 // Optimal Navigable Key-Value Store", SIGMOD 2017), worked out for a
 // cuckoo filter's rate curve instead of a bloom filter's.
@@ -97,9 +122,10 @@ const modelKeys = 100_000
 // small upper levels (and L0, which a lookup meets once per sublevel) wide
 // fingerprints and the bottom level slightly fewer bits than the average.
 //
-// How: each level's budget is a point of a grid of 0.5 bits in
-// [MinBitsPerKey, 32], and the grid is searched exactly by dynamic
-// programming over the key-weighted bits spent so far, with FPR(b) the
+// How: each level's budget is a point of a grid of 0.5 bits in [4.5, 32]
+// (the codec cannot honour a budget of 4), and the grid is searched
+// exactly by dynamic programming over the key-weighted bits spent so far,
+// with FPR(b) the
 // codec's own plan for a filter of b bits per key (codec.PlannedFPR). The
 // exact search matters: the rate curve halves at each step of fingerprint
 // width and falls slowly between steps, so it is not convex, and the
@@ -111,15 +137,21 @@ const modelKeys = 100_000
 // Levels with no keys take the budget of the nearest populated level below
 // them (above, for levels under the lowest populated one), so an Lbase that
 // later opens higher starts at the current Lbase's budget. If no level has
-// keys, or avgBitsPerKey is at least 32, every level gets avgBitsPerKey.
+// keys, or avgBitsPerKey is at least 32, or no allocation of the grid beats
+// a uniform one (a tree whose keys sit on one level), every level gets
+// avgBitsPerKey rounded down to a half bit: every budget returned is a
+// half-bit step from MinBitsPerKey to MaxBitsPerKey, a name SetLevelBudgets
+// registers whatever the average, so a store reopened under another
+// average or shape still reads every table with its filter.
 // It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
 func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 	if !pebbleValidBitsPerKey(avgBitsPerKey) {
 		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", avgBitsPerKey, MinBitsPerKey, MaxBitsPerKey))
 	}
+	uniform := levelBudgetFloor(avgBitsPerKey)
 	var out [numLevels]float64
 	for l := range out {
-		out[l] = avgBitsPerKey
+		out[l] = uniform
 	}
 	var total float64
 	var weight, runs [numLevels]float64
@@ -188,12 +220,11 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 		}
 	}
 	// Rounding spends up can make even the floor of the grid look
-	// unaffordable at tiny averages; and an average off the grid may beat
-	// every grid allocation near it. Uniform is always feasible: keep it
-	// unless the search found better.
+	// unaffordable at tiny averages. Uniform at the grid point under the
+	// average is always feasible: keep it unless the search found better.
 	var uniformCost float64
 	for l := range weight {
-		uniformCost += runs[l] * modelFPR(avgBitsPerKey)
+		uniformCost += runs[l] * modelFPR(uniform)
 	}
 	if !(cost[bestU] < uniformCost) {
 		return out
@@ -246,10 +277,11 @@ func fillEmptyLevels(out *[numLevels]float64, weight [numLevels]float64) {
 // options stay as they are.
 //
 // It registers in opts.Filters the policy of every budget it can ever
-// choose (a grid of half bits from MinBitsPerKey to 32) besides
-// avgBitsPerKey itself, so a store reopened under another average, or
-// after the tree changed shape, still reads every table with its filter.
-// Budgets set by other means must be registered with RegisterPolicies.
+// choose (a grid of half bits from MinBitsPerKey to MaxBitsPerKey; an
+// average off the grid is rounded down to it) besides avgBitsPerKey
+// itself, so a store reopened under another average, or after the tree
+// changed shape, still reads every table with its filter. Budgets set by
+// other means must be registered with RegisterPolicies.
 //
 // When the tree changes shape (a store far smaller than seven full levels,
 // a different multiplier, a bulk load into L6), derive the budgets from the
@@ -283,20 +315,29 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 }
 
 // SetLevelBudgets sets Levels[i].FilterPolicy to NewPolicy(budgets[i]) and
-// registers those policies and the whole grid SetLevelPolicies chooses
-// from. It panics on an invalid budget, as NewPolicy does.
+// registers those policies and every budget LevelBudgets can return (half
+// bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
+// budget, as NewPolicy does.
 func SetLevelBudgets(opts *pebble.Options, budgets [numLevels]float64) {
 	for l, b := range budgets {
 		opts.Levels[l].FilterPolicy = NewPolicy(b)
 	}
 	RegisterPolicies(opts, budgets[:]...)
-	RegisterPolicies(opts, levelBudgetGrid()...)
+	RegisterPolicies(opts, levelBudgetNames()...)
 }
 
-func levelBudgetGrid() []float64 {
+// levelBudgetGrid is the budgets the search chooses from.
+func levelBudgetGrid() []float64 { return budgetSteps(levelBudgetMin, levelBudgetMax) }
+
+// levelBudgetNames is every budget LevelBudgets can return (the search's
+// grid and the uniform fallback's half bits around it), and every budget
+// earlier versions of it could.
+func levelBudgetNames() []float64 { return budgetSteps(MinBitsPerKey, MaxBitsPerKey) }
+
+func budgetSteps(bottom, top float64) []float64 {
 	var g []float64
-	for b := float64(MinBitsPerKey); b <= levelBudgetMax; b += levelBudgetStep {
-		g = append(g, b)
+	for i := 0; bottom+float64(i)*levelBudgetStep <= top; i++ {
+		g = append(g, bottom+float64(i)*levelBudgetStep)
 	}
 	return g
 }

@@ -440,8 +440,10 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 
 // TestLevelBudgetsRandomShapes throws random trees (weights over nine
 // orders of magnitude, empty levels, any L0 run count) and averages at the
-// allocator: budgets stay valid, the average is never exceeded, and the
-// model cost never exceeds uniform's.
+// allocator: budgets stay valid and on the registered grid, the average is
+// never exceeded, and the model cost never exceeds that of the uniform
+// allocation at the grid point under the average (an average off the grid
+// would be a filter name that a later process does not register).
 func TestLevelBudgetsRandomShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	for i := range 200 {
@@ -459,7 +461,10 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 			if !pebbleValidBitsPerKey(b[l]) {
 				t.Fatalf("case %d: L%d budget %v (shape %v, avg %v)", i, l, b[l], s, avg)
 			}
-			uniform[l] = avg
+			if b[l] != levelBudgetFloor(b[l]) {
+				t.Fatalf("case %d: L%d budget %v is off the registered grid (shape %v, avg %v)", i, l, b[l], s, avg)
+			}
+			uniform[l] = levelBudgetFloor(avg)
 		}
 		if s.Keys == ([numLevels]float64{}) {
 			continue

@@ -2,6 +2,7 @@ package tablefilter
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -19,10 +20,13 @@ func pebbleNamePrefix(version int) string { return fmt.Sprintf("lsmcuckoo.v%d.bp
 var pebbleFormats = [...]int{1, codec.FormatVersion}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
-// cannot honour the budget at all (5-bit fingerprints at 97% load already
-// take 4.2 bits per key); above MaxBitsPerKey the filter has 16-bit
-// fingerprints in buckets under a quarter full (false-positive rate about
-// 3e-5) and further bits buy almost nothing.
+// cannot honour the budget at all, and just above it not quite: its
+// smallest filter, 5-bit fingerprints at the planned load (93% in version
+// 2, 97% in version 1), takes about 4.45 bits per key in version 2 and 4.1
+// in version 1, and a smaller budget builds that filter; above
+// MaxBitsPerKey the filter has 16-bit fingerprints in buckets under a
+// quarter full (false-positive rate about 3e-5) and further bits buy
+// almost nothing.
 const (
 	MinBitsPerKey = 4
 	MaxBitsPerKey = 64
@@ -71,7 +75,10 @@ func NewPolicy(bitsPerKey float64) Policy {
 // "lsmcuckoo.v1.bpk=<bits>": the densest layout (a lower false-positive
 // rate for the same bits per key, README.md has the figures), at the price
 // of a lookup that reads two dependent cache lines. It is what every table
-// written before version 2 carries.
+// written before version 2 carries. Its blocks are built under seed 0,
+// which a tenant who chooses keys can aim them at; the builder's limits
+// (codec/FORMAT.md, "Keys aimed at a known seed") keep such a table's
+// filter within its budget, under a random seed, or answering "maybe".
 func NewV1Policy(bitsPerKey float64) Policy {
 	p := NewPolicy(bitsPerKey)
 	p.version = 1
@@ -203,13 +210,20 @@ func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
 // budget the store has ever been configured with (until compactions have
 // rewritten all tables written under old settings). It panics on an
 // invalid budget, as NewPolicy does.
+//
+// It installs a new map in o.Filters, holding the old entries and the new
+// ones, and never writes into the map o held: pebble.Open copies Options
+// shallowly, so a store opened with o reads that very map whenever it
+// opens a table, and a write into it while the store runs (say, to set
+// budgets fitted to db.Metrics() before reopening) would race with those
+// reads.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
-	if o.Filters == nil {
-		o.Filters = make(map[string]pebble.FilterPolicy, 2*len(bitsPerKey))
-	}
+	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+2*len(bitsPerKey))
+	maps.Copy(filters, o.Filters)
 	for _, b := range bitsPerKey {
 		for _, p := range []Policy{NewPolicy(b), NewV1Policy(b)} {
-			o.Filters[p.Name()] = p
+			filters[p.Name()] = p
 		}
 	}
+	o.Filters = filters
 }
