@@ -283,3 +283,121 @@ func TestSmallTablesSameBitsPerKey(t *testing.T) {
 		}
 	}
 }
+
+// craftV1 returns n distinct key hashes that version 1 places, under seed,
+// in the first block of any table (the top bits of their position hash
+// are tiny) and, inside it, in the first 8% of its buckets with their
+// second bucket a few buckets further on: a cluster no bucket count near
+// the plan can hold. Version 1's position hash is invertible (Mix, or the
+// identity at seed 0) and xxhash64 of a 16-byte key is too, so an
+// attacker can turn these into keys.
+//
+// With spread, the keys go to every block instead of the first, each block
+// receiving about the keys it is planned for, but all in its first 8%.
+func craftV1(n, tableKeys int, seed uint32, spread bool, r *rand.Rand) []uint64 {
+	c := uint64((tableKeys + defaultBlockKeys - 1) / defaultBlockKeys)
+	seen := map[uint64]bool{}
+	var out []uint64
+	for len(out) < n {
+		hi := r.Uint64N(uint64(0.08 * float64(1<<32) / float64(c)))
+		if spread {
+			j := r.Uint64N(c)
+			hi += (j<<32 + c - 1) / c // the first hi of block j
+		}
+		x := hi<<32 | r.Uint64N(1<<12)<<16 | r.Uint64N(1<<16)
+		h := unposition(x, HashKey64, seed)
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// TestV1AdversarialBounded: version 1, which NewV1Policy still writes,
+// builds under the seed it is given (0 by default), so its placement can
+// be aimed at. Keys crafted against seed 0, and against seed 1, the seed a
+// failed placement used to retry under, must build within a bounded
+// number of placement attempts and a bounded size, and lose no key. Before
+// the fix each crafted cluster made its block grow one bucket at a time to
+// twice its key count, a placement per bucket: 16k keys took 13 s and
+// thousands of placements; chained sets for seeds 0, 1, 2, ... made any
+// number of such rounds.
+func TestV1AdversarialBounded(t *testing.T) {
+	r := rand.New(rand.NewPCG(70, 71))
+	for _, n := range []int{3000, 12_000} {
+		for _, spread := range []bool{false, true} {
+			total := n + n/4
+			hashes := craftV1(n, total, 0, spread, r)
+			hashes = append(hashes, craftV1(n/4, total, 1, spread, r)...)
+			testV1Crafted(t, hashes, spread)
+		}
+	}
+}
+
+func testV1Crafted(t *testing.T, hashes []uint64, spread bool) {
+	t.Helper()
+	{
+		for _, bpk := range []float64{10, 16} {
+			name := fmt.Sprintf("n=%d spread=%v bpk=%v", len(hashes), spread, bpk)
+			b := NewBuilder(Options{Version: 1, BitsPerKey: bpk})
+			for _, h := range hashes {
+				b.addHash(h)
+			}
+			block := b.Finish(nil)
+			st := b.Stats()
+			blocks := (len(hashes) + defaultBlockKeys - 1) / defaultBlockKeys
+			t.Logf("%s: %d placements, %d reseeds, seed %#x, %.1f bits/key, fallback %v", name, b.placements, st.Reseeds, st.Seed, float64(len(block)*8)/float64(len(hashes)), st.Fallback)
+			if limit := v1Attempts * blocks * (v1MaxBumps + 1); b.placements > limit {
+				t.Errorf("%s: %d block placements, want at most %d", name, b.placements, limit)
+			}
+			if bits := float64(len(block)*8) / float64(len(hashes)); bits > 1.2*bpk && !st.Fallback {
+				t.Errorf("%s: %.1f bits/key for a budget of %v", name, bits, bpk)
+			}
+			if st.Seed == 1 {
+				t.Errorf("%s: retried under seed 1, which an attacker can predict", name)
+			}
+			for _, h := range hashes {
+				if !mayContainHash(block, h, HashKey64) {
+					t.Fatalf("%s: false negative for hash %#x", name, h)
+				}
+			}
+		}
+	}
+}
+
+// mayContainHash is MayContain for a key hash: the version-2 lookup, or
+// the version-1 one when the block has no version-2 trailer.
+func mayContainHash(block []byte, h uint64, kind HashKind) bool {
+	if maybe, ok := v2Lookup(block, h, kind); ok {
+		return maybe
+	}
+	return v1MayContain(block, h, kind)
+}
+
+// TestV1FallbackAnswersMaybe drives every version-1 attempt to fail: the
+// builder writes the always-maybe block, which decodes, says so, and
+// answers "maybe" for every key through both lookups.
+func TestV1FallbackAnswersMaybe(t *testing.T) {
+	for _, kind := range []HashKind{HashKey64, HashHost32} {
+		b := NewBuilder(Options{Version: 1, Hash: kind})
+		b.rejectSeeds = v1Attempts
+		for i := range 3000 {
+			b.addHash(uint64(i) * 0x9e3779b97f4a7c15)
+		}
+		block := b.Finish(nil)
+		st := b.Stats()
+		if !st.Fallback || st.Reseeds != v1Attempts || len(block) != v2TrailerSize {
+			t.Fatalf("kind %d: stats %+v, %d bytes; want the always-maybe block after %d attempts", kind, st, len(block), v1Attempts)
+		}
+		f, err := Decode(block)
+		if err != nil || !f.Info().AlwaysMaybe {
+			t.Fatalf("kind %d: Decode: %v", kind, err)
+		}
+		for i := range 3000 {
+			if !mayContainHash(block, uint64(i)*0x9e3779b97f4a7c15, kind) || !mayContainHash(block, uint64(i), kind) {
+				t.Fatalf("kind %d: the always-maybe block answered absent", kind)
+			}
+		}
+	}
+}

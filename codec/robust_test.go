@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -449,6 +450,145 @@ func FuzzV2TrailerDamage(f *testing.F) {
 		}
 		if _, err := Decode(bad); err == nil {
 			t.Fatal("Decode accepted a damaged trailer")
+		}
+	})
+}
+
+// TestSmallBlockEveryHeaderBit flips every bit of the lookup-critical
+// header of small blocks, one at a time: the version-1 header and the
+// version-2 trailer, of blocks of 1, 5 and 100 keys, of both hash kinds,
+// and of the always-maybe block. A lookup must never answer "absent" for a
+// key added to the undamaged block, and Decode must reject every flip.
+func TestSmallBlockEveryHeaderBit(t *testing.T) {
+	type built struct {
+		name   string
+		block  []byte
+		hashes []uint64
+		kind   HashKind
+	}
+	var cases []built
+	for _, n := range []int{1, 5, 100} {
+		for _, kind := range []HashKind{HashKey64, HashHost32} {
+			for _, v := range []int{1, 2} {
+				b := NewBuilder(Options{Version: v, Hash: kind, BitsPerKey: 12})
+				var hs []uint64
+				for i := range n {
+					h := uint64(i)*0x9e3779b97f4a7c15 + 1
+					if kind == HashHost32 {
+						h = uint64(uint32(h))
+					}
+					hs = append(hs, h)
+					b.addHash(h)
+				}
+				cases = append(cases, built{fmt.Sprintf("v%d kind %d n=%d", v, kind, n), b.Finish(nil), hs, kind})
+			}
+		}
+	}
+	b := NewBuilder(Options{})
+	b.rejectSeeds = v2Attempts
+	b.addHash(7)
+	cases = append(cases, built{"always-maybe", b.Finish(nil), []uint64{7}, HashKey64})
+
+	for _, c := range cases {
+		for _, h := range c.hashes {
+			if !mayContainHash(c.block, h, c.kind) {
+				t.Fatalf("%s: undamaged block misses a key", c.name)
+			}
+		}
+		lo, hi := 0, headerSize // version 1: the header
+		var h v2Header
+		if readV2(c.block, &h) {
+			lo, hi = len(c.block)-v2TrailerSize+4, len(c.block)-4 // version 2: the trailer's two id copies
+		}
+		for bit := 8 * lo; bit < 8*hi; bit++ {
+			bad := bytes.Clone(c.block)
+			bad[bit/8] ^= 1 << (bit % 8)
+			for _, h := range c.hashes {
+				if !mayContainHash(bad, h, c.kind) {
+					t.Fatalf("%s: header bit %d flipped: a key answers absent", c.name, bit)
+				}
+			}
+			if _, err := Decode(bad); err == nil {
+				t.Fatalf("%s: header bit %d flipped: Decode accepted it", c.name, bit)
+			}
+		}
+	}
+}
+
+// TestHugeBudgetBounded: a budget is a configuration value, and one far
+// past anything useful (a mistyped 1e6, an int meant as bytes passed to
+// tablefilter.NewBadgerFilter) must not turn into unbounded memory: past
+// 16-bit fingerprints at the lowest load the builder plans (minLoad),
+// further bits buy nothing, and the block stops growing there. Before the
+// cap, version 2 spent whatever it was given (1e5 bits/key for 1000 keys,
+// 12 MB), and at 1e12 it converted an out-of-range line count to uint32
+// and allocated without bound (over 10 GB for 1000 keys when stopped).
+// NaN, negative and infinite budgets take the default or the cap.
+func TestHugeBudgetBounded(t *testing.T) {
+	keys := make([][]byte, 1000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key%06d", i)
+	}
+	// The most a block can usefully spend, per key: version 2's widest
+	// lines at minLoad, and a 5% allowance (and the trailer) for a small
+	// filter; version 1 is smaller still.
+	most := float64(lineBits)/(v2Slots(maxFPBits)*minLoad)*1.05 + float64(8*v2TrailerSize)/float64(len(keys))
+	check := func(budgets []float64) {
+		for _, bpk := range budgets {
+			for _, v := range []int{1, 2} {
+				block := Build(keys, Options{BitsPerKey: bpk, Version: v})
+				bits := float64(8*len(block)) / float64(len(keys))
+				if bits > most || math.IsNaN(bits) {
+					t.Errorf("v%d budget %v: %.1f bits/key, more than the %.1f any budget can use", v, bpk, bits, most)
+				}
+				for _, k := range keys {
+					if !MayContain(block, k) {
+						t.Fatalf("v%d budget %v: false negative", v, bpk)
+					}
+				}
+			}
+		}
+	}
+	check([]float64{100, 1e3, 1e5, math.NaN(), -1, math.Inf(1), math.Inf(-1)})
+	if t.Failed() {
+		return // the budgets below would exhaust memory
+	}
+	check([]float64{1e12, 1e300, math.MaxFloat64})
+}
+
+// FuzzBuildOptions builds from fuzzer-chosen Options, any float values
+// included (NaN, infinities, negative, huge budgets and targets, forced
+// widths out of range, any version and seed): no panic, a block that
+// decodes, no key lost, and no block larger than the lowest-rate filter
+// any setting can ask for (16-bit fingerprints at minLoad, about 80 bits
+// per key, plus a header or trailer and a line of rounding).
+func FuzzBuildOptions(f *testing.F) {
+	f.Add([]byte("a\x00b\x00c"), 10.0, 0.0, int8(0), uint8(2), uint32(0))
+	f.Add([]byte("a\x00b\x00c\x00d\x00e"), math.NaN(), 0.0, int8(0), uint8(1), uint32(0))
+	f.Add(bytes.Repeat([]byte("k\x00"), 300), 1e12, 0.0, int8(0), uint8(2), uint32(5))
+	f.Add(bytes.Repeat([]byte("x\x00y"), 200), 0.0, 1e-300, int8(0), uint8(2), uint32(0))
+	f.Add([]byte("only"), 0.0, 0.5, int8(16), uint8(1), uint32(9))
+	f.Add([]byte("p\x00q"), math.Inf(1), math.NaN(), int8(-7), uint8(7), uint32(0))
+	f.Fuzz(func(t *testing.T, data []byte, bpk, fpr float64, fbits int8, version uint8, seed uint32) {
+		keys := bytes.Split(data, []byte{0})
+		o := Options{BitsPerKey: bpk, FalsePositiveRate: fpr, FingerprintBits: int(fbits), Version: int(version % 4), Seed: seed}
+		block := Build(keys, o)
+		if _, err := Decode(block); err != nil {
+			t.Fatalf("%+v: fresh block does not decode: %v", o, err)
+		}
+		for _, k := range keys {
+			if !MayContain(block, k) {
+				t.Fatalf("%+v: false negative for %q", o, k)
+			}
+		}
+		distinct := map[string]bool{}
+		for _, k := range keys {
+			distinct[string(k)] = true
+		}
+		n := float64(len(distinct))
+		most := float64(lineBits)/(v2Slots(maxFPBits)*minLoad)*n/8 + 2*lineBytes + v2TrailerSize + headerSize
+		if float64(len(block)) > most*1.05 {
+			t.Fatalf("%+v: %d bytes for %d distinct keys, more than the %.0f any setting needs", o, len(block), len(distinct), most)
 		}
 	})
 }

@@ -335,3 +335,32 @@ func BenchmarkBadgerFilter(b *testing.B) {
 		})
 	}
 }
+
+// TestBadgerFilterHugeBudget: NewBadgerFilter takes any int; one far past
+// anything useful (say a byte count passed as bits per key) must not
+// become a block of that size. Before the codec capped budgets, 100000
+// bits per key built a block of 100000 bits per key, and 1<<40 an
+// unbounded allocation.
+func TestBadgerFilterHugeBudget(t *testing.T) {
+	keys := make([]uint32, 1000)
+	for i := range keys {
+		keys[i] = BadgerHash(badgerUserKey(2 * i))
+	}
+	capped := NewBadgerFilter(keys, 64)
+	for _, bpk := range []int{1000, 100_000} {
+		f := NewBadgerFilter(keys, bpk)
+		if len(f) > 2*len(capped) {
+			t.Errorf("bitsPerKey %d: %d bytes for %d keys (%d at 64 bits/key)", bpk, len(f), len(keys), len(capped))
+		}
+		for _, h := range keys {
+			if !f.MayContain(h) {
+				t.Fatalf("bitsPerKey %d: false negative", bpk)
+			}
+		}
+	}
+	if !t.Failed() {
+		if f := NewBadgerFilter(keys, 1<<40); len(f) > 2*len(capped) {
+			t.Errorf("bitsPerKey 1<<40: %d bytes", len(f))
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package codec
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestFalsePositiveTargetMonotone: asking for a lower false-positive rate
+// never yields a higher one. A target below what any filter reaches gets
+// the lowest rate there is (16-bit fingerprints at minLoad), as version 1
+// does. Version 2 used to fall back to 16-bit fingerprints at its highest
+// load instead: a target of 2e-5 planned 1.1e-4, while 2.5e-5 planned
+// 2.5e-5.
+func TestFalsePositiveTargetMonotone(t *testing.T) {
+	keys := make([][]byte, 20_000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user%08d", i)
+	}
+	floor := expectedFPR(maxFPBits, minLoad)
+	for _, v := range []int{1, 2} {
+		prev := 1.0
+		for _, p := range []float64{1e-2, 1e-3, 1e-4, 5e-5, 3e-5, 2.5e-5, 2e-5, 1e-5, 1e-7, 1e-300} {
+			f, err := Decode(Build(keys, Options{FalsePositiveRate: p, Version: v, Seed: 1}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := f.Info().ExpectedFPR
+			if got > prev*1.02 {
+				t.Errorf("v%d: target %g plans %.3g, more than the %.3g of a looser target", v, p, got, prev)
+			}
+			if p < floor && got > floor*1.05 {
+				t.Errorf("v%d: unattainable target %g plans %.3g; the lowest attainable is %.3g", v, p, got, floor)
+			}
+			prev = got
+		}
+	}
+}
+
+// TestRepeatsAnyOrderKeepBudget: README's own example feeds a Builder
+// "tableKeys" and says repeats are fine; a store that builds a filter from
+// a log, or from keys in hash order, repeats keys out of order. The budget
+// is per distinct key whatever the order. Version 2 used to plan its lines
+// for every hash added, repeats included: 1000 keys added 100 times each,
+// round robin, took 1000 bits per distinct key at a budget of 10 (version
+// 1, which plans after removing repeats, took 10.2).
+func TestRepeatsAnyOrderKeepBudget(t *testing.T) {
+	var distinct, stream [][]byte
+	for i := range 1000 {
+		distinct = append(distinct, fmt.Appendf(nil, "key%d", i))
+	}
+	for range 100 {
+		stream = append(stream, distinct...)
+	}
+	for _, v := range []int{1, 2} {
+		for _, bpk := range []float64{10, 16} {
+			block := Build(stream, Options{BitsPerKey: bpk, Version: v})
+			f, err := Decode(block)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info := f.Info()
+			if info.Keys != len(distinct) {
+				t.Fatalf("v%d: %d keys stored, want %d", v, info.Keys, len(distinct))
+			}
+			// Small filters may take 5% and their trailer over the budget.
+			if most := 1.05*bpk + float64(8*v2TrailerSize)/float64(len(distinct)); info.BitsPerKey > most {
+				t.Errorf("v%d budget %v: %.1f bits per distinct key", v, bpk, info.BitsPerKey)
+			}
+			for _, k := range distinct {
+				if !f.MayContain(k) {
+					t.Fatalf("v%d: false negative", v)
+				}
+			}
+		}
+	}
+	// The same through 32-bit host hashes (a BadgerFilter built from hashes
+	// collected in another order than the table's).
+	b := NewBuilder(Options{Hash: HashHost32, BitsPerKey: 10})
+	for r := range 50 {
+		for i := range 2000 {
+			b.AddHash32(uint32((i*7919 + r) % 2000))
+		}
+	}
+	block := b.Finish(nil)
+	if info := mustInfo(t, block); info.Keys != 2000 || info.BitsPerKey > 1.05*10+float64(8*v2TrailerSize)/2000 {
+		t.Errorf("host32: %d keys at %.1f bits/key", info.Keys, info.BitsPerKey)
+	}
+}
