@@ -97,7 +97,7 @@ type histConfig struct {
 	// store grows fast at first (the global index by segments, past its
 	// rebuild trigger) while readers run.
 	burst int
-	dur     time.Duration
+	dur   time.Duration
 }
 
 // histRun is a running workload: the store behind a gate that a reopen
