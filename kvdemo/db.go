@@ -122,6 +122,11 @@ type Options struct {
 	// noIdleRebuild: tests that count index rebuilds turn off the one an
 	// idle store starts.
 	noIdleRebuild bool
+	// getPause: tests that stretch a Get's moments, between which the
+	// store may change under it, are called at each: once the Get holds
+	// its view (afterLookup false), and between its table filter's
+	// lookup and its table reads (true).
+	getPause func(afterLookup bool)
 }
 
 var (
@@ -563,6 +568,9 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	}
 	defer v.release()
 	db.stats.gets.Add(1)
+	if db.opts.getPause != nil {
+		db.opts.getPause(false)
+	}
 	return db.getIn(v, key)
 }
 
@@ -602,6 +610,9 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 		}
 	}()
 	q := db.filter.prepare(key)
+	if db.opts.getPause != nil {
+		db.opts.getPause(true)
+	}
 	for _, st := range v.tables {
 		ans := db.filter.mayContain(st, q)
 		if ans == filterAbsent {

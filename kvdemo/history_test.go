@@ -116,6 +116,7 @@ type histRun struct {
 	flushes, compactions, rebuilds int64
 	maxSegments                    int
 	failed                         atomic.Bool
+	pausing                        atomic.Bool // pauseSometimes is on
 }
 
 func (h *histRun) opts() Options {
@@ -125,6 +126,17 @@ func (h *histRun) opts() Options {
 		MaxTables:       h.cfg.maxTables,
 		NoSyncEachWrite: !h.cfg.sync,
 		Logger:          quiet(),
+		getPause:        h.pauseSometimes,
+	}
+}
+
+// pauseSometimes holds one Get in eight for up to 3 ms, once it has its
+// view or once it made its index lookup: a Get descheduled there while
+// flushes, compactions (and the global index's Replace) and rebuilds go
+// on, which a Get as fast as the test's otherwise rarely meets.
+func (h *histRun) pauseSometimes(bool) {
+	if h.pausing.Load() && rand.IntN(8) == 0 {
+		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
 	}
 }
 
@@ -197,6 +209,7 @@ func runHistory(t *testing.T, cfg histConfig) ([]histOp, *histRun) {
 	h := &histRun{t: t, cfg: cfg, dir: t.TempDir(), cold: make([]atomic.Int64, cfg.writers)}
 	logs := make([][]histOp, cfg.writers+cfg.readers+1)
 	h.db = open(t, h.dir, h.opts())
+	h.pausing.Store(true)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := 0; w < cfg.writers; w++ {
@@ -298,6 +311,7 @@ func runHistory(t *testing.T, cfg histConfig) ([]histOp, *histRun) {
 	time.Sleep(cfg.dur / time.Duration(cfg.reopens+1))
 	close(stop)
 	wg.Wait()
+	h.pausing.Store(false)
 
 	// Every key ever written, read once the store has settled, and again
 	// after a last reopen.
@@ -389,8 +403,10 @@ func checkHistory(ops []histOp, ordered bool, maxFailures int) []string {
 		describe := func(g histOp) string {
 			var b bytes.Buffer
 			for _, w := range ws {
-				if w.end >= g.start-50 && w.start <= g.end+50 || w.end < g.start && w.overwritten > g.start {
-					what := fmt.Sprintf("Put id %d", w.id)
+				overlaps := w.end > g.start && w.start < g.end
+				latest := w.end < g.start && w.overwritten > g.start
+				if overlaps || latest || !w.del && w.id == g.id {
+					what := putName(w.id)
 					if w.del {
 						what = "Delete"
 						if w.start == 0 {
@@ -422,7 +438,7 @@ func checkHistory(ops []histOp, ordered bool, maxFailures int) []string {
 			if g.id != 0 {
 				i, ok := byID[g.id]
 				if !ok {
-					fail("Get(%s) [%d,%d] returned the value of Put id %d, not a write of the key that succeeded", histKey(key), g.start, g.end, g.id)
+					fail("Get(%s) [%d,%d] returned the value of %s, not a write of the key that succeeded", histKey(key), g.start, g.end, putName(g.id))
 					continue
 				}
 				if valid(ws[i], g) {
@@ -441,7 +457,7 @@ func checkHistory(ops []histOp, ordered bool, maxFailures int) []string {
 			if lo < 0 {
 				got := "ErrNotFound"
 				if g.id != 0 {
-					got = fmt.Sprintf("Put id %d", g.id)
+					got = "the value of " + putName(g.id)
 				}
 				fail("Get(%s) [%d,%d] returned %s; writes of the key around it:%s", histKey(key), g.start, g.end, got, describe(g))
 				continue
@@ -470,6 +486,11 @@ func checkHistory(ops []histOp, ordered bool, maxFailures int) []string {
 	}
 	sort.Strings(failures)
 	return failures
+}
+
+// putName names a Put by its id: writer and the writer's count.
+func putName(id uint64) string {
+	return fmt.Sprintf("Put w%d#%d", id>>40-1, id&(1<<40-1))
 }
 
 func histSummary(ops []histOp) (puts, dels, gets, found int) {
