@@ -93,6 +93,11 @@ type histConfig struct {
 	// settle: a goroutine calls Settle (global: the idle consolidation)
 	// over and over.
 	settle bool
+	// coldDeletes: the burst's cold keys, and half the fresh ones after
+	// it, are Deletes, the smallest memtable entries, so that a memtable
+	// holds more keys than its MemFilter was sized for and the filter
+	// grows under the Gets.
+	coldDeletes bool
 	// burst: each writer's first burst writes are cold keys, so that the
 	// store grows fast at first (the global index by segments, past its
 	// rebuild trigger) while readers run.
@@ -114,9 +119,14 @@ type histRun struct {
 	cold []atomic.Int64
 	// Store counters summed over every Open.
 	flushes, compactions, rebuilds int64
-	maxSegments                    int
-	failed                         atomic.Bool
-	pausing                        atomic.Bool // pauseSometimes is on
+	// The most segments the global index and a MemFilter had, sampled
+	// during the run.
+	indexSegments, memSegments atomic.Int64
+	// manyLookups: sampled lookups of hot keys for which the index named
+	// more tables than a query keeps (every table is then searched).
+	manyLookups atomic.Int64
+	failed      atomic.Bool
+	pausing     atomic.Bool // pauseSometimes is on
 }
 
 func (h *histRun) opts() Options {
@@ -145,9 +155,41 @@ func (h *histRun) note() {
 	st := h.db.Stats()
 	h.flushes += st.Flushes
 	h.compactions += st.Compactions
-	h.maxSegments = max(h.maxSegments, st.Index.Segments)
 	if g, ok := h.db.filter.(*globalFilter); ok {
 		h.rebuilds += g.rebuilds.Load()
+	}
+}
+
+// sample notes how many segments the index and the MemFilters have.
+func (h *histRun) sample() {
+	h.gate.RLock()
+	defer h.gate.RUnlock()
+	storeMax(&h.indexSegments, h.db.IndexStats().Segments)
+	if g, ok := h.db.filter.(*globalFilter); ok {
+		for k := 0; k < h.cfg.hot; k++ {
+			if g.prepare(histKey(k)).many {
+				h.manyLookups.Add(1)
+			}
+		}
+	}
+	v, err := h.db.acquire()
+	if err != nil {
+		return
+	}
+	defer v.release()
+	for _, m := range [2]*memtable{v.mem, v.imm} {
+		if m != nil {
+			storeMax(&h.memSegments, m.filter.Stats().Segments)
+		}
+	}
+}
+
+func storeMax(a *atomic.Int64, n int) {
+	for {
+		old := a.Load()
+		if int64(n) <= old || a.CompareAndSwap(old, int64(n)) {
+			return
+		}
 	}
 }
 
@@ -232,19 +274,28 @@ func runHistory(t *testing.T, cfg histConfig) ([]histOp, *histRun) {
 					key = rng.IntN(cfg.hot)
 				}
 				var op histOp
+				c := int(h.cold[w].Load())
 				switch r := rng.IntN(20); {
-				case n <= uint64(cfg.burst):
-					c := int(h.cold[w].Load())
-					op = h.do(opPut, h.coldKey(w, c), id)
+				case n <= uint64(cfg.burst) || r >= 17:
+					// A fresh cold key, written once; with coldDeletes
+					// half of them are Deletes (a key never written).
+					kind := uint8(opPut)
+					if cfg.coldDeletes && (n <= uint64(cfg.burst) || rng.IntN(2) == 0) {
+						kind = opDel
+					}
+					op = h.do(kind, h.coldKey(w, c), id)
 					h.cold[w].Store(int64(c + 1))
+				case r == 15 && c > 0:
+					// An older cold key comes back, or goes.
+					kind := uint8(opPut)
+					if rng.IntN(2) == 0 {
+						kind = opDel
+					}
+					op = h.do(kind, h.coldKey(w, rng.IntN(c)), id)
 				case r < 10:
 					op = h.do(opPut, key, id)
-				case r < 15:
-					op = h.do(opDel, key, id)
 				default:
-					c := int(h.cold[w].Load())
-					op = h.do(opPut, h.coldKey(w, c), id)
-					h.cold[w].Store(int64(c + 1))
+					op = h.do(opDel, key, id)
 				}
 				logs[w] = append(logs[w], op)
 				if op.err != nil {
@@ -284,6 +335,18 @@ func runHistory(t *testing.T, cfg histConfig) ([]histOp, *histRun) {
 			}
 		}(r)
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			h.sample()
+		}
+	}()
 	if cfg.settle {
 		wg.Add(1)
 		go func() {
@@ -528,19 +591,40 @@ func TestHistoryReadYourWrites(t *testing.T) {
 			}
 			ops, h := runHistory(t, cfg)
 			reportHistory(t, ops, h, true)
+			if f == FilterGlobal && h.rebuilds == 0 {
+				t.Error("not exercised: the global index was never rebuilt")
+			}
 		})
+	}
+}
+
+// TestHistoryMemtableFilterGrows: Gets race the Puts and Deletes of the
+// same fresh keys in a memtable that takes more keys than its MemFilter
+// was sized for, so that the filter grows by segments under them.
+func TestHistoryMemtableFilterGrows(t *testing.T) {
+	cfg := histConfig{filter: FilterCuckoo, writers: 3, readers: 3, hot: 48, memtable: 64 << 10, maxTables: 4,
+		coldDeletes: true, burst: 2000, dur: 800 * time.Millisecond}
+	if testing.Short() {
+		cfg.dur = 300 * time.Millisecond
+	}
+	ops, h := runHistory(t, cfg)
+	reportHistory(t, ops, h, true)
+	if h.memSegments.Load() < 2 {
+		t.Errorf("not exercised: no MemFilter grew (%d segments at most)", h.memSegments.Load())
 	}
 }
 
 // TestHistoryManyWritersPerKey: several writers write every hot key at
 // once (so a Get may return any of the writes it overlaps), fsyncing
-// each write (group commit: writes of one key wait in the same commit),
-// with the global index, which the store grows past its rebuild trigger.
+// each write (group commit: writes of one key wait in the same commit,
+// and land in the memtable in any order). Up to twelve tables: a hot key
+// has versions in more tables than the global index's lookup keeps
+// candidates for.
 func TestHistoryManyWritersPerKey(t *testing.T) {
 	for _, f := range []FilterKind{FilterCuckoo, FilterGlobal} {
 		t.Run(string(f), func(t *testing.T) {
 			cfg := histConfig{filter: f, writers: 4, readers: 2, hot: 16, shared: true, memtable: 2 << 10,
-				maxTables: 6, sync: true, reopens: 1, dur: 800 * time.Millisecond}
+				maxTables: 12, sync: true, reopens: 1, dur: 800 * time.Millisecond}
 			if testing.Short() {
 				cfg.dur = 300 * time.Millisecond
 			}
@@ -553,8 +637,8 @@ func TestHistoryManyWritersPerKey(t *testing.T) {
 func reportHistory(t *testing.T, ops []histOp, h *histRun, ordered bool) {
 	t.Helper()
 	puts, dels, gets, found := histSummary(ops)
-	t.Logf("%d Puts, %d Deletes, %d Gets (%d found a value); %d flushes, %d compactions, %d index rebuilds, up to %d index segments",
-		puts, dels, gets, found, h.flushes, h.compactions, h.rebuilds, h.maxSegments)
+	t.Logf("%d Puts, %d Deletes, %d Gets (%d found a value); %d flushes, %d compactions, %d index rebuilds, up to %d index segments (%d sampled lookups named more than four tables), up to %d MemFilter segments",
+		puts, dels, gets, found, h.flushes, h.compactions, h.rebuilds, h.indexSegments.Load(), h.manyLookups.Load(), h.memSegments.Load())
 	for _, f := range checkHistory(ops, ordered, 10) {
 		t.Error(f)
 	}
