@@ -122,11 +122,10 @@ type Options struct {
 	// noIdleRebuild: tests that count index rebuilds turn off the one an
 	// idle store starts.
 	noIdleRebuild bool
-	// getPause: tests that stretch a Get's moments, between which the
-	// store may change under it, are called at each: once the Get holds
-	// its view (afterLookup false), and between its table filter's
-	// lookup and its table reads (true).
-	getPause func(afterLookup bool)
+	// pause: tests that stretch the moments between which the store may
+	// change under a Get (a goroutine descheduled there) are called at
+	// each pausePoint.
+	pause func(at pausePoint)
 }
 
 var (
@@ -557,6 +556,28 @@ func (db *DB) acquire() (*view, error) {
 	return db.cur, nil
 }
 
+// pausePoint is a moment at which Options.pause is called.
+type pausePoint uint8
+
+const (
+	pauseGetView   pausePoint = iota // a Get holds its view
+	pauseGetLookup                   // a Get made its table filter's lookup, has not read a table
+	// A flushed table is built (global: its keys are in the index), the
+	// table list does not name it yet.
+	pauseFlushBuilt
+	// A compaction's table took its inputs' place in the table list; its
+	// filter's merged has not run (global: Replace).
+	pauseMergeListed
+	pauseRebuildTracking // global rebuild: index changes are recorded, its view not taken yet
+	pauseRebuildBuilt    // global rebuild: the new index is built, the changes not replayed yet
+)
+
+func (db *DB) pauseAt(at pausePoint) {
+	if db.opts.pause != nil {
+		db.opts.pause(at)
+	}
+}
+
 // Get returns the value of key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
 	if err := db.checkKey(key); err != nil {
@@ -568,9 +589,7 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	}
 	defer v.release()
 	db.stats.gets.Add(1)
-	if db.opts.getPause != nil {
-		db.opts.getPause(false)
-	}
+	db.pauseAt(pauseGetView)
 	return db.getIn(v, key)
 }
 
@@ -610,9 +629,7 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 		}
 	}()
 	q := db.filter.prepare(key)
-	if db.opts.getPause != nil {
-		db.opts.getPause(true)
-	}
+	db.pauseAt(pauseGetLookup)
 	for _, st := range v.tables {
 		ans := db.filter.mayContain(st, q)
 		if ans == filterAbsent {

@@ -345,6 +345,7 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 	g.swapMu.Lock()
 	g.tracking, g.changes = true, nil
 	g.swapMu.Unlock()
+	g.db.pauseAt(pauseRebuildTracking)
 	v, err := g.db.acquire()
 	if err != nil {
 		g.stopTracking()
@@ -447,6 +448,7 @@ func (g *globalFilter) rebuildIndex(v *view) {
 		return
 	}
 	built := time.Since(start) // the wait for swapMu is not upkeep
+	g.db.pauseAt(pauseRebuildBuilt)
 	g.swapMu.Lock()
 	defer g.swapMu.Unlock()
 	start = time.Now()

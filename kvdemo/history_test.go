@@ -136,18 +136,26 @@ func (h *histRun) opts() Options {
 		MaxTables:       h.cfg.maxTables,
 		NoSyncEachWrite: !h.cfg.sync,
 		Logger:          quiet(),
-		getPause:        h.pauseSometimes,
+		pause:           h.pauseSometimes,
 	}
 }
 
 // pauseSometimes holds one Get in eight for up to 3 ms, once it has its
-// view or once it made its index lookup: a Get descheduled there while
-// flushes, compactions (and the global index's Replace) and rebuilds go
-// on, which a Get as fast as the test's otherwise rarely meets.
-func (h *histRun) pauseSometimes(bool) {
-	if h.pausing.Load() && rand.IntN(8) == 0 {
-		time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+// view or once it made its index lookup, and the store's own work for up
+// to 3 ms at each of its steps: a goroutine descheduled there while the
+// others go on. A Get as fast as the test's otherwise rarely meets a
+// flush, a compaction's Replace or a rebuild between its steps.
+func (h *histRun) pauseSometimes(at pausePoint) {
+	if !h.pausing.Load() {
+		return
 	}
+	switch at {
+	case pauseGetView, pauseGetLookup:
+		if rand.IntN(8) != 0 {
+			return
+		}
+	}
+	time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
 }
 
 // note adds the current store's counters to the run's totals.
