@@ -141,21 +141,26 @@ func (h *histRun) opts() Options {
 }
 
 // pauseSometimes holds one Get in eight for up to 3 ms, once it has its
-// view or once it made its index lookup, and the store's own work for up
-// to 3 ms at each of its steps: a goroutine descheduled there while the
+// view or once it made its index lookup, and the store's own work at each
+// of its steps (for up to 3 ms, a global rebuild up to 30 ms): a goroutine descheduled there while the
 // others go on. A Get as fast as the test's otherwise rarely meets a
 // flush, a compaction's Replace or a rebuild between its steps.
 func (h *histRun) pauseSometimes(at pausePoint) {
 	if !h.pausing.Load() {
 		return
 	}
+	most := 3 * time.Millisecond
 	switch at {
 	case pauseGetView, pauseGetLookup:
 		if rand.IntN(8) != 0 {
 			return
 		}
+	case pauseRebuildTracking, pauseRebuildBuilt:
+		// Rebuilds are few: long enough for compactions to happen
+		// meanwhile.
+		most = 30 * time.Millisecond
 	}
-	time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+	time.Sleep(rand.N(most))
 }
 
 // note adds the current store's counters to the run's totals.
