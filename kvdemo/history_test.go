@@ -93,10 +93,10 @@ type histConfig struct {
 	// settle: a goroutine calls Settle (global: the idle consolidation)
 	// over and over.
 	settle bool
-	// coldDeletes: the burst's cold keys, and half the fresh ones after
-	// it, are Deletes, the smallest memtable entries, so that a memtable
-	// holds more keys than its MemFilter was sized for and the filter
-	// grows under the Gets.
+	// coldDeletes: three fresh cold keys in four are Deletes, the
+	// smallest memtable entries, so that a memtable holds more keys than
+	// its MemFilter was sized for and the filter grows under the Gets;
+	// the Puts among them are keys that only the memtable holds.
 	coldDeletes bool
 	// burst: each writer's first burst writes are cold keys, so that the
 	// store grows fast at first (the global index by segments, past its
@@ -293,7 +293,7 @@ func runHistory(t *testing.T, cfg histConfig) ([]histOp, *histRun) {
 					// A fresh cold key, written once; with coldDeletes
 					// half of them are Deletes (a key never written).
 					kind := uint8(opPut)
-					if cfg.coldDeletes && (n <= uint64(cfg.burst) || rng.IntN(2) == 0) {
+					if cfg.coldDeletes && rng.IntN(4) != 0 {
 						kind = opDel
 					}
 					op = h.do(kind, h.coldKey(w, c), id)
