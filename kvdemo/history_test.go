@@ -142,9 +142,10 @@ func (h *histRun) opts() Options {
 
 // pauseSometimes holds one Get in eight for up to 3 ms, once it has its
 // view or once it made its index lookup, and the store's own work at each
-// of its steps (for up to 3 ms, a global rebuild up to 30 ms): a goroutine descheduled there while the
-// others go on. A Get as fast as the test's otherwise rarely meets a
-// flush, a compaction's Replace or a rebuild between its steps.
+// of its steps (up to 3 ms; a global rebuild's, up to 30 ms): a goroutine
+// descheduled there while the others go on. A Get as fast as the test's
+// otherwise rarely meets a flush, a compaction's Replace or a rebuild
+// between its steps.
 func (h *histRun) pauseSometimes(at pausePoint) {
 	if !h.pausing.Load() {
 		return
