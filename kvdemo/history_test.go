@@ -103,6 +103,9 @@ type histConfig struct {
 	// rebuild trigger) while readers run.
 	burst int
 	dur   time.Duration
+	// untilRebuild: the run goes on past dur (5 s at most) until the
+	// global index was rebuilt at least once.
+	untilRebuild bool
 }
 
 // histRun is a running workload: the store behind a gate that a reopen
@@ -172,6 +175,17 @@ func (h *histRun) note() {
 	if g, ok := h.db.filter.(*globalFilter); ok {
 		h.rebuilds += g.rebuilds.Load()
 	}
+}
+
+// rebuildsSoFar counts the global index's rebuilds over every Open.
+func (h *histRun) rebuildsSoFar() int64 {
+	h.gate.RLock()
+	defer h.gate.RUnlock()
+	n := h.rebuilds
+	if g, ok := h.db.filter.(*globalFilter); ok {
+		n += g.rebuilds.Load()
+	}
+	return n
 }
 
 // sample notes how many segments the index and the MemFilters have.
@@ -386,6 +400,11 @@ func runHistory(t *testing.T, cfg histConfig) ([]histOp, *histRun) {
 		h.reopen()
 	}
 	time.Sleep(cfg.dur / time.Duration(cfg.reopens+1))
+	// A slow machine may not have grown the index past a rebuild yet:
+	// go on a while longer for it.
+	for extra := 0; cfg.untilRebuild && h.rebuildsSoFar() == 0 && extra < 100; extra++ {
+		time.Sleep(50 * time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
 	h.pausing.Store(false)
@@ -599,7 +618,7 @@ func TestHistoryReadYourWrites(t *testing.T) {
 	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone, FilterGlobal} {
 		t.Run(string(f), func(t *testing.T) {
 			cfg := histConfig{filter: f, writers: 3, readers: 2, hot: 48, memtable: 16 << 10, maxTables: 4,
-				reopens: 2, settle: true, burst: 1000, dur: 1200 * time.Millisecond}
+				reopens: 2, settle: true, burst: 1000, untilRebuild: f == FilterGlobal, dur: 1200 * time.Millisecond}
 			if testing.Short() {
 				cfg.dur = 400 * time.Millisecond
 			}
