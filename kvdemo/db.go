@@ -568,6 +568,9 @@ const (
 	// A compaction's table took its inputs' place in the table list; its
 	// filter's merged has not run (global: Replace).
 	pauseMergeListed
+	// global: merged is about to Replace the inputs' entries by the
+	// merge's; from here a lookup may name the merge for an input's key.
+	pauseReplacing
 	pauseRebuildTracking // global rebuild: index changes are recorded, its view not taken yet
 	pauseRebuildBuilt    // global rebuild: the new index is built, the changes not replayed yet
 )

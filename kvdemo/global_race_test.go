@@ -501,3 +501,78 @@ func TestGlobalRebuildRecordsWhatHappensAroundItsView(t *testing.T) {
 		t.Errorf("index names %d tables, store has %d", st.Index.Tables, st.Tables)
 	}
 }
+
+// TestGlobalInputsReadWhileReplaceRuns: from the moment a compaction's
+// Replace may start rewriting its inputs' entries to name the merge M, a
+// lookup can name M for a key an input holds, and a Get on an older table
+// list (the inputs, not M) must read that input; and a Get on the new list
+// whose lookup came before Replace named only the inputs, so it must read
+// M, before Replace returns and after. Checked at that moment (the pause
+// point just before Replace) with the lookups such Gets can make.
+func TestGlobalInputsReadWhileReplaceRuns(t *testing.T) {
+	var db *DB
+	var old *view // the table list before the compaction
+	var armed atomic.Bool
+	var failures []string
+	var before []filterQuery // lookups made before Replace, by Gets on the new list
+	var merge *sstable
+	pause := func(at pausePoint) {
+		if at != pauseReplacing || !armed.Swap(false) {
+			return
+		}
+		g := db.filter.(*globalFilter)
+		cur, err := db.acquire()
+		if err != nil {
+			failures = append(failures, err.Error())
+			return
+		}
+		defer cur.release()
+		merge = cur.tables[1]
+		inputs := old.tables[1:5]
+		for _, in := range inputs {
+			// What a lookup mid-Replace may say: the merge holds the key.
+			q := filterQuery{key: []byte("k"), cands: [4]uint64{merge.id}, ncands: 1, epoch: g.epoch.Load()}
+			if db.filter.mayContain(in, q) == filterAbsent {
+				failures = append(failures, fmt.Sprintf("input %06d ruled out by a lookup naming its merge %06d", in.id, merge.id))
+			}
+			// What a lookup before Replace says: the input holds it.
+			q = filterQuery{key: []byte("k"), cands: [4]uint64{in.id}, ncands: 1, epoch: g.epoch.Load()}
+			if db.filter.mayContain(merge, q) == filterAbsent {
+				failures = append(failures, fmt.Sprintf("merge %06d ruled out, before Replace, by a lookup naming its input %06d", merge.id, in.id))
+			}
+			before = append(before, q)
+		}
+	}
+	db = open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true, pause: pause})
+	defer db.Close()
+	for tb := 0; tb < 5; tb++ {
+		for i := 0; i < 100; i++ {
+			mustPut(t, db, fmt.Appendf(nil, "k%05d", tb*100+i), []byte("v"))
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old = v
+	armed.Store(true)
+	err = db.compactRun(v, 1, 4) // the four oldest
+	v.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merge == nil {
+		t.Fatal("the pause before Replace was not reached")
+	}
+	for _, q := range before {
+		if db.filter.mayContain(merge, q) == filterAbsent {
+			failures = append(failures, fmt.Sprintf("merge %06d ruled out, after Replace, by a lookup made before it naming an input", merge.id))
+		}
+	}
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
