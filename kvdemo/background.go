@@ -115,6 +115,7 @@ func (db *DB) flushImm() error {
 	if err != nil {
 		return err
 	}
+	db.pauseAt(pauseFlushBuilt)
 	// No memtable switch can happen while imm is pending, so mem's log is
 	// the oldest one still needed.
 	if err := db.applyEdit(tableEdit{add: st, flushed: imm, seq: ts.maxSeq, log: mem.log}); err != nil {
@@ -279,6 +280,7 @@ func (db *DB) compactRun(v *view, start, width int) error {
 	}
 	err = db.applyEdit(tableEdit{add: st, replace: slices.Clone(run)})
 	if st != nil && !st.closed.Load() {
+		db.pauseAt(pauseMergeListed)
 		// The table list holds st in the run's place (an edit that fails
 		// before that removes and closes st). The run stays referenced
 		// (v) until this returns, so no input leaves before merged is done.

@@ -122,6 +122,10 @@ type Options struct {
 	// noIdleRebuild: tests that count index rebuilds turn off the one an
 	// idle store starts.
 	noIdleRebuild bool
+	// pause: tests that stretch the moments between which the store may
+	// change under a Get (a goroutine descheduled there) are called at
+	// each pausePoint.
+	pause func(at pausePoint)
 }
 
 var (
@@ -552,6 +556,31 @@ func (db *DB) acquire() (*view, error) {
 	return db.cur, nil
 }
 
+// pausePoint is a moment at which Options.pause is called.
+type pausePoint uint8
+
+const (
+	pauseGetView   pausePoint = iota // a Get holds its view
+	pauseGetLookup                   // a Get made its table filter's lookup, has not read a table
+	// A flushed table is built (global: its keys are in the index), the
+	// table list does not name it yet.
+	pauseFlushBuilt
+	// A compaction's table took its inputs' place in the table list; its
+	// filter's merged has not run (global: Replace).
+	pauseMergeListed
+	// global: merged is about to Replace the inputs' entries by the
+	// merge's; from here a lookup may name the merge for an input's key.
+	pauseReplacing
+	pauseRebuildTracking // global rebuild: index changes are recorded, its view not taken yet
+	pauseRebuildBuilt    // global rebuild: the new index is built, the changes not replayed yet
+)
+
+func (db *DB) pauseAt(at pausePoint) {
+	if db.opts.pause != nil {
+		db.opts.pause(at)
+	}
+}
+
 // Get returns the value of key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
 	if err := db.checkKey(key); err != nil {
@@ -563,6 +592,7 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 	}
 	defer v.release()
 	db.stats.gets.Add(1)
+	db.pauseAt(pauseGetView)
 	return db.getIn(v, key)
 }
 
@@ -602,6 +632,7 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 		}
 	}()
 	q := db.filter.prepare(key)
+	db.pauseAt(pauseGetLookup)
 	for _, st := range v.tables {
 		ans := db.filter.mayContain(st, q)
 		if ans == filterAbsent {

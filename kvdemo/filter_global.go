@@ -276,6 +276,7 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	}
 	var fellBack bool
 	spent, err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
+		g.db.pauseAt(pauseReplacing)
 		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); err != nil {
 			// Only an index out of step with the tables (a bug); stay
 			// correct: index st on its own, the inputs leave at their
@@ -345,6 +346,7 @@ func (g *globalFilter) maybeRebuild(idle bool) {
 	g.swapMu.Lock()
 	g.tracking, g.changes = true, nil
 	g.swapMu.Unlock()
+	g.db.pauseAt(pauseRebuildTracking)
 	v, err := g.db.acquire()
 	if err != nil {
 		g.stopTracking()
@@ -447,6 +449,7 @@ func (g *globalFilter) rebuildIndex(v *view) {
 		return
 	}
 	built := time.Since(start) // the wait for swapMu is not upkeep
+	g.db.pauseAt(pauseRebuildBuilt)
 	g.swapMu.Lock()
 	defer g.swapMu.Unlock()
 	start = time.Now()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4/y"
@@ -403,5 +404,175 @@ func TestGlobalTombstoneLookupBeforeReplace(t *testing.T) {
 		case ok && (err != nil || string(got) != w):
 			t.Fatalf("%s, looked up before Replace: %q, %v; want %q", k, got, err, w)
 		}
+	}
+}
+
+// TestGlobalRebuildRecordsWhatHappensAroundItsView: the real maybeRebuild
+// and rebuildIndex, with compactions and a flush made at the moments they
+// are most exposed: after the rebuild starts recording index changes and
+// before it takes its view (a compaction's Replace then must be recorded:
+// a view taken before it lists the inputs, which Replace leaves unindexed,
+// and not the output), and after the new index is built and before the
+// recorded changes are replayed on it (a flush, and a merge of a table the
+// new index holds with one it does not). Every key must be found after the
+// new index is swapped in.
+func TestGlobalRebuildRecordsWhatHappensAroundItsView(t *testing.T) {
+	var db *DB
+	var armed atomic.Bool
+	want := map[string]string{}
+	put := func(k, v string) error {
+		want[k] = v
+		return db.Put([]byte(k), []byte(v))
+	}
+	var hookErr error
+	compact := func(start, width int) {
+		v, err := db.acquire()
+		if err == nil {
+			err = db.compactRun(v, start, width)
+			v.release()
+		}
+		if err != nil && hookErr == nil {
+			hookErr = err
+		}
+	}
+	pause := func(at pausePoint) {
+		if !armed.Load() {
+			return
+		}
+		switch at {
+		case pauseRebuildTracking:
+			compact(1, 4) // the four oldest tables
+		case pauseRebuildBuilt:
+			armed.Store(false)
+			for i := 0; i < 300; i++ {
+				if err := put(fmt.Sprintf("k%05d", 2000+i), "late"); err != nil && hookErr == nil {
+					hookErr = err
+				}
+			}
+			if err := db.Flush(); err != nil && hookErr == nil {
+				hookErr = err
+			}
+			compact(0, 2) // the flushed table and the newest before it
+		}
+	}
+	// Compactions and rebuilds run only when the test says.
+	db = open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true, pause: pause})
+	defer db.Close()
+	for tb := 0; tb < 5; tb++ {
+		for i := 0; i < 300; i++ {
+			if err := put(fmt.Sprintf("k%05d", tb*200+i), fmt.Sprintf("t%d-%d", tb, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := db.filter.(*globalFilter)
+	// The first index was sized for a few tables like the first: five
+	// grew it by a segment, which an idle store (Settle) rebuilds.
+	if st := db.IndexStats(); st.Segments < 2 || g.rebuilds.Load() != 0 {
+		t.Fatalf("index %+v after %d rebuilds: not the state this test needs", st, g.rebuilds.Load())
+	}
+	armed.Store(true)
+	if err := db.Settle(); err != nil {
+		t.Fatal(err)
+	}
+	if hookErr != nil {
+		t.Fatal(hookErr)
+	}
+	if armed.Load() || g.rebuilds.Load() != 1 || db.Stats().Compactions != 2 {
+		t.Fatalf("armed %v, %d rebuilds, %d compactions: not exercised", armed.Load(), g.rebuilds.Load(), db.Stats().Compactions)
+	}
+	missed := 0
+	for k, w := range want {
+		got, err := db.Get([]byte(k))
+		if err != nil || string(got) != w {
+			if missed == 0 {
+				t.Errorf("Get(%s) after the rebuild: %q, %v; want %q", k, got, err, w)
+			}
+			missed++
+		}
+	}
+	if missed > 0 {
+		t.Errorf("%d of %d keys missed", missed, len(want))
+	}
+	if st := db.Stats(); st.Index.Tables != st.Tables {
+		t.Errorf("index names %d tables, store has %d", st.Index.Tables, st.Tables)
+	}
+}
+
+// TestGlobalInputsReadWhileReplaceRuns: from the moment a compaction's
+// Replace may start rewriting its inputs' entries to name the merge M, a
+// lookup can name M for a key an input holds, and a Get on an older table
+// list (the inputs, not M) must read that input; and a Get on the new list
+// whose lookup came before Replace named only the inputs, so it must read
+// M, before Replace returns and after. Checked at that moment (the pause
+// point just before Replace) with the lookups such Gets can make.
+func TestGlobalInputsReadWhileReplaceRuns(t *testing.T) {
+	var db *DB
+	var old *view // the table list before the compaction
+	var armed atomic.Bool
+	var failures []string
+	var before []filterQuery // lookups made before Replace, by Gets on the new list
+	var merge *sstable
+	pause := func(at pausePoint) {
+		if at != pauseReplacing || !armed.Swap(false) {
+			return
+		}
+		g := db.filter.(*globalFilter)
+		cur, err := db.acquire()
+		if err != nil {
+			failures = append(failures, err.Error())
+			return
+		}
+		defer cur.release()
+		merge = cur.tables[1]
+		inputs := old.tables[1:5]
+		for _, in := range inputs {
+			// What a lookup mid-Replace may say: the merge holds the key.
+			q := filterQuery{key: []byte("k"), cands: [4]uint64{merge.id}, ncands: 1, epoch: g.epoch.Load()}
+			if db.filter.mayContain(in, q) == filterAbsent {
+				failures = append(failures, fmt.Sprintf("input %06d ruled out by a lookup naming its merge %06d", in.id, merge.id))
+			}
+			// What a lookup before Replace says: the input holds it.
+			q = filterQuery{key: []byte("k"), cands: [4]uint64{in.id}, ncands: 1, epoch: g.epoch.Load()}
+			if db.filter.mayContain(merge, q) == filterAbsent {
+				failures = append(failures, fmt.Sprintf("merge %06d ruled out, before Replace, by a lookup naming its input %06d", merge.id, in.id))
+			}
+			before = append(before, q)
+		}
+	}
+	db = open(t, t.TempDir(), Options{Filter: FilterGlobal, MaxTables: -1, NoSyncEachWrite: true, noIdleRebuild: true, pause: pause})
+	defer db.Close()
+	for tb := 0; tb < 5; tb++ {
+		for i := 0; i < 100; i++ {
+			mustPut(t, db, fmt.Appendf(nil, "k%05d", tb*100+i), []byte("v"))
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old = v
+	armed.Store(true)
+	err = db.compactRun(v, 1, 4) // the four oldest
+	v.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merge == nil {
+		t.Fatal("the pause before Replace was not reached")
+	}
+	for _, q := range before {
+		if db.filter.mayContain(merge, q) == filterAbsent {
+			failures = append(failures, fmt.Sprintf("merge %06d ruled out, after Replace, by a lookup made before it naming an input", merge.id))
+		}
+	}
+	for _, f := range failures {
+		t.Error(f)
 	}
 }
