@@ -93,3 +93,43 @@ func TestRulesAndSpace(t *testing.T) {
 		t.Errorf("read %q, want %q", got, want)
 	}
 }
+
+// TestCrashRule: a rule can crash the FS just before the Nth operation of
+// a kind; OnFire sees what was durable then; reads can fail too.
+func TestCrashRule(t *testing.T) {
+	dir := t.TempDir()
+	fs := New(vfs.Default)
+	name := filepath.Join(dir, "f")
+	f, _ := fs.Create(name)
+	if err := fs.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("durable"))
+	f.Sync()
+	var sawDurable int64 = -1
+	fs.Add(&Rule{Op: OpSync, Crash: true, OnFire: func(durable func(string) (int64, bool)) {
+		n, ok := durable(name)
+		if !ok {
+			t.Errorf("a file whose creation was fsynced is reported not durable")
+		}
+		sawDurable = n
+	}})
+	if _, err := f.Write([]byte(" lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("the fsync the rule crashes at: %v", err)
+	}
+	if !fs.Crashed() || sawDurable != int64(len("durable")) {
+		t.Fatalf("crashed %v, durable length seen %d", fs.Crashed(), sawDurable)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "durable" {
+		t.Fatalf("after the crash the file holds %q", b)
+	}
+
+	fs = New(vfs.Default)
+	fs.Add(&Rule{Op: OpRead, Err: EIO})
+	if _, err := vfs.ReadFile(fs, name); !errors.Is(err, EIO) {
+		t.Fatalf("a failing read rule: %v", err)
+	}
+}
