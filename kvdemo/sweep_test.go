@@ -55,9 +55,10 @@ const (
 	faultError faultMode = iota // ENOSPC for a write, EIO otherwise
 	faultShort                  // writes only: half the buffer lands, then ENOSPC
 	faultCrash                  // the machine loses power just before it
+	faultTorn                   // the same, and unsynced writes are torn, not dropped
 )
 
-func (m faultMode) String() string { return [...]string{"error", "short", "crash"}[m] }
+func (m faultMode) String() string { return [...]string{"error", "short", "crash", "torn"}[m] }
 
 // absentValue marks "no value" in a key's set of acceptable values.
 const absentValue = "\x00absent"
@@ -429,8 +430,8 @@ func sweepOne(t *testing.T, w sweepWorkload, op errorfs.Op, i int, mode faultMod
 	fired := false
 	rule := &errorfs.Rule{Op: op, Skip: i, Times: 1, Err: errorfs.EIO}
 	switch mode {
-	case faultCrash:
-		rule.Crash = true
+	case faultCrash, faultTorn:
+		rule.Crash, rule.Torn = true, mode == faultTorn
 	case faultShort:
 		rule.Short, rule.Err = true, errorfs.ENOSPC
 	default:
@@ -440,7 +441,7 @@ func sweepOne(t *testing.T, w sweepWorkload, op errorfs.Op, i int, mode faultMod
 	}
 	rule.OnFire = func(durable func(string) (int64, bool)) {
 		fired = true
-		if mode != faultCrash {
+		if mode == faultError || mode == faultShort {
 			before = durableSnapshot(r.dir, durable)
 		}
 	}
@@ -462,7 +463,7 @@ func sweepOne(t *testing.T, w sweepWorkload, op errorfs.Op, i int, mode faultMod
 	if t.Failed() {
 		return fired
 	}
-	if mode == faultCrash {
+	if mode == faultCrash || mode == faultTorn {
 		before = nil // verifyAfterCrash snapshots what the crash left
 	}
 	r.verifyAfterCrash(before)
@@ -561,11 +562,12 @@ func TestFaultSweep(t *testing.T) {
 }
 
 // TestFaultSweepCrash crashes the machine just before each kind of
-// operation at points across the workload, for every filter kind.
+// operation at points across the workload, for every filter kind: once
+// dropping every write not fsynced, once tearing them (half survives).
 func TestFaultSweepCrash(t *testing.T) {
 	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone, FilterGlobal} {
 		t.Run(string(f), func(t *testing.T) {
-			sweep(t, sweepWorkload{filter: f, steps: 600, keys: 60, writers: 1}, []faultMode{faultCrash})
+			sweep(t, sweepWorkload{filter: f, steps: 600, keys: 60, writers: 1}, []faultMode{faultCrash, faultTorn})
 		})
 	}
 }
@@ -575,5 +577,5 @@ func TestFaultSweepCrash(t *testing.T) {
 // mode.
 func TestFaultSweepConcurrent(t *testing.T) {
 	w := sweepWorkload{filter: FilterGlobal, steps: 800, keys: 80, writers: 4}
-	sweep(t, w, []faultMode{faultError, faultCrash})
+	sweep(t, w, []faultMode{faultError, faultTorn})
 }

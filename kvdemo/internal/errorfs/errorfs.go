@@ -77,6 +77,11 @@ type Rule struct {
 	// Crash: instead of failing the operation, crash the filesystem just
 	// before it (see FS.Crash): it and everything after fail ErrCrashed.
 	Crash bool
+	// Torn (with Crash): the power loss tears writes in flight instead
+	// of dropping them: each file keeps the first half of what it held
+	// past its last fsync (a torn tail), as a disk may that wrote some of
+	// the pages of an unsynced write.
+	Torn bool
 	// OnFire, if set, is called when the rule fires, before the operation
 	// (or the crash) happens, with what a crash at that moment would
 	// leave: durable(path) is the length of path that would survive, and
@@ -99,6 +104,7 @@ type FS struct {
 	rules   []*Rule
 	space   int64 // bytes writes may still add; < 0: unlimited
 	crashed bool
+	torn    bool             // the crash keeps half of each unsynced tail
 	lost    bool             // the crash's power loss has been applied
 	lossErr error            // what applying it met
 	synced  map[string]int64 // durable length of files written through us
@@ -172,7 +178,7 @@ func (fs *FS) checkLocked(op Op, path string) (*Rule, error) {
 			r.OnFire(fs.durableLocked)
 		}
 		if r.Crash {
-			fs.crashed = true // the power loss itself comes at end()
+			fs.crashed, fs.torn = true, r.Torn // the power loss itself comes at end()
 			return nil, ErrCrashed
 		}
 		err := r.Err
@@ -442,6 +448,9 @@ func (fs *FS) undoLocked() error {
 	}
 	for path, n := range fs.synced {
 		if st, err := os.Stat(path); err == nil && st.Size() > n {
+			if fs.torn {
+				n += (st.Size() - n) / 2
+			}
 			note(os.Truncate(path, n))
 		}
 	}
