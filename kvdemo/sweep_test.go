@@ -537,6 +537,12 @@ func sweep(t *testing.T, w sweepWorkload, modes []faultMode) {
 			if mode == faultShort && op != errorfs.OpWrite {
 				continue
 			}
+			if mode == faultTorn && op != errorfs.OpWrite && op != errorfs.OpSync {
+				// With every write fsynced before it is acknowledged,
+				// only a log write and its fsync have unsynced bytes to
+				// tear; elsewhere a torn crash is a plain one.
+				continue
+			}
 			for _, i := range sweepIndexes(counts[op]) {
 				runs++
 				if !sweepOne(t, w, op, i, mode) {
@@ -556,6 +562,7 @@ func sweep(t *testing.T, w sweepWorkload, modes []faultMode) {
 func TestFaultSweep(t *testing.T) {
 	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone, FilterGlobal} {
 		t.Run(string(f), func(t *testing.T) {
+			t.Parallel() // runs wait on fsyncs and flush retries: overlap them
 			sweep(t, sweepWorkload{filter: f, steps: 600, keys: 60, writers: 1}, []faultMode{faultError, faultShort})
 		})
 	}
@@ -567,6 +574,7 @@ func TestFaultSweep(t *testing.T) {
 func TestFaultSweepCrash(t *testing.T) {
 	for _, f := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone, FilterGlobal} {
 		t.Run(string(f), func(t *testing.T) {
+			t.Parallel() // runs wait on fsyncs and flush retries: overlap them
 			sweep(t, sweepWorkload{filter: f, steps: 600, keys: 60, writers: 1}, []faultMode{faultCrash, faultTorn})
 		})
 	}

@@ -82,11 +82,13 @@ type Rule struct {
 	// past its last fsync (a torn tail), as a disk may that wrote some of
 	// the pages of an unsynced write.
 	Torn bool
-	// OnFire, if set, is called when the rule fires, before the operation
-	// (or the crash) happens, with what a crash at that moment would
-	// leave: durable(path) is the length of path that would survive, and
-	// false if the file would not. It runs under the FS's lock: it must
-	// not call the FS (reading files with package os is fine).
+	// OnFire, if set, is called after the rule fires, once the operation
+	// it failed has returned (having made nothing durable) and while no
+	// other operation is in flight, before any crash it causes, with what
+	// a crash at that moment would leave: durable(path) is the length of
+	// path that would survive, and false if the file would not. It runs
+	// under the FS's locks: it must not call the FS (reading files with
+	// package os is fine).
 	OnFire func(durable func(path string) (int64, bool))
 
 	seen, fired int
@@ -104,11 +106,12 @@ type FS struct {
 	rules   []*Rule
 	space   int64 // bytes writes may still add; < 0: unlimited
 	crashed bool
-	torn    bool             // the crash keeps half of each unsynced tail
-	lost    bool             // the crash's power loss has been applied
-	lossErr error            // what applying it met
-	synced  map[string]int64 // durable length of files written through us
-	pending []dirOp          // creations and renames not yet made durable
+	torn    bool                                       // the crash keeps half of each unsynced tail
+	fires   []func(durable func(string) (int64, bool)) // OnFire calls due at end()
+	lost    bool                                       // the crash's power loss has been applied
+	lossErr error                                      // what applying it met
+	synced  map[string]int64                           // durable length of files written through us
+	pending []dirOp                                    // creations and renames not yet made durable
 	counts  map[Op]int
 }
 
@@ -175,7 +178,7 @@ func (fs *FS) checkLocked(op Op, path string) (*Rule, error) {
 		}
 		r.fired++
 		if r.OnFire != nil {
-			r.OnFire(fs.durableLocked)
+			fs.fires = append(fs.fires, r.OnFire)
 		}
 		if r.Crash {
 			fs.crashed, fs.torn = true, r.Torn // the power loss itself comes at end()
@@ -400,8 +403,20 @@ func (fs *FS) begin() { fs.opMu.RLock() }
 func (fs *FS) end() {
 	fs.opMu.RUnlock()
 	fs.mu.Lock()
+	fire := len(fs.fires) > 0
 	due := fs.crashed && !fs.lost
 	fs.mu.Unlock()
+	if fire {
+		fs.opMu.Lock()
+		fs.mu.Lock()
+		fires := fs.fires
+		fs.fires = nil
+		for _, f := range fires {
+			f(fs.durableLocked)
+		}
+		fs.mu.Unlock()
+		fs.opMu.Unlock()
+	}
 	if due {
 		fs.powerLoss()
 	}
