@@ -117,6 +117,9 @@ func newSweepRun(t testing.TB, w sweepWorkload, where string) *sweepRun {
 	for i := 0; i < w.keys; i++ {
 		r.model[sweepKey(i)] = map[string]bool{absentValue: true}
 	}
+	// A removal is durable only once its directory is fsynced, as POSIX
+	// allows: a crash may bring a removed file back.
+	r.efs.DeferRemoves()
 	return r
 }
 

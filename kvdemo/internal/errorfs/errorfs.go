@@ -102,17 +102,18 @@ type FS struct {
 	// by the power loss (see begin).
 	opMu sync.RWMutex
 
-	mu      sync.Mutex
-	rules   []*Rule
-	space   int64 // bytes writes may still add; < 0: unlimited
-	crashed bool
-	torn    bool                                       // the crash keeps half of each unsynced tail
-	fires   []func(durable func(string) (int64, bool)) // OnFire calls due at end()
-	lost    bool                                       // the crash's power loss has been applied
-	lossErr error                                      // what applying it met
-	synced  map[string]int64                           // durable length of files written through us
-	pending []dirOp                                    // creations and renames not yet made durable
-	counts  map[Op]int
+	mu           sync.Mutex
+	rules        []*Rule
+	space        int64 // bytes writes may still add; < 0: unlimited
+	crashed      bool
+	torn         bool                                       // the crash keeps half of each unsynced tail
+	deferRemoves bool                                       // see DeferRemoves
+	fires        []func(durable func(string) (int64, bool)) // OnFire calls due at end()
+	lost         bool                                       // the crash's power loss has been applied
+	lossErr      error                                      // what applying it met
+	synced       map[string]int64                           // durable length of files written through us
+	pending      []dirOp                                    // creations and renames not yet made durable
+	counts       map[Op]int
 }
 
 type dirOp struct {
@@ -120,6 +121,11 @@ type dirOp struct {
 	from, to string // a rename
 	oldTo    []byte // the rename's target content before it was replaced
 	hadTo    bool
+	// removed: a file removed (DeferRemoves), with its content and the
+	// length of it that was durable.
+	removed        string
+	content        []byte
+	durableContent int64
 }
 
 // New wraps inner.
@@ -278,13 +284,37 @@ func (fs *FS) Remove(name string) error {
 	if _, err := fs.check(OpRemove, name); err != nil {
 		return err
 	}
+	fs.mu.Lock()
+	// A file whose creation is itself not durable needs no undoing: the
+	// crash undoes the creation.
+	n, durable := fs.durableLocked(name)
+	keep := fs.deferRemoves && durable
+	fs.mu.Unlock()
+	op := dirOp{removed: name}
+	if keep {
+		b, err := vfs.ReadFile(fs.inner, name)
+		op.content, op.durableContent = b, min(n, int64(len(b)))
+		keep = err == nil
+	}
 	err := fs.inner.Remove(name)
 	if err == nil {
 		fs.mu.Lock()
+		if keep {
+			fs.pending = append(fs.pending, op)
+		}
 		delete(fs.synced, name)
 		fs.mu.Unlock()
 	}
 	return err
+}
+
+// DeferRemoves makes removals like creations and renames: not durable
+// until their directory is fsynced, so a crash before that brings the
+// file back (with what of it was durable), as POSIX allows.
+func (fs *FS) DeferRemoves() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.deferRemoves = true
 }
 
 func (fs *FS) RemoveAll(name string) error {
@@ -363,6 +393,9 @@ func (fs *FS) SyncDir(dir string) error {
 		p := op.create
 		if p == "" {
 			p = op.to
+		}
+		if op.removed != "" {
+			p = op.removed
 		}
 		if filepath.Dir(p) != filepath.Clean(dir) {
 			kept = append(kept, op)
@@ -446,6 +479,9 @@ func (fs *FS) undoLocked() error {
 	for i := len(fs.pending) - 1; i >= 0; i-- {
 		op := fs.pending[i]
 		switch {
+		case op.removed != "":
+			note(writeWhole(op.removed, op.content[:op.durableContent]))
+			fs.synced[op.removed] = op.durableContent
 		case op.create != "":
 			note(fs.inner.Remove(op.create))
 			delete(fs.synced, op.create)

@@ -133,3 +133,35 @@ func TestCrashRule(t *testing.T) {
 		t.Fatalf("a failing read rule: %v", err)
 	}
 }
+
+// TestDeferRemoves: a removal not made durable by a directory fsync is
+// undone by a crash, with the file's durable content; one that was made
+// durable is not.
+func TestDeferRemoves(t *testing.T) {
+	dir := t.TempDir()
+	fs := New(vfs.Default)
+	fs.DeferRemoves()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, name := range []string{a, b} {
+		f, _ := fs.Create(name)
+		f.Write([]byte("durable"))
+		f.Sync()
+		f.Write([]byte(" not"))
+		f.Close()
+	}
+	fs.SyncDir(dir)
+	if err := fs.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	fs.SyncDir(dir)
+	if err := fs.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	fs.Crash()
+	if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a removal made durable was undone: %v", err)
+	}
+	if got, _ := os.ReadFile(b); string(got) != "durable" {
+		t.Errorf("a removal not made durable: after the crash the file holds %q, want %q", got, "durable")
+	}
+}
