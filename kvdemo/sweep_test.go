@@ -108,7 +108,6 @@ type sweepRun struct {
 	// unsynced (batched): the latest value written to each key since the
 	// last Sync that succeeded; a crash may keep it or not.
 	unsynced map[string]string
-	dead     bool // the filesystem crashed: the "process" is gone
 }
 
 func newSweepRun(t testing.TB, w sweepWorkload, where string) *sweepRun {
@@ -139,15 +138,7 @@ func (r *sweepRun) options() *Options {
 
 // crashed says the filesystem is gone: the workload stops as a killed
 // process would.
-func (r *sweepRun) crashed() bool {
-	if r.efs.Crashed() {
-		r.mu.Lock()
-		r.dead = true
-		r.mu.Unlock()
-		return true
-	}
-	return false
-}
+func (r *sweepRun) crashed() bool { return r.efs.Crashed() }
 
 // open opens (or reopens) the store as a user would after an error:
 // close what is open, then try a few times. One transient fault must not
