@@ -105,8 +105,10 @@ type sweepRun struct {
 
 	mu    sync.Mutex
 	model map[string]map[string]bool // key -> values it may have after a crash
-	// unsynced (batched): the latest value written to each key since the
-	// last Sync that succeeded; a crash may keep it or not.
+	// unsynced: the latest value written to each key since the last Sync
+	// that succeeded (batched), or served after a reopen when in doubt
+	// (see served); a crash may keep it or not until a Sync or Close
+	// returns nil.
 	unsynced map[string]string
 }
 
@@ -153,9 +155,8 @@ func (r *sweepRun) openLocked() bool {
 	if r.db != nil {
 		// Close may fail (read-only, crashed): Open recovers. If it
 		// succeeds, it made every write before it durable. If not,
-		// writes not yet synced stay either-or for good: the next store
-		// replays what the log holds, which no later Sync of its own
-		// vouches for (an fsync that failed may have dropped it).
+		// writes not yet synced stay either-or, until the next store
+		// says which (see served).
 		if err := r.db.Close(); err != nil {
 			r.mu.Lock()
 			clear(r.unsynced)
@@ -172,6 +173,7 @@ func (r *sweepRun) openLocked() bool {
 		}
 		var db *DB
 		if db, err = Open(r.dir, r.options()); err == nil {
+			r.served(db)
 			r.db = db
 			return true
 		}
@@ -182,10 +184,36 @@ func (r *sweepRun) openLocked() bool {
 	return false
 }
 
+// served reads, from a store just opened (before any writer may use it),
+// every key whose value is in doubt: the store serves one of the values
+// the key may have, and owes it after a crash once a Sync or Close after
+// this returns nil. (A store that served what it had not made durable,
+// and let Sync vouch for it without an fsync, is caught here.)
+func (r *sweepRun) served(db *DB) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, vals := range r.model {
+		if len(vals) < 2 {
+			continue
+		}
+		got, err := db.Get([]byte(k))
+		v := string(got)
+		if errors.Is(err, ErrNotFound) {
+			v, err = absentValue, nil
+		}
+		if err != nil || !vals[v] {
+			r.t.Errorf("%s: after a reopen, Get(%s) = %s, %v; may be %s", r.where, k, show(v), err, showSet(vals))
+			continue
+		}
+		r.unsynced[k] = v
+	}
+}
+
 // synced files what a Sync or Close said: nil makes every write
-// acknowledged before it durable.
+// acknowledged before it, and every value served since the last open,
+// durable.
 func (r *sweepRun) synced(err error) {
-	if err != nil || !r.w.batched {
+	if err != nil {
 		return
 	}
 	r.mu.Lock()
@@ -224,8 +252,10 @@ func (r *sweepRun) note(key, value string, err error) {
 		r.unsynced[key] = value
 	case err == nil:
 		r.model[key] = map[string]bool{value: true}
+		delete(r.unsynced, key)
 	case errors.Is(err, ErrOutcomeUnknown):
 		r.model[key][value] = true
+		delete(r.unsynced, key)
 	case errors.Is(err, ErrNotStored), errors.Is(err, ErrClosed):
 		// ErrClosed: refused before it reached the log (another writer
 		// was reopening the store).
