@@ -8,8 +8,9 @@
 //   - limit the space writes may use (a full disk: writes beyond the limit
 //     write what fits and fail with ENOSPC), and give space back later;
 //   - crash: drop everything not yet made durable (file data past the last
-//     fsync, creations and renames past the last directory fsync), after
-//     which every operation fails;
+//     fsync, creations and renames past the last directory fsync, and with
+//     DeferRemoves removals too), or tear it (Rule.Torn), after which
+//     every operation fails;
 //   - flip a bit in what reads return, or fail a read;
 //   - crash at the Nth operation of a kind (a sweep's crash points), and
 //     tell the test what was durable at the moment a rule fired.
