@@ -297,7 +297,7 @@ func (r *sweepRun) write(key, value string) bool {
 			if !r.reopenAfter(db) {
 				return false
 			}
-		case attempt >= 20:
+		case attempt >= 40: // about 4 s: a flush retried after its backoff has long succeeded
 			r.t.Errorf("%s: a write is still not stored after %d attempts, one fault ago: %v", r.where, attempt+1, err)
 			return false
 		default:
