@@ -144,6 +144,19 @@ func (db *DB) loadManifest(files map[string][]uint64) error {
 	case o.Compression != "" && man.Compression != o.Compression:
 		return fmt.Errorf("kvdemo: store in %s was created with compression %q, opened with %q", db.dir, man.Compression, o.Compression)
 	}
+	if err == nil {
+		// The MANIFEST read may be one whose rename was never made
+		// durable: the last process's directory fsync failed (the store
+		// turned read-only and was reopened) or it died before that
+		// fsync. Open acts on it (removes the logs it says are flushed,
+		// the tables it lists as retired or numbers as unfinished); a
+		// power loss that then brought the previous MANIFEST back would
+		// find those files gone while it still needs them. So it is made
+		// durable before anything is decided from it.
+		if err := db.syncDir(); err != nil {
+			return errorf("making the MANIFEST read durable before acting on it (nothing was changed): %w", err)
+		}
+	}
 	o.Filter, o.Compression = man.Filter, man.Compression
 	if man.BitsPerKey != 0 {
 		// The budget a store was created with stays its own: it sizes

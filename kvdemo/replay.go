@@ -252,6 +252,9 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 		if err != nil {
 			return nil, errorf("replaying log %06d: %w", id, err)
 		}
+		if err := db.syncLogFile(id); err != nil {
+			return nil, errorf("making log %06d durable before serving what it holds: %w", id, err)
+		}
 		if sc.damageAt < 0 {
 			continue
 		}
@@ -277,6 +280,25 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 		return db.recoverPast(mem, aside)
 	}
 	return mem, nil
+}
+
+// syncLogFile fsyncs a log that replay read. What replay read is what the
+// OS holds, not necessarily what is on disk: the last process may have
+// written records it never fsynced (NoSyncEachWrite, or it died between a
+// write and its fsync), or its fsync failed. The store is about to serve
+// those records and, appending to the newest log, to count its bytes as
+// durable; without this fsync a later Sync or Close would return nil
+// without one, and a power loss would take back what Gets had returned.
+func (db *DB) syncLogFile(id uint64) error {
+	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // cutTornTail keeps the torn tail of the newest log in lost/ (under a

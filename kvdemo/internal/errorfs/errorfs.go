@@ -8,9 +8,12 @@
 //   - limit the space writes may use (a full disk: writes beyond the limit
 //     write what fits and fail with ENOSPC), and give space back later;
 //   - crash: drop everything not yet made durable (file data past the last
-//     fsync, creations and renames past the last directory fsync), after
-//     which every operation fails;
-//   - flip a bit in what reads return.
+//     fsync, creations and renames past the last directory fsync, and with
+//     DeferRemoves removals too), or tear it (Rule.Torn), after which
+//     every operation fails;
+//   - flip a bit in what reads return, or fail a read;
+//   - crash at the Nth operation of a kind (a sweep's crash points), and
+//     tell the test what was durable at the moment a rule fired.
 //
 // It tracks durability per path, which is exact for how kvdemo writes:
 // whole files written once, and logs that are only appended to.
@@ -67,9 +70,27 @@ type Rule struct {
 	Err   error // default EIO
 	// Short: a failing write first writes half its buffer.
 	Short bool
-	// FlipAt (OpRead): instead of failing, reads of matching files return
-	// the byte at this file offset with its lowest bit flipped.
+	// FlipAt (OpRead): unless Err or Crash is set, reads of matching
+	// files do not fail but return the byte at this file offset with its
+	// lowest bit flipped. With Err or Crash, OpRead rules fail reads like
+	// any other operation.
 	FlipAt int64
+	// Crash: instead of failing the operation, crash the filesystem just
+	// before it (see FS.Crash): it and everything after fail ErrCrashed.
+	Crash bool
+	// Torn (with Crash): the power loss tears writes in flight instead
+	// of dropping them: each file keeps the first half of what it held
+	// past its last fsync (a torn tail), as a disk may that wrote some of
+	// the pages of an unsynced write.
+	Torn bool
+	// OnFire, if set, is called after the rule fires, once the operation
+	// it failed has returned (having made nothing durable) and while no
+	// other operation is in flight, before any crash it causes, with what
+	// a crash at that moment would leave: durable(path) is the length of
+	// path that would survive, and false if the file would not. It runs
+	// under the FS's locks: it must not call the FS (reading files with
+	// package os is fine).
+	OnFire func(durable func(path string) (int64, bool))
 
 	seen, fired int
 }
@@ -78,13 +99,22 @@ type Rule struct {
 type FS struct {
 	inner vfs.FS
 
-	mu      sync.Mutex
-	rules   []*Rule
-	space   int64 // bytes writes may still add; < 0: unlimited
-	crashed bool
-	synced  map[string]int64 // durable length of files written through us
-	pending []dirOp          // creations and renames not yet made durable
-	counts  map[Op]int
+	// opMu is held shared by every operation in flight and exclusively
+	// by the power loss (see begin).
+	opMu sync.RWMutex
+
+	mu           sync.Mutex
+	rules        []*Rule
+	space        int64 // bytes writes may still add; < 0: unlimited
+	crashed      bool
+	torn         bool                                       // the crash keeps half of each unsynced tail
+	deferRemoves bool                                       // see DeferRemoves
+	fires        []func(durable func(string) (int64, bool)) // OnFire calls due at end()
+	lost         bool                                       // the crash's power loss has been applied
+	lossErr      error                                      // what applying it met
+	synced       map[string]int64                           // durable length of files written through us
+	pending      []dirOp                                    // creations and renames not yet made durable
+	counts       map[Op]int
 }
 
 type dirOp struct {
@@ -92,6 +122,11 @@ type dirOp struct {
 	from, to string // a rename
 	oldTo    []byte // the rename's target content before it was replaced
 	hadTo    bool
+	// removed: a file removed (DeferRemoves), with its content and the
+	// length of it that was durable.
+	removed        string
+	content        []byte
+	durableContent int64
 }
 
 // New wraps inner.
@@ -141,7 +176,7 @@ func (fs *FS) checkLocked(op Op, path string) (*Rule, error) {
 	}
 	fs.counts[op]++
 	for _, r := range fs.rules {
-		if r.Op != op || (r.Match != nil && !r.Match(path)) || op == OpRead {
+		if r.Op != op || (r.Match != nil && !r.Match(path)) || r.flips() {
 			continue
 		}
 		r.seen++
@@ -149,6 +184,13 @@ func (fs *FS) checkLocked(op Op, path string) (*Rule, error) {
 			continue
 		}
 		r.fired++
+		if r.OnFire != nil {
+			fs.fires = append(fs.fires, r.OnFire)
+		}
+		if r.Crash {
+			fs.crashed, fs.torn = true, r.Torn // the power loss itself comes at end()
+			return nil, ErrCrashed
+		}
 		err := r.Err
 		if err == nil {
 			err = EIO
@@ -158,7 +200,38 @@ func (fs *FS) checkLocked(op Op, path string) (*Rule, error) {
 	return nil, nil
 }
 
+// flips: an OpRead rule that flips a bit instead of failing.
+func (r *Rule) flips() bool { return r.Op == OpRead && r.Err == nil && !r.Crash }
+
+// durableLocked says what of path a crash now would leave: nothing if its
+// creation or the rename that made it is not yet durable, else its length
+// at its last fsync (or, for a file this FS never wrote, its length).
+func (fs *FS) durableLocked(path string) (int64, bool) {
+	for _, op := range fs.pending {
+		if op.create == path || op.to == path {
+			return 0, false
+		}
+	}
+	if n, ok := fs.synced[path]; ok {
+		return n, true
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, false
+	}
+	return st.Size(), true
+}
+
+// Crashed says whether the filesystem has crashed (by Crash or a rule).
+func (fs *FS) Crashed() bool {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.crashed
+}
+
 func (fs *FS) Create(name string) (vfs.File, error) {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(OpCreate, name); err != nil {
 		return nil, err
 	}
@@ -174,6 +247,8 @@ func (fs *FS) Create(name string) (vfs.File, error) {
 }
 
 func (fs *FS) Open(name string) (vfs.File, error) {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -185,6 +260,8 @@ func (fs *FS) Open(name string) (vfs.File, error) {
 }
 
 func (fs *FS) OpenAppend(name string) (vfs.File, error) {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(OpOpen, name); err != nil {
 		return nil, err
 	}
@@ -203,19 +280,47 @@ func (fs *FS) OpenAppend(name string) (vfs.File, error) {
 }
 
 func (fs *FS) Remove(name string) error {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(OpRemove, name); err != nil {
 		return err
+	}
+	fs.mu.Lock()
+	// A file whose creation is itself not durable needs no undoing: the
+	// crash undoes the creation.
+	n, durable := fs.durableLocked(name)
+	keep := fs.deferRemoves && durable
+	fs.mu.Unlock()
+	op := dirOp{removed: name}
+	if keep {
+		b, err := vfs.ReadFile(fs.inner, name)
+		op.content, op.durableContent = b, min(n, int64(len(b)))
+		keep = err == nil
 	}
 	err := fs.inner.Remove(name)
 	if err == nil {
 		fs.mu.Lock()
+		if keep {
+			fs.pending = append(fs.pending, op)
+		}
 		delete(fs.synced, name)
 		fs.mu.Unlock()
 	}
 	return err
 }
 
+// DeferRemoves makes removals like creations and renames: not durable
+// until their directory is fsynced, so a crash before that brings the
+// file back (with what of it was durable), as POSIX allows.
+func (fs *FS) DeferRemoves() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.deferRemoves = true
+}
+
 func (fs *FS) RemoveAll(name string) error {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(OpRemove, name); err != nil {
 		return err
 	}
@@ -223,6 +328,8 @@ func (fs *FS) RemoveAll(name string) error {
 }
 
 func (fs *FS) Rename(oldname, newname string) error {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(OpRename, newname); err != nil {
 		return err
 	}
@@ -244,6 +351,8 @@ func (fs *FS) Rename(oldname, newname string) error {
 }
 
 func (fs *FS) MkdirAll(dir string, perm os.FileMode) error {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(0, dir); err != nil {
 		return err
 	}
@@ -251,6 +360,8 @@ func (fs *FS) MkdirAll(dir string, perm os.FileMode) error {
 }
 
 func (fs *FS) ReadDir(dir string) ([]os.DirEntry, error) {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(0, dir); err != nil {
 		return nil, err
 	}
@@ -258,6 +369,8 @@ func (fs *FS) ReadDir(dir string) ([]os.DirEntry, error) {
 }
 
 func (fs *FS) Stat(name string) (os.FileInfo, error) {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(0, name); err != nil {
 		return nil, err
 	}
@@ -266,6 +379,8 @@ func (fs *FS) Stat(name string) (os.FileInfo, error) {
 
 // SyncDir makes durable the creations and renames of entries in dir.
 func (fs *FS) SyncDir(dir string) error {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(OpSyncDir, dir); err != nil {
 		return err
 	}
@@ -280,6 +395,9 @@ func (fs *FS) SyncDir(dir string) error {
 		if p == "" {
 			p = op.to
 		}
+		if op.removed != "" {
+			p = op.removed
+		}
 		if filepath.Dir(p) != filepath.Clean(dir) {
 			kept = append(kept, op)
 		}
@@ -289,6 +407,8 @@ func (fs *FS) SyncDir(dir string) error {
 }
 
 func (fs *FS) Lock(name string) (io.Closer, error) {
+	fs.begin()
+	defer fs.end()
 	if _, err := fs.check(0, name); err != nil {
 		return nil, err
 	}
@@ -301,11 +421,56 @@ func (fs *FS) Lock(name string) (io.Closer, error) {
 // ErrCrashed. (The test then opens the store again through a new FS.)
 func (fs *FS) Crash() error {
 	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if fs.crashed {
-		return nil
-	}
 	fs.crashed = true
+	fs.mu.Unlock()
+	return fs.powerLoss()
+}
+
+// begin and end bracket every operation. A crash is one point in time:
+// operations that passed their check before it complete whole (their data
+// and their bookkeeping) before the power loss undoes what they did not
+// make durable, and operations after it fail. Without this, an fsync in
+// flight when another goroutine crashed the FS could return success for
+// data the crash had just cut off.
+func (fs *FS) begin() { fs.opMu.RLock() }
+
+func (fs *FS) end() {
+	fs.opMu.RUnlock()
+	fs.mu.Lock()
+	fire := len(fs.fires) > 0
+	due := fs.crashed && !fs.lost
+	fs.mu.Unlock()
+	if fire {
+		fs.opMu.Lock()
+		fs.mu.Lock()
+		fires := fs.fires
+		fs.fires = nil
+		for _, f := range fires {
+			f(fs.durableLocked)
+		}
+		fs.mu.Unlock()
+		fs.opMu.Unlock()
+	}
+	if due {
+		fs.powerLoss()
+	}
+}
+
+// powerLoss undoes, once no operation is in flight, what a crash loses.
+func (fs *FS) powerLoss() error {
+	fs.opMu.Lock()
+	defer fs.opMu.Unlock()
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.lost {
+		return fs.lossErr
+	}
+	fs.lost = true
+	fs.lossErr = fs.undoLocked()
+	return fs.lossErr
+}
+
+func (fs *FS) undoLocked() error {
 	var first error
 	note := func(err error) {
 		if err != nil && first == nil && !errors.Is(err, os.ErrNotExist) {
@@ -315,6 +480,9 @@ func (fs *FS) Crash() error {
 	for i := len(fs.pending) - 1; i >= 0; i-- {
 		op := fs.pending[i]
 		switch {
+		case op.removed != "":
+			note(writeWhole(op.removed, op.content[:op.durableContent]))
+			fs.synced[op.removed] = op.durableContent
 		case op.create != "":
 			note(fs.inner.Remove(op.create))
 			delete(fs.synced, op.create)
@@ -332,6 +500,9 @@ func (fs *FS) Crash() error {
 	}
 	for path, n := range fs.synced {
 		if st, err := os.Stat(path); err == nil && st.Size() > n {
+			if fs.torn {
+				n += (st.Size() - n) / 2
+			}
 			note(os.Truncate(path, n))
 		}
 	}
@@ -349,6 +520,8 @@ type file struct {
 }
 
 func (f *file) Write(p []byte) (int, error) {
+	f.fs.begin()
+	defer f.fs.end()
 	fs := f.fs
 	fs.mu.Lock()
 	r, err := fs.checkLocked(OpWrite, f.path)
@@ -380,6 +553,8 @@ func (f *file) Write(p []byte) (int, error) {
 }
 
 func (f *file) Sync() error {
+	f.fs.begin()
+	defer f.fs.end()
 	if _, err := f.fs.check(OpSync, f.path); err != nil {
 		return err
 	}
@@ -399,6 +574,8 @@ func (f *file) Sync() error {
 }
 
 func (f *file) Truncate(size int64) error {
+	f.fs.begin()
+	defer f.fs.end()
 	if _, err := f.fs.check(OpTruncate, f.path); err != nil {
 		return err
 	}
@@ -415,14 +592,16 @@ func (f *file) Read(p []byte) (int, error) {
 }
 
 func (f *file) ReadAt(p []byte, off int64) (int, error) {
+	f.fs.begin()
+	defer f.fs.end()
 	f.fs.mu.Lock()
-	if f.fs.crashed {
+	if _, err := f.fs.checkLocked(OpRead, f.path); err != nil {
 		f.fs.mu.Unlock()
-		return 0, ErrCrashed
+		return 0, err
 	}
 	var flips []int64
 	for _, r := range f.fs.rules {
-		if r.Op == OpRead && (r.Match == nil || r.Match(f.path)) {
+		if r.flips() && (r.Match == nil || r.Match(f.path)) {
 			flips = append(flips, r.FlipAt)
 		}
 	}

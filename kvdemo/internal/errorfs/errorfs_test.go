@@ -93,3 +93,75 @@ func TestRulesAndSpace(t *testing.T) {
 		t.Errorf("read %q, want %q", got, want)
 	}
 }
+
+// TestCrashRule: a rule can crash the FS just before the Nth operation of
+// a kind; OnFire sees what was durable then; reads can fail too.
+func TestCrashRule(t *testing.T) {
+	dir := t.TempDir()
+	fs := New(vfs.Default)
+	name := filepath.Join(dir, "f")
+	f, _ := fs.Create(name)
+	if err := fs.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("durable"))
+	f.Sync()
+	var sawDurable int64 = -1
+	fs.Add(&Rule{Op: OpSync, Crash: true, OnFire: func(durable func(string) (int64, bool)) {
+		n, ok := durable(name)
+		if !ok {
+			t.Errorf("a file whose creation was fsynced is reported not durable")
+		}
+		sawDurable = n
+	}})
+	if _, err := f.Write([]byte(" lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("the fsync the rule crashes at: %v", err)
+	}
+	if !fs.Crashed() || sawDurable != int64(len("durable")) {
+		t.Fatalf("crashed %v, durable length seen %d", fs.Crashed(), sawDurable)
+	}
+	if b, _ := os.ReadFile(name); string(b) != "durable" {
+		t.Fatalf("after the crash the file holds %q", b)
+	}
+
+	fs = New(vfs.Default)
+	fs.Add(&Rule{Op: OpRead, Err: EIO})
+	if _, err := vfs.ReadFile(fs, name); !errors.Is(err, EIO) {
+		t.Fatalf("a failing read rule: %v", err)
+	}
+}
+
+// TestDeferRemoves: a removal not made durable by a directory fsync is
+// undone by a crash, with the file's durable content; one that was made
+// durable is not.
+func TestDeferRemoves(t *testing.T) {
+	dir := t.TempDir()
+	fs := New(vfs.Default)
+	fs.DeferRemoves()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, name := range []string{a, b} {
+		f, _ := fs.Create(name)
+		f.Write([]byte("durable"))
+		f.Sync()
+		f.Write([]byte(" not"))
+		f.Close()
+	}
+	fs.SyncDir(dir)
+	if err := fs.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	fs.SyncDir(dir)
+	if err := fs.Remove(b); err != nil {
+		t.Fatal(err)
+	}
+	fs.Crash()
+	if _, err := os.Stat(a); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a removal made durable was undone: %v", err)
+	}
+	if got, _ := os.ReadFile(b); string(got) != "durable" {
+		t.Errorf("a removal not made durable: after the crash the file holds %q, want %q", got, "durable")
+	}
+}
