@@ -233,7 +233,8 @@ func (s *Server) handle(c net.Conn, id int64) {
 		c.Close()
 		s.wg.Done()
 	}()
-	w := resp.NewWriter(timedWriter{c, s.cfg.WriteTimeout})
+	tw := &timedWriter{c: c, timeout: s.cfg.WriteTimeout}
+	w := resp.NewWriter(tw)
 	defer func() {
 		// A bug in a command must cost one connection, not the server
 		// (and with it every other client's connection).
@@ -252,6 +253,18 @@ func (s *Server) handle(c net.Conn, id int64) {
 	var authDeadline time.Time
 	if !sess.authed && s.cfg.AuthTimeout > 0 {
 		authDeadline = time.Now().Add(s.cfg.AuthTimeout)
+		// Before AUTH, nothing the server does for the client outlasts
+		// the deadline: not the writes of replies it does not read, not
+		// the throttle's waits for guesses it has already sent.
+		sess.authDeadline = authDeadline
+		tw.notAfter = authDeadline
+	}
+	authTimedOut := func() {
+		s.authTimeouts.Add(1)
+		// The reason gets a moment past the deadline, as a refused
+		// connection's does.
+		tw.notAfter = time.Now().Add(time.Second)
+		w.Error(fmt.Sprintf("ERR closing the connection: no AUTH within %v of connecting", s.cfg.AuthTimeout))
 	}
 	deadlineSet := false
 	for {
@@ -282,8 +295,7 @@ func (s *Server) handle(c net.Conn, id int64) {
 				s.protocolErrors.Add(1)
 				w.Error("ERR " + pe.Error())
 			case errors.As(err, &ne) && ne.Timeout() && !sess.authed && !authDeadline.IsZero() && !time.Now().Before(authDeadline) && !s.closing():
-				s.authTimeouts.Add(1)
-				w.Error(fmt.Sprintf("ERR closing the connection: no AUTH within %v of connecting", s.cfg.AuthTimeout))
+				authTimedOut()
 			case errors.As(err, &ne) && ne.Timeout() && !s.closing():
 				s.idleTimeouts.Add(1)
 			}
@@ -294,6 +306,15 @@ func (s *Server) handle(c net.Conn, id int64) {
 		quit := s.exec(sess, w, args)
 		if sess.authed && !wasAuthed {
 			r.SetLimits(s.cfg.Limits)
+			tw.notAfter = time.Time{}
+		}
+		// Commands already in the read buffer are parsed without a read
+		// that the deadline could end: look at the clock too.
+		if !sess.authed && !authDeadline.IsZero() && !time.Now().Before(authDeadline) {
+			if !s.closing() {
+				authTimedOut()
+			}
+			return
 		}
 		// Flush when the client has nothing more in flight: one write
 		// per pipeline, not per command.
@@ -316,15 +337,24 @@ func (s *Server) handle(c net.Conn, id int64) {
 
 // timedWriter gives every write to the connection WriteTimeout to
 // complete: the replies' buffer also writes through when a large reply
-// fills it, in the middle of a command.
+// fills it, in the middle of a command. No write lasts past notAfter, if
+// set (the auth deadline of a connection that has not authenticated).
 type timedWriter struct {
-	c       net.Conn
-	timeout time.Duration
+	c        net.Conn
+	timeout  time.Duration
+	notAfter time.Time
 }
 
-func (t timedWriter) Write(p []byte) (int, error) {
-	if t.timeout > 0 {
-		t.c.SetWriteDeadline(time.Now().Add(t.timeout))
+func (t *timedWriter) Write(p []byte) (int, error) {
+	if t.timeout > 0 || !t.notAfter.IsZero() {
+		var d time.Time
+		if t.timeout > 0 {
+			d = time.Now().Add(t.timeout)
+		}
+		if !t.notAfter.IsZero() && (d.IsZero() || t.notAfter.Before(d)) {
+			d = t.notAfter
+		}
+		t.c.SetWriteDeadline(d)
 	}
 	return t.c.Write(p)
 }
@@ -333,6 +363,9 @@ func (t timedWriter) Write(p []byte) (int, error) {
 type session struct {
 	id     int64 // the connection's number since the server started
 	authed bool  // gave the password, or none is required
+	// authDeadline is when a connection that has not authenticated is
+	// closed; zero: never.
+	authDeadline time.Time
 }
 
 func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) {
@@ -538,11 +571,11 @@ func (s *Server) hello(sess *session, w *resp.Writer, args [][]byte) {
 	if cred != nil {
 		if !s.password.set {
 			if string(cred[0]) != defaultUser {
-				s.refuseAuth(w)
+				s.refuseAuth(sess, w)
 				return
 			}
 		} else if !s.password.matches(string(cred[0]), cred[1]) {
-			s.refuseAuth(w)
+			s.refuseAuth(sess, w)
 			return
 		}
 		sess.authed = true
@@ -586,27 +619,38 @@ func (s *Server) auth(sess *session, w *resp.Writer, args [][]byte) {
 			w.Error(replyNoPassSet)
 			return
 		}
-		s.refuseAuth(w)
+		s.refuseAuth(sess, w)
 		return
 	}
 	if !s.password.matches(user, guess) {
 		// A failed AUTH leaves the session as it was, as in Redis.
-		s.refuseAuth(w)
+		s.refuseAuth(sess, w)
 		return
 	}
 	sess.authed = true
 	w.Simple("OK")
 }
 
-func (s *Server) refuseAuth(w *resp.Writer) {
+// refuseAuth answers a failed AUTH once the throttle allows. A
+// connection whose auth deadline comes first gets no answer: the caller
+// closes it for the deadline.
+func (s *Server) refuseAuth(sess *session, w *resp.Writer) {
 	s.authFailures.Add(1)
-	if d := s.throttle.delay(time.Now()); d > 0 {
+	now := time.Now()
+	if d := s.throttle.delay(now); d > 0 {
+		late := !sess.authed && !sess.authDeadline.IsZero() && now.Add(d).After(sess.authDeadline)
+		if late {
+			d = sess.authDeadline.Sub(now)
+		}
 		w.Flush() // earlier pipelined replies need not wait too
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
 		case <-s.quit:
 			t.Stop()
+		}
+		if late {
+			return
 		}
 	}
 	w.Error(replyWrongPass)
