@@ -232,6 +232,17 @@ func (r *Reader) readInline() ([][]byte, error) {
 	if len(args) > r.lim.MaxArgs {
 		return nil, protoErr("too many arguments in inline request")
 	}
+	// The same sizes as an array's: the line's bound is the buffer's,
+	// which is larger than the limits a server tightens before AUTH.
+	total := 0
+	for _, a := range args {
+		if len(a) > r.lim.MaxBulk {
+			return nil, protoErr("invalid bulk length: %d (max %d)", len(a), r.lim.MaxBulk)
+		}
+		if total += len(a); total > r.lim.MaxCommand {
+			return nil, protoErr("command longer than %d bytes", r.lim.MaxCommand)
+		}
+	}
 	return args, nil
 }
 

@@ -278,3 +278,31 @@ func TestSetLimits(t *testing.T) {
 		t.Fatalf("after loosening: %v", err)
 	}
 }
+
+// TestInlineWithinBulkLimits: an inline command is held to the same
+// argument and command sizes as an array, so that a server's tightened
+// limits (before AUTH) cannot be sidestepped by typing the command as a
+// line. Only the line's own bound (the buffer) would hold otherwise.
+func TestInlineWithinBulkLimits(t *testing.T) {
+	lim := Limits{MaxArgs: 10, MaxBulk: 100, MaxCommand: 150}
+	for _, tc := range []struct {
+		line string
+		ok   bool
+	}{
+		{"AUTH " + strings.Repeat("p", 100), true},
+		{"AUTH " + strings.Repeat("p", 101), false},
+		{`AUTH "` + strings.Repeat(`\x41`, 101) + `"`, false}, // counted after unquoting
+		{`AUTH "` + strings.Repeat(`\x41`, 100) + `"`, true},
+		{"SET " + strings.Repeat("k", 90) + " " + strings.Repeat("v", 60), false}, // each fits, not together
+		{"SET " + strings.Repeat("k", 80) + " " + strings.Repeat("v", 60), true},
+	} {
+		cmds, err := read(t, tc.line+"\r\n", lim)
+		var pe *ProtocolError
+		switch {
+		case tc.ok && (err != nil || len(cmds) != 1):
+			t.Errorf("%d-byte line within the limits: %v", len(tc.line), err)
+		case !tc.ok && !errors.As(err, &pe):
+			t.Errorf("%d-byte line over the limits: %v, want a protocol error", len(tc.line), err)
+		}
+	}
+}

@@ -150,6 +150,28 @@ func TestUnauthenticatedLimits(t *testing.T) {
 	}
 }
 
+// TestUnauthenticatedInlineLimits: the limits before AUTH hold for inline
+// commands too, whose line may otherwise be as long as the read buffer.
+func TestUnauthenticatedInlineLimits(t *testing.T) {
+	f := start(t, Config{RequirePass: testPass})
+	big := strings.Repeat("v", 20<<10)
+	for _, line := range []string{"AUTH " + big, "SET k " + big} {
+		c := f.dial(t)
+		c.send(line + "\r\n")
+		if got := c.reply(); !strings.HasPrefix(got, "-ERR Protocol error") || !c.closed() {
+			t.Errorf("unauthenticated inline %d bytes: %q; want a protocol error and a closed connection", len(line), truncateString(got))
+		}
+	}
+	if n := f.srv.authFailures.Load(); n != 0 {
+		t.Errorf("%d oversized passwords were hashed and refused", n)
+	}
+	c := f.dial(t)
+	c.send("AUTH " + testPass[:7] + "\r\n") // a short wrong password still gets its answer
+	if got := c.reply(); got != "-"+replyWrongPass {
+		t.Errorf("inline AUTH: %q", got)
+	}
+}
+
 func TestPasswordMatches(t *testing.T) {
 	p := newPassword(testPass)
 	if !p.set || !p.matches("default", []byte(testPass)) {
