@@ -92,22 +92,29 @@ func protectedModeDenies(protected, passwordSet bool, remote net.Addr) bool {
 	return protected && !passwordSet && !isLoopback(remote)
 }
 
-// authThrottle spaces out the answers to failed AUTHs across the whole
-// server, so that a guesser gains nothing by opening more connections:
-// guesses are answered at most once per interval. A correct password is
-// never delayed. Each connection runs one command at a time, so the wait
-// is bounded by MaxConns intervals.
+// authThrottle spaces out the answers to AUTHs across the whole server,
+// so that a guesser gains nothing by opening more connections: each failure
+// takes the next answer slot, at most one per interval. A right password
+// takes no slot, but is answered no sooner than a failure sent at the same
+// moment would be: otherwise a guesser would not wait for the WRONGPASS
+// answers at all, and would learn which guess was right from the one
+// answered at once. With no failures queued, nothing waits. Each
+// connection runs one command at a time, so the queue is at most MaxConns
+// long, and no slot is taken past the connection's auth deadline.
 type authThrottle struct {
 	interval time.Duration
 
 	mu   sync.Mutex
-	next time.Time // the earliest time the next failure may be answered
+	next time.Time // the earliest time the next answer may be given
 }
 
-// delay reserves the next answer slot and returns how long to wait for it.
-func (a *authThrottle) delay(now time.Time) time.Duration {
+// wait returns how long an AUTH that arrived at now, and failed or not,
+// waits for its answer. A slot that comes after deadline (if not zero) is
+// not taken: late reports that the connection should be closed at the
+// deadline, unanswered, after waiting the duration returned.
+func (a *authThrottle) wait(now, deadline time.Time, failed bool) (d time.Duration, late bool) {
 	if a.interval <= 0 {
-		return 0
+		return 0, false
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -115,6 +122,11 @@ func (a *authThrottle) delay(now time.Time) time.Duration {
 	if a.next.After(slot) {
 		slot = a.next
 	}
-	a.next = slot.Add(a.interval)
-	return slot.Sub(now)
+	if !deadline.IsZero() && slot.After(deadline) {
+		return max(deadline.Sub(now), 0), true
+	}
+	if failed {
+		a.next = slot.Add(a.interval)
+	}
+	return slot.Sub(now), false
 }

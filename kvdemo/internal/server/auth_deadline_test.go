@@ -61,3 +61,32 @@ func TestAuthTimeoutWithUnreadReplies(t *testing.T) {
 		t.Errorf("the client held its slot %v, auth timeout %v", held, within)
 	}
 }
+
+// TestAuthThrottleHidesTheRightGuess: a guesser need not wait for the
+// WRONGPASS answers if the right password is answered at once: it sends
+// many guesses on many connections and watches for the first +OK. The
+// answer to the right guess must come no sooner than a wrong one's would,
+// so that the outcomes are learned no faster than one per interval.
+func TestAuthThrottleHidesTheRightGuess(t *testing.T) {
+	const iv, wrong = 50 * time.Millisecond, 8
+	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: iv})
+	begin := time.Now()
+	for i := 0; i < wrong; i++ {
+		f.dial(t).send("AUTH guess-" + strings.Repeat("x", i) + "\r\n")
+	}
+	if !waitFor(func() bool { return f.srv.authFailures.Load() == wrong }) {
+		t.Fatalf("%d of %d guesses reached the server", f.srv.authFailures.Load(), wrong)
+	}
+	right := f.dial(t)
+	if got := right.cmd("AUTH", testPass); got != "+OK" {
+		t.Fatalf("the right password: %q", got)
+	}
+	// The wrong guesses hold the next wrong-1 intervals; a wrong guess
+	// sent now would be answered after them.
+	if el, min := time.Since(begin), (wrong-1)*iv; el < min {
+		t.Errorf("the right password was told after %v, ahead of %d queued failures (%v)", el, wrong, min)
+	}
+	if got := right.cmd("GET", "k"); got != "$nil" {
+		t.Errorf("after AUTH: %q", got)
+	}
+}

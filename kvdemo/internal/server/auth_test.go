@@ -202,22 +202,37 @@ func TestAuthThrottle(t *testing.T) {
 	a := authThrottle{interval: iv}
 	now := time.Unix(1000, 0)
 	for i := 0; i < 5; i++ {
-		if d := a.delay(now); d != time.Duration(i)*iv {
-			t.Errorf("failure %d at once waits %v, want %v", i, d, time.Duration(i)*iv)
+		if d, late := a.wait(now, time.Time{}, true); d != time.Duration(i)*iv || late {
+			t.Errorf("failure %d at once waits %v (late %v), want %v", i, d, late, time.Duration(i)*iv)
 		}
 	}
-	if d := a.delay(now.Add(time.Hour)); d != 0 {
+	// The right password waits as long as a failure would, and takes no
+	// slot: the next failure waits no longer for it.
+	for i := 0; i < 2; i++ {
+		if d, late := a.wait(now, time.Time{}, false); d != 5*iv || late {
+			t.Errorf("right password behind 5 failures waits %v (late %v), want %v", d, late, 5*iv)
+		}
+	}
+	// A slot past the connection's deadline is not taken: it waits out
+	// the deadline and is closed.
+	if d, late := a.wait(now, now.Add(iv), true); d != iv || !late {
+		t.Errorf("failure whose slot is past its deadline: %v, late %v", d, late)
+	}
+	if d, _ := a.wait(now, time.Time{}, true); d != 5*iv {
+		t.Errorf("the sixth failure waits %v, want %v", d, 5*iv)
+	}
+	if d, late := a.wait(now.Add(time.Hour), time.Time{}, true); d != 0 || late {
 		t.Errorf("after a quiet hour: %v", d)
 	}
 	off := authThrottle{interval: -1}
-	if d := off.delay(now); d != 0 {
+	if d, late := off.wait(now, now, true); d != 0 || late {
 		t.Errorf("disabled throttle waits %v", d)
 	}
 }
 
 // TestFailedAuthRateAcrossConnections: guesses spread over many
 // connections are answered no faster than one per interval in all, and a
-// client with the right password is not held up by them.
+// client with the right password gets in once they have been answered.
 func TestFailedAuthRateAcrossConnections(t *testing.T) {
 	const iv = 40 * time.Millisecond
 	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: iv})
@@ -243,7 +258,7 @@ func TestFailedAuthRateAcrossConnections(t *testing.T) {
 	if got := f.srv.authFailures.Load(); got != conns*each {
 		t.Errorf("%d failures counted", got)
 	}
-	// The right password does not queue behind failures.
+	// With the failures answered, the right password gets in.
 	if got := f.dial(t).cmd("AUTH", testPass); got != "+OK" {
 		t.Errorf("right password: %q", got)
 	}

@@ -62,8 +62,9 @@ type Config struct {
 	// goroutine forever [30s; negative: never].
 	WriteTimeout time.Duration
 	// FailedAuthInterval spaces out the answers to failed AUTHs across all
-	// connections, which bounds the rate of password guessing [20ms;
-	// negative: no spacing].
+	// connections, which bounds the rate of password guessing; a right
+	// password is answered no sooner than a failure sent with it would be
+	// [20ms; negative: no spacing].
 	FailedAuthInterval time.Duration
 }
 
@@ -577,6 +578,8 @@ func (s *Server) hello(sess *session, w *resp.Writer, args [][]byte) {
 		} else if !s.password.matches(string(cred[0]), cred[1]) {
 			s.refuseAuth(sess, w)
 			return
+		} else if !s.awaitAuthAnswer(sess, w, false) {
+			return
 		}
 		sess.authed = true
 	}
@@ -627,21 +630,32 @@ func (s *Server) auth(sess *session, w *resp.Writer, args [][]byte) {
 		s.refuseAuth(sess, w)
 		return
 	}
+	if !s.awaitAuthAnswer(sess, w, false) {
+		return
+	}
 	sess.authed = true
 	w.Simple("OK")
 }
 
-// refuseAuth answers a failed AUTH once the throttle allows. A
-// connection whose auth deadline comes first gets no answer: the caller
-// closes it for the deadline.
+// refuseAuth answers a failed AUTH when the throttle allows.
 func (s *Server) refuseAuth(sess *session, w *resp.Writer) {
 	s.authFailures.Add(1)
-	now := time.Now()
-	if d := s.throttle.delay(now); d > 0 {
-		late := !sess.authed && !sess.authDeadline.IsZero() && now.Add(d).After(sess.authDeadline)
-		if late {
-			d = sess.authDeadline.Sub(now)
-		}
+	if s.awaitAuthAnswer(sess, w, true) {
+		w.Error(replyWrongPass)
+	}
+}
+
+// awaitAuthAnswer waits until an AUTH's outcome may be told (see
+// authThrottle). It reports false for a connection whose auth deadline
+// comes first: it gets no answer, and the caller closes it for the
+// deadline.
+func (s *Server) awaitAuthAnswer(sess *session, w *resp.Writer, failed bool) bool {
+	var deadline time.Time
+	if !sess.authed {
+		deadline = sess.authDeadline
+	}
+	d, late := s.throttle.wait(time.Now(), deadline, failed)
+	if d > 0 {
 		w.Flush() // earlier pipelined replies need not wait too
 		t := time.NewTimer(d)
 		select {
@@ -649,11 +663,8 @@ func (s *Server) refuseAuth(sess *session, w *resp.Writer) {
 		case <-s.quit:
 			t.Stop()
 		}
-		if late {
-			return
-		}
 	}
-	w.Error(replyWrongPass)
+	return !late
 }
 
 // redisVersion is the Redis version the server reports: the one whose
