@@ -140,7 +140,7 @@ func (s *Server) Serve(ln net.Listener) error {
 				return ErrServerClosed
 			}
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscallEMFILE) {
+			if errors.As(err, &ne) && ne.Timeout() || outOfResources(err) {
 				// Out of file descriptors or similar: back off, don't spin.
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				s.cfg.Logger.Printf("accept: %v; retrying in %v", err, delay)
