@@ -79,3 +79,34 @@ func TestPipelineEndsAtQuit(t *testing.T) {
 		t.Errorf("a SET pipelined after QUIT ran: %q", got)
 	}
 }
+
+// TestRepliesSentBeforeWaitingForTheRest: when the bytes read so far end
+// in the middle of a command, the replies to the complete commands before
+// it are sent before the server waits for the rest, as Redis sends them: a
+// client that waits for them before sending more (or a pasted line
+// without its newline) is not left hanging.
+func TestRepliesSentBeforeWaitingForTheRest(t *testing.T) {
+	f := start(t, Config{})
+	for _, tc := range []struct {
+		sent, rest string
+		then       []string // the replies after +PONG
+	}{
+		{"PING\r\nSET k v\r\nGET k\r\nPI", "NG\r\n", []string{"+OK", "$v", "+PONG"}},
+		{"PING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nva", "lue\r\n", []string{"+OK"}},
+	} {
+		c := f.dial(t)
+		c.send(tc.sent)
+		c.c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if got, err := c.readReply(); err != nil || got != "+PONG" {
+			t.Errorf("%q: first reply %q, %v; want +PONG before the rest is sent", tc.sent, got, err)
+			continue
+		}
+		c.c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		c.send(tc.rest)
+		for _, want := range tc.then {
+			if got := c.reply(); got != want {
+				t.Errorf("%q: reply %q, want %q", tc.sent, got, want)
+			}
+		}
+	}
+}

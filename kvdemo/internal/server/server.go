@@ -246,7 +246,7 @@ func (s *Server) handle(c net.Conn, id int64) {
 		}
 		w.Flush()
 	}()
-	r := resp.NewReader(c, s.cfg.Limits)
+	r := resp.NewReader(flushingReader{c, w}, s.cfg.Limits)
 	sess := &session{id: id, authed: !s.password.set}
 	if !sess.authed {
 		r.SetLimits(unauthenticatedLimits)
@@ -291,7 +291,12 @@ func (s *Server) handle(c net.Conn, id int64) {
 		if err != nil {
 			var pe *resp.ProtocolError
 			var ne net.Error
+			var fe flushError
 			switch {
+			case errors.As(err, &fe):
+				if errors.As(fe.err, &ne) && ne.Timeout() {
+					s.writeTimeouts.Add(1)
+				}
 			case errors.As(err, &pe):
 				s.protocolErrors.Add(1)
 				w.Error("ERR " + pe.Error())
@@ -334,6 +339,28 @@ func (s *Server) handle(c net.Conn, id int64) {
 			return
 		}
 	}
+}
+
+// flushingReader sends the replies written so far before it waits for
+// more of the client's bytes. The server also flushes when no bytes are
+// left unparsed; this covers bytes that end in the middle of a command,
+// after which the replies to the commands before it must not wait for the
+// rest (Redis sends them too).
+type flushingReader struct {
+	c net.Conn
+	w *resp.Writer
+}
+
+// flushError is a failure to send replies, met while reading.
+type flushError struct{ err error }
+
+func (e flushError) Error() string { return "sending replies: " + e.err.Error() }
+
+func (f flushingReader) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		return 0, flushError{err}
+	}
+	return f.c.Read(p)
 }
 
 // timedWriter gives every write to the connection WriteTimeout to
