@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
 )
@@ -286,6 +288,38 @@ func TestPasswordFlags(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, "usage") {
 			t.Errorf("%q: exit %d, %q; want misuse", truncate(strings.Join(args, " ")), code, stderr)
 		}
+	}
+}
+
+// TestPasswordFileFIFO: a named pipe given as the password file is
+// refused like any file that is not regular, at once: opening one for
+// reading would otherwise wait, silently, for a writer that may never come.
+func TestPasswordFileFIFO(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	type result struct {
+		pass string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c := &command{passFile: fifo, stderr: io.Discard}
+		p, err := c.password()
+		done <- result{p, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil || !strings.Contains(r.err.Error(), "not a regular file") {
+			t.Errorf("a FIFO as the password file: %q, %v; want an error about a file that is not regular", r.pass, r.err)
+		}
+	case <-time.After(3 * time.Second):
+		// Unblock the open so the goroutine ends.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("reading the password from a FIFO with no writer hangs")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/server"
@@ -30,7 +31,10 @@ func (c *command) password() (string, error) {
 	if c.passFile == "" {
 		return "", nil
 	}
-	f, err := os.Open(c.passFile)
+	// O_NONBLOCK: opening a FIFO would otherwise wait for a writer, and
+	// serve would hang silently before it says anything; opened this way,
+	// it is refused below as not a regular file.
+	f, err := os.OpenFile(c.passFile, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "", fmt.Errorf("-requirepass-file: %w", err)
 	}
