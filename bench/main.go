@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-db=false]\n")
+		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-db=false | -filters-only | -pebble-only]\n")
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", false, "small run (about a minute) for CI and a first look")
@@ -70,6 +70,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("reps", 0, "repetitions per measurement; medians are reported")
 	withDB := fs.Bool("db", true, "run the Pebble database level")
 	filtersOnly := fs.Bool("filters-only", false, "run only the filter level")
+	pebbleOnly := fs.Bool("pebble-only", false, "run only the Pebble database level")
 	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
 	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
 	core := fs.String("core", "", "filter level: only lsmcuckoo v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
@@ -79,6 +80,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *pebbleOnly && (*filtersOnly || !*withDB) {
+		return fmt.Errorf("-pebble-only runs only the database level: it excludes -filters-only and -db=false")
 	}
 	rep := report{Machine: machineLine(), Go: runtime.Version(), Mode: "full", Started: time.Now()}
 	cfg := filterbench.Config{
@@ -143,13 +147,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 		cfg.Families = filterbench.CoreFamilies(budgets...)
 	}
 	cfg.Unaligned = *unaligned
+	if *pebbleOnly {
+		cfg.Sizes = nil
+	}
 	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = cfg.Reps, cfg.Sizes, cfg.Probes, cfg.ColdMiB
 	progress := func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }
 
 	// The memtable level runs first, on a small heap: it measures goroutines
 	// competing for two cores, and a garbage collection of the big key sets
 	// the other levels leave behind would take one of them.
-	if !*filtersOnly {
+	if !*filtersOnly && !*pebbleOnly {
 		progress("memtable filters")
 		mem, err := membench.Run(testkeys.Random(memKeys, 16, 51), memOps, cfg.Reps)
 		if err != nil {
@@ -158,7 +165,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		rep.Mem, rep.MemKeys, rep.MemOps = mem, memKeys, memOps
 	}
 
-	rep.Filters = filterbench.Run(cfg, func(name string) { progress("filters: " + name) })
+	if !*pebbleOnly {
+		rep.Filters = filterbench.Run(cfg, func(name string) { progress("filters: " + name) })
+	}
 	if *filtersOnly {
 		*withDB = false
 	}
@@ -174,7 +183,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		rep.Pebble = &pr
 	}
-	if *withDB {
+	if *withDB && !*pebbleOnly {
 		root, cleanup, err := dbbench.TempRoot()
 		if err != nil {
 			return err

@@ -67,6 +67,45 @@ func TestReportTiny(t *testing.T) {
 	}
 }
 
+// TestReportPebbleOnly: -pebble-only runs the Pebble database level alone
+// (the README's full-run Pebble table is produced that way), with no
+// filter, memtable or kvdemo level in the report.
+func TestReportPebbleOnly(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	if err := run([]string{"-tiny", "-pebble-only", "-out", dir}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Pebble database level", "### Trees", "pebble-gets.svg"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"## Filter level", "## Memtable filter", "## kvdemo level"} {
+		if bytes.Contains(md, []byte(unwanted)) {
+			t.Errorf("report.md has %q", unwanted)
+		}
+	}
+	var rep report
+	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Filters) != 0 || len(rep.Mem) != 0 || len(rep.KV) != 0 || rep.Pebble == nil || len(rep.Pebble.Results) != 2*len(dbbench.Workloads)*len(dbbench.Policies()) {
+		t.Fatalf("results.json: %d filter results, %d memtable, %d kvdemo, pebble %v", len(rep.Filters), len(rep.Mem), len(rep.KV), rep.Pebble != nil)
+	}
+	if err := run([]string{"-pebble-only", "-filters-only"}, &stdout, &stderr); err == nil {
+		t.Error("-pebble-only with -filters-only accepted")
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	var out, errb bytes.Buffer
 	if err := run([]string{"-sizes", "abc"}, &out, &errb); err == nil {

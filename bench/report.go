@@ -18,8 +18,10 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 	fmt.Fprintf(w, "# lsmcuckoo benchmark report (%s run)\n\n", rep.Mode)
 	fmt.Fprintf(w, "Machine: %s; %s. Every comparison ran in one process on the same keys, the compared filters interleaved. Filter-level and memtable timings are medians of %d repetition(s); the database and kvdemo levels are one run per setting (each over %s operations). Ratios are against `%s` in the same run.\n\n", rep.Machine, rep.Go, max(1, rep.Reps), "10⁴–10⁶", baseline)
 
-	fmt.Fprintf(w, "## Filter level\n\n")
-	fmt.Fprintf(w, "Random 16-byte keys; FPR over %d absent keys. *hot*: one filter probed in a loop. *cold*: copies of the filter spread over ≥ %d MiB, a random copy per lookup, timed as a loop of independent lookups, which the processor overlaps (throughput), and one at a time, each finished before the next starts (latency: what a Get that waits for a table's answer pays; a clock read after each lookup orders it, and the clock's own cost is subtracted). *allocs*: heap allocations to build one filter.\n\n", rep.Probes, rep.ColdMiB)
+	if len(rep.Filters) > 0 { // not with -pebble-only
+		fmt.Fprintf(w, "## Filter level\n\n")
+		fmt.Fprintf(w, "Random 16-byte keys; FPR over %d absent keys. *hot*: one filter probed in a loop. *cold*: copies of the filter spread over ≥ %d MiB, a random copy per lookup, timed as a loop of independent lookups, which the processor overlaps (throughput), and one at a time, each finished before the next starts (latency: what a Get that waits for a table's answer pays; a clock read after each lookup orders it, and the clock's own cost is subtracted). *allocs*: heap allocations to build one filter.\n\n", rep.Probes, rep.ColdMiB)
+	}
 	for _, n := range rep.Sizes {
 		var base *filterbench.Result
 		for i := range rep.Filters {

@@ -401,3 +401,25 @@ func TestV1FallbackAnswersMaybe(t *testing.T) {
 		}
 	}
 }
+
+// TestV2SizeCapBound pins the growth bound FORMAT.md and the README state:
+// the retries use 8% and 16.64% more lines, each rounded up plus one, so no
+// attempt exceeds the plan by more than 17% plus two lines, and every
+// retry after the second seed is larger than the plan.
+func TestV2SizeCapBound(t *testing.T) {
+	for planned := uint32(1); planned <= 200_000; planned += 1 + planned/64 {
+		for attempt := 0; attempt < v2Attempts; attempt++ {
+			got := v2AttemptLines(planned, attempt)
+			if float64(got) > 1.17*float64(planned)+2 {
+				t.Fatalf("plan %d lines, attempt %d: %d lines, over 17%% plus two", planned, attempt, got)
+			}
+			if attempt >= 2 && got <= planned {
+				t.Fatalf("plan %d lines, attempt %d: %d lines, no growth", planned, attempt, got)
+			}
+		}
+	}
+	// A one-line plan really can end in three lines: "17%" alone would be false.
+	if got := v2AttemptLines(1, v2Attempts-1); got != 3 {
+		t.Fatalf("one-line plan's last attempt: %d lines", got)
+	}
+}

@@ -178,7 +178,7 @@ type BuildStats struct {
 
 	// Version 2.
 	Lines           int // 64-byte lines
-	WideLines       int // lines holding FingerprintBits+1-bit fingerprints
+	WideLines       int // lines holding the wider fingerprints (FingerprintBits+1 bits; 15 when it is 13: FORMAT.md)
 	PrimaryOverflow int // keys that did not fit their primary line
 	Overflowed      int // keys stored in their secondary line (evictions included)
 	OverflowLines   int // lines with at least one overflow bit set
@@ -206,7 +206,7 @@ func NewBuilder(o Options) *Builder {
 }
 
 // Add records a key. The key is hashed at once and not retained.
-// It must not be used on a HashHost32 builder (use AddHash32).
+// It panics on a HashHost32 builder (use AddHash32).
 func (b *Builder) Add(key []byte) {
 	if b.opts.Hash != HashKey64 {
 		panic("codec: Add on a HashHost32 builder; use AddHash32 with the host's hash")
@@ -231,8 +231,8 @@ func (b *Builder) Add(key []byte) {
 }
 
 // AddHash32 records a key of a HashHost32 builder by the host's 32-bit
-// hash of it (Badger's y.Hash). It must not be used on a HashKey64 builder
-// (use Add).
+// hash of it (Badger's y.Hash). It panics on a HashKey64 builder (use
+// Add).
 func (b *Builder) AddHash32(h uint32) {
 	if b.opts.Hash != HashHost32 {
 		panic("codec: AddHash32 on a HashKey64 builder; use Add with the key")

@@ -28,7 +28,8 @@ var magic = [4]byte{'L', 'S', 'M', 'C'}
 type HashKind uint8
 
 const (
-	// HashKey64 blocks hold keys hashed with xxhash64 (keyhash.Hash).
+	// HashKey64 blocks hold 64-bit hashes of the keys themselves: xxhash64
+	// in version 1, MulHash in version 2 (FORMAT.md).
 	HashKey64 HashKind = 0
 	// HashHost32 blocks hold 32-bit hashes computed by a host store (Badger's
 	// y.Hash). Only 32 bits reach the filter, which puts a floor of about

@@ -550,6 +550,17 @@ func TestHugeBudgetBounded(t *testing.T) {
 		}
 	}
 	check([]float64{100, 1e3, 1e5, math.NaN(), -1, math.Inf(1), math.Inf(-1)})
+	// What Options.BitsPerKey documents: NaN or a budget of 0 or less
+	// means DefaultBitsPerKey, in both versions. (Version 1 used to plan
+	// NaN as its smallest filter, about 4 bits per key.)
+	for _, v := range []int{1, 2} {
+		def := len(Build(keys, Options{Version: v, Seed: 3}))
+		for _, bpk := range []float64{math.NaN(), 0, -1, math.Inf(-1)} {
+			if got := len(Build(keys, Options{BitsPerKey: bpk, Version: v, Seed: 3})); got != def {
+				t.Errorf("v%d budget %v: %d bytes, the default budget's block is %d", v, bpk, got, def)
+			}
+		}
+	}
 	if t.Failed() {
 		return // the budgets below would exhaust memory
 	}

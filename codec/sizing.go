@@ -86,7 +86,7 @@ func chooseShape(o *Options, d, blocks int, maxLoad float64) shape {
 		return best
 	}
 	budget := o.BitsPerKey
-	if budget <= 0 {
+	if !(budget > 0) { // NaN too
 		budget = DefaultBitsPerKey
 	}
 	// Per key, slots cost (f-1)/load bits; the fixed overhead is shared.

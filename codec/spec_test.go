@@ -36,6 +36,12 @@ func newSpecReader(t *testing.T, b []byte) *specReader {
 	r.blocks = uint64(binary.LittleEndian.Uint32(b[16:]))
 	r.buckets = uint64(binary.LittleEndian.Uint32(b[20:]))
 	r.stride = uint64(binary.LittleEndian.Uint32(b[24:]))
+	le64 := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
+	x := le64(0)*0x9e3779b97f4a7c15 ^ le64(8)*0xc2b2ae3d27d4eb4f ^ le64(16)*0x165667b19e3779f9 ^
+		uint64(binary.LittleEndian.Uint32(b[24:]))*0xd6e8feb86659fd93
+	if uint32(specMix(x, 0x4c534d43)) != binary.LittleEndian.Uint32(b[28:]) {
+		t.Fatal("header check mismatch")
+	}
 	r.bucketSz = uint64(4*r.f - 4)
 	offBytes := ((r.blocks+1)*uint64(r.w) + 7) / 8
 	bktBytes := (r.buckets*r.bucketSz + 7) / 8

@@ -278,7 +278,8 @@ func testSemiSortedCrowds(t *testing.T, bits float64, seed uint32) {
 
 // TestIndexTagLoads: a segment with m-bit tags takes entries up to the
 // load it is sized to (idxTagLoad[m]) without a failed insert, for every
-// tag width NewIndex uses, and NewIndex's shapes keep to their budget.
+// tag width NewIndex uses and segments of 500 to about 80k buckets, and
+// NewIndex's shapes keep to their budget.
 func TestIndexTagLoads(t *testing.T) {
 	const n = 300_000
 	keys := hashesOf(testkeys.Random(n, 16, 5))
@@ -301,6 +302,30 @@ func TestIndexTagLoads(t *testing.T) {
 			}
 			if load := float64(placed) / float64(s.n*idxSlots); load < idxTagLoad[m]-0.01 {
 				t.Fatalf("m=%d: filled to %.4f only", m, load)
+			}
+		}
+	}
+	// Small segments (a small store's index) reach the same load, for
+	// every tag width.
+	for _, nb := range []uint64{500, 5000} {
+		for m := uint(idxTag); m < uint(len(idxTagLoad)); m++ {
+			for seed := uint32(1); seed <= 3; seed++ {
+				x := newIndexSeeded(1000, 14, seed)
+				x.w, x.m, x.d = m+idxMinDepth, m, idxMinDepth
+				s := x.newSegment(nb)
+				want := int(float64(nb*idxSlots) * idxTagLoad[m])
+				rng := rand.New(rand.NewPCG(uint64(seed), nb))
+				for placed := 0; placed < want; {
+					p := x.probeOf(rng.Uint64())
+					v := x.slotValue(p, 1, 1)
+					if x.dupOrFree(s, p, v) == idxDuplicate {
+						continue
+					}
+					if !x.insertSegment(s, p, v, true) {
+						t.Fatalf("%d buckets, m=%d, seed %d: an insert failed at load %.4f, sized for %.3f", nb, m, seed, float64(placed)/float64(nb*idxSlots), idxTagLoad[m])
+					}
+					placed++
+				}
 			}
 		}
 	}

@@ -16,7 +16,9 @@ import (
 // A MemFilter answers MayContain(k) == true for every k whose Add has
 // returned before MayContain was called. Add never fails and never evicts:
 // when the table cannot place a fingerprint it grows by publishing a larger
-// segment. There is no Delete (see Add).
+// segment if the newest is at least 3/4 full, and otherwise keeps the key's
+// hash in a small stash or, past that, answers "maybe" for every key (see
+// "Keys chosen by an adversary" below). There is no Delete (see Add).
 //
 // Layout. A segment is an array of n buckets, any n (no power-of-two
 // rounding, which would waste up to half the memory); each bucket is one

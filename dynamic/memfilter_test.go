@@ -250,3 +250,27 @@ func TestMemFilterHintFits(t *testing.T) {
 		}
 	}
 }
+
+// TestMemFilterMayContainNoAlloc: MayContain is documented allocation-free,
+// on a grown filter and with keys in the stash too.
+func TestMemFilterMayContainNoAlloc(t *testing.T) {
+	f := NewMemFilter(1000)
+	keys := testkeys.Random(5000, 16, 71) // five times the hint: the filter grows
+	for _, k := range keys {
+		f.Add(k)
+	}
+	x, _, _ := f.mixed(0x1234)
+	f.addToStash(x) // a stashed hash: lookups scan the stash
+	if st := f.Stats(); st.Segments < 2 || st.Stashed == 0 {
+		t.Fatalf("want a grown filter with a stash: %+v", st)
+	}
+	absent := testkeys.Absent(100, 72)
+	i := 0
+	if a := testing.AllocsPerRun(1000, func() {
+		f.MayContain(keys[i%len(keys)])
+		f.MayContain(absent[i%len(absent)])
+		i++
+	}); a != 0 {
+		t.Errorf("MayContain allocates %v times per call pair", a)
+	}
+}

@@ -3,13 +3,15 @@
 // concurrent memtable guarded by a lock-free MemFilter, and immutable tables
 // in Badger's SST format, each with a per-table filter that lets a Get skip
 // it. Options.Filter swaps the per-table filter between lsmcuckoo's cuckoo
-// filter, Badger's own bloom filter and none, everything else equal, so the
-// three can be compared like for like.
+// filter, Badger's own bloom filter and none, or replaces per-table filters
+// with one store-wide dynamic.Index (global), everything else equal, so the
+// four can be compared like for like.
 //
 // On disk (one directory; kvdemo/README.md has the byte layouts):
 //
 //	LOCK              flock'ed while a process has the store open
 //	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
+//	                  filter budget (bits per key),
 //	                  live tables (oldest first), oldest needed log,
 //	                  highest flushed sequence number; replaced atomically
 //	NNNNNN.log        write-ahead logs not yet flushed (wal.go, replay.go)

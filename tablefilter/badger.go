@@ -56,7 +56,9 @@ func NewBadgerFilter(keys []uint32, bitsPerKey int) BadgerFilter {
 // Options.BloomFalsePositive. Badger's own sizing for a rate p,
 // y.BloomBitsPerKey, spends ceil(log2(1/p)) bits per entry: 7 bits and 4
 // probes for its default 0.01, far above the rate asked for (the README
-// has the measurement).
+// has the measurement). An fpr that is not a rate strictly between 0 and 1
+// (0, negative, 1 or more, NaN) asks for nothing meaningful: it builds the
+// filter of NewBadgerFilter(keys, 0), codec.DefaultBitsPerKey bits per key.
 func NewBadgerFilterFPR(keys []uint32, fpr float64) BadgerFilter {
 	if !(fpr > 0 && fpr < 1) {
 		return NewBadgerFilter(keys, 0)

@@ -364,3 +364,27 @@ func TestBadgerFilterHugeBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestBadgerFilterFPROutsideRange: a target that is not a rate in (0, 1)
+// builds the default-budget filter, as documented, and loses no key.
+func TestBadgerFilterFPROutsideRange(t *testing.T) {
+	hashes := make([]uint32, 20_000)
+	for i := range hashes {
+		hashes[i] = BadgerHash(badgerUserKey(2 * i))
+	}
+	def := len(NewBadgerFilter(hashes, 0))
+	for _, fpr := range []float64{0, -0.5, 1, 2, math.NaN(), math.Inf(1)} {
+		f := NewBadgerFilterFPR(hashes, fpr)
+		if len(f) != def {
+			t.Errorf("fpr %v: %d bytes, the default filter takes %d", fpr, len(f), def)
+		}
+		for _, h := range hashes {
+			if !f.MayContain(h) {
+				t.Fatalf("fpr %v: false negative", fpr)
+			}
+		}
+	}
+	if tight := NewBadgerFilterFPR(hashes, 0.001); len(tight) <= def {
+		t.Errorf("fpr 0.001: %d bytes, not above the default filter's %d", len(tight), def)
+	}
+}
