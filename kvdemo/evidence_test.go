@@ -18,23 +18,32 @@ type dirSnapshot map[string][]byte
 func snapshotDir(t testing.TB, dir string) dirSnapshot {
 	t.Helper()
 	snap := dirSnapshot{}
+	for _, name := range evidenceFiles(dir) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap[name] = b
+	}
+	return snap
+}
+
+// evidenceFiles lists the files a fault must not destroy: the MANIFEST,
+// tables, filters and logs, and everything in lost/, by path relative to
+// dir.
+func evidenceFiles(dir string) []string {
+	var names []string
 	for _, sub := range []string{"", lostDir} {
 		entries, _ := os.ReadDir(filepath.Join(dir, sub))
 		for _, e := range entries {
-			name := filepath.Join(sub, e.Name())
 			_, ext, ok := parseFileName(e.Name())
 			keep := sub == lostDir || e.Name() == manifestName || (ok && (ext == extTable || ext == extFilter || ext == extLog))
-			if !keep || !e.Type().IsRegular() {
-				continue
+			if keep && e.Type().IsRegular() {
+				names = append(names, filepath.Join(sub, e.Name()))
 			}
-			b, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap[name] = b
 		}
 	}
-	return snap
+	return names
 }
 
 // filesKept holds what a fault test may allow beyond "unchanged".

@@ -465,26 +465,17 @@ func showSet(vals map[string]bool) string {
 // durable length.
 func durableSnapshot(dir string, durable func(string) (int64, bool)) dirSnapshot {
 	snap := dirSnapshot{}
-	for _, sub := range []string{"", lostDir} {
-		entries, _ := os.ReadDir(filepath.Join(dir, sub))
-		for _, e := range entries {
-			name := filepath.Join(sub, e.Name())
-			_, ext, ok := parseFileName(e.Name())
-			keep := sub == lostDir || e.Name() == manifestName || (ok && (ext == extTable || ext == extFilter || ext == extLog))
-			if !keep || !e.Type().IsRegular() {
-				continue
-			}
-			path := filepath.Join(dir, name)
-			n, ok := durable(path)
-			if !ok {
-				continue
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				continue // removed meanwhile by the store: nothing to compare
-			}
-			snap[name] = b[:min(int64(len(b)), n)]
+	for _, name := range evidenceFiles(dir) {
+		path := filepath.Join(dir, name)
+		n, ok := durable(path)
+		if !ok {
+			continue
 		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // removed meanwhile by the store: nothing to compare
+		}
+		snap[name] = b[:min(int64(len(b)), n)]
 	}
 	return snap
 }

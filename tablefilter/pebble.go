@@ -21,9 +21,9 @@ var pebbleFormats = [...]int{1, codec.FormatVersion}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
 // cannot honour the budget at all, and just above it not quite: its
-// smallest filter, 5-bit fingerprints at the planned load (93% in version
-// 2, 97% in version 1), takes about 4.45 bits per key in version 2 and 4.1
-// in version 1, and a smaller budget builds that filter; above
+// smallest filter, 5-bit fingerprints at the planned load, takes a little
+// more than MinBitsPerKey bits per key (the README gives the figure), and
+// a smaller budget builds that filter; above
 // MaxBitsPerKey the filter has 16-bit fingerprints in buckets under a
 // quarter full (false-positive rate about 3e-5) and further bits buy
 // almost nothing.
