@@ -34,14 +34,7 @@ func TestReportTiny(t *testing.T) {
 			t.Errorf("%s: not an SVG (%v)", svg, err)
 		}
 	}
-	var rep report
-	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(js, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, dir)
 	if len(rep.Filters) == 0 || rep.Pebble == nil || len(rep.Pebble.Results) != 2*len(dbbench.Workloads)*len(dbbench.Policies()) || len(rep.Mem) == 0 || len(rep.KV) != 8 {
 		t.Fatalf("results.json: %d filter results, pebble %v, %d memtable results, %d kvdemo results", len(rep.Filters), rep.Pebble != nil, len(rep.Mem), len(rep.KV))
 	}
@@ -90,14 +83,7 @@ func TestReportPebbleOnly(t *testing.T) {
 			t.Errorf("report.md has %q", unwanted)
 		}
 	}
-	var rep report
-	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(js, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := readReport(t, dir)
 	if len(rep.Filters) != 0 || len(rep.Mem) != 0 || len(rep.KV) != 0 || rep.Pebble == nil || len(rep.Pebble.Results) != 2*len(dbbench.Workloads)*len(dbbench.Policies()) {
 		t.Fatalf("results.json: %d filter results, %d memtable, %d kvdemo, pebble %v", len(rep.Filters), len(rep.Mem), len(rep.KV), rep.Pebble != nil)
 	}
@@ -115,4 +101,18 @@ func TestUsageErrors(t *testing.T) {
 	if err := run([]string{"stray"}, &out, &errb); err == nil || !strings.Contains(errb.String(), "usage") {
 		t.Fatalf("stray argument: err=%v, stderr=%q", err, errb.String())
 	}
+}
+
+// readReport reads the results.json a report run wrote into dir.
+func readReport(t *testing.T, dir string) report {
+	t.Helper()
+	var rep report
+	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
