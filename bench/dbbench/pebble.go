@@ -545,7 +545,10 @@ func (s *Store) Run(policy, workload string, latency time.Duration, n int) (Pebb
 // rate is the median slice's.
 const Rounds = 15
 
-// runInterleaved measures one workload on every store, in turns.
+// runInterleaved measures one workload on every store, in turns; each
+// round starts one store later (turnOrder), so no policy always probes
+// first after the previous workload's switch or always right after the
+// same neighbour.
 func runInterleaved(stores []*Store, names []string, cfg PebbleConfig, workload string, latency time.Duration, n int) ([]PebbleResult, error) {
 	for _, s := range stores {
 		s.FS.SetDelay(latency)
@@ -562,7 +565,8 @@ func runInterleaved(stores []*Store, names []string, cfg PebbleConfig, workload 
 	acc := make([]span, len(stores))
 	for r := range Rounds {
 		lo, hi := r*n/Rounds, (r+1)*n/Rounds
-		for i, s := range stores {
+		for _, i := range turnOrder(r, len(stores)) {
+			s := stores[i]
 			sp, err := s.measure(workload, keys[lo:hi], present[lo:hi])
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", names[i], err)
@@ -575,6 +579,17 @@ func runInterleaved(stores []*Store, names []string, cfg PebbleConfig, workload 
 		out[i] = acc[i].result(names[i], workload, latency)
 	}
 	return out, nil
+}
+
+// turnOrder is the order in which n stores take their turns in round r:
+// the listed order rotated by r, so over n rounds each store holds every
+// position once.
+func turnOrder(r, n int) []int {
+	order := make([]int, n)
+	for j := range order {
+		order[j] = (j + r) % n
+	}
+	return order
 }
 
 // Report is everything RunAllPebble measured.

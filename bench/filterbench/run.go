@@ -22,6 +22,9 @@ type Config struct {
 
 // Run measures every family on every size, interleaving families within a
 // repetition so machine noise hits them alike, and returns the medians.
+// Each repetition starts one family later (TurnOrder), so no family always
+// runs first, on a freshly collected heap and an idle processor, or always
+// right after the same neighbour's 256 MiB of cold copies.
 func Run(cfg Config, progress func(string)) []Result {
 	absent := testkeys.Absent(cfg.Probes, 200)
 	var out []Result
@@ -29,7 +32,8 @@ func Run(cfg Config, progress func(string)) []Result {
 		keys := testkeys.Random(n, 16, 100)
 		reps := make([][]Result, len(cfg.Families))
 		for r := 0; r < max(1, cfg.Reps); r++ {
-			for i, fam := range cfg.Families {
+			for _, i := range TurnOrder(r, len(cfg.Families)) {
+				fam := cfg.Families[i]
 				if progress != nil {
 					progress(fam.Name)
 				}
@@ -107,4 +111,16 @@ func median(rs []Result) Result {
 	m.HotUnalignedNs = pick(func(r Result) float64 { return r.HotUnalignedNs })
 	m.ColdUnalignedNs = pick(func(r Result) float64 { return r.ColdUnalignedNs })
 	return m
+}
+
+// TurnOrder is the order in which n compared subjects take their turns in
+// round r: the listed order rotated by r, so over n rounds each subject
+// holds every position once, and a position's luck (first after a garbage
+// collection, right after the heaviest neighbour) is shared.
+func TurnOrder(r, n int) []int {
+	order := make([]int, n)
+	for j := range order {
+		order[j] = (j + r) % n
+	}
+	return order
 }
