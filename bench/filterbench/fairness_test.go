@@ -34,7 +34,7 @@ func (f exactFilter) MayContain(key []byte) bool {
 	f.log.nProbes++
 	return f.set[string(key)]
 }
-func (f exactFilter) Bytes() int       { return f.bytes }
+func (f exactFilter) Bytes() int      { return f.bytes }
 func (f exactFilter) Copy(int) Filter { return f }
 
 func loggingFamily(name string, bytes int, log *probeLog) Family {
