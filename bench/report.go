@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 
 	if len(rep.Filters) > 0 { // not with -pebble-only
 		fmt.Fprintf(w, "## Filter level\n\n")
-		fmt.Fprintf(w, "Random 16-byte keys; FPR over %d absent keys. *hot*: one filter probed in a loop. *cold*: copies of the filter spread over ≥ %d MiB, a random copy per lookup, timed as a loop of independent lookups, which the processor overlaps (throughput), and one at a time, each finished before the next starts (latency: what a Get that waits for a table's answer pays; a clock read after each lookup orders it, and the clock's own cost is subtracted). *allocs*: heap allocations to build one filter.\n\n", rep.Probes, rep.ColdMiB)
+		fmt.Fprintf(w, "Random 16-byte keys; FPR over %d absent keys (a rate resting on fewer than 100 false positives shows their count: it is accurate to tens of percent). *hot*: one filter probed in a loop. *cold*: copies of the filter spread over ≥ %d MiB, a random copy per lookup, timed as a loop of independent lookups, which the processor overlaps (throughput), and one at a time, each finished before the next starts (latency: what a Get that waits for a table's answer pays; a clock read after each lookup orders it, and the clock's own cost is subtracted). *allocs*: heap allocations to build one filter.\n\n", rep.Probes, rep.ColdMiB)
 	}
 	for _, n := range rep.Sizes {
 		var base *filterbench.Result
@@ -49,7 +50,7 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 				return fmt.Sprintf("%.2f", get(r)/get(*base))
 			}
 			fmt.Fprintf(w, "| %s | %.2f | %s | %.1f | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n",
-				r.Family, r.BitsPerKey, pct(r.FPR), r.BuildNsKey, r.BuildAllocs, r.HotNs, r.ColdNs, r.ColdLatNs,
+				r.Family, r.BitsPerKey, fprCell(r), r.BuildNsKey, r.BuildAllocs, r.HotNs, r.ColdNs, r.ColdLatNs,
 				ratio(func(x filterbench.Result) float64 { return x.BuildNsKey }),
 				ratio(func(x filterbench.Result) float64 { return x.HotNs }),
 				ratio(func(x filterbench.Result) float64 { return x.ColdNs }),
@@ -99,6 +100,17 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 		writeMem(w, rep)
 	}
 	fmt.Fprintf(w, "Run took %.0f s.\n", rep.Seconds)
+}
+
+// fprCell is a filter's FPR, with the count of false positives behind it
+// when that count is under 100: a rate resting on a handful of events is
+// accurate to tens of percent, and the reader should see that.
+func fprCell(r filterbench.Result) string {
+	fp := int(math.Round(r.FPR * float64(r.Probes)))
+	if r.Probes > 0 && fp < 100 {
+		return fmt.Sprintf("%s (%d of %d)", pct(r.FPR), fp, r.Probes)
+	}
+	return pct(r.FPR)
 }
 
 func pct(v float64) string {
