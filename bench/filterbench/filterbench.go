@@ -87,7 +87,10 @@ func (f pebbleFilter) Copy(skew int) Filter { return pebbleFilter{f.p, skewed(f.
 
 // BadgerBloom is Badger's y.Filter built as Badger's table builder does: from
 // y.Hash of every key. bitsPerKey 0 means Badger's default sizing,
-// y.BloomBitsPerKey(n, 0.01), which comes out at 7.
+// y.BloomBitsPerKey(n, 0.01), which comes out at 7. Its lookups hash the
+// key (MayContainKey), like every filter here; Badger's own reader hashes
+// once per Get and reuses the hash for every table it checks, and reads the
+// filter out of the table's flatbuffer index first.
 func BadgerBloom(bitsPerKey int) Family {
 	name := fmt.Sprintf("badger-bloom/%d", bitsPerKey)
 	if bitsPerKey == 0 {
