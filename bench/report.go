@@ -230,7 +230,7 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %.2f | %.2f | %s |\n", t.Policy, strings.Join(shape, " · "), strings.Join(bpk, " · "), t.TotalFilterBytes(), overall, t.BuildCPU.Seconds(), cpuRatio)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "`%s` is `tablefilter.SetLevelPolicies(opts, 10)`: budgets from its model of a full seven-level tree. This tree is scaled down, so its L0 holds a far larger share of the keys than a production L0 and the model overspends here. `%s` is what the documentation tells a user whose tree differs from the model: `tablefilter.LevelBudgets(tablefilter.MeasuredLevelShape(...), 10)`, fitted to the shape of the `none` tree; it is the per-level policy at equal filter bytes. `%s` is master's 16/16/16/16/14/10/8.\n\n", perLevelModel, perLevelFit, progressiveName)
+	fmt.Fprintf(w, "`%s` is `tablefilter.SetLevelPolicies(opts, 10)`: budgets from its model of a full seven-level tree. This tree is scaled down, so its L0 holds a far larger share of the keys than a production L0 and the model overspends here. `%s` is what the documentation tells a user whose tree differs from the model: `tablefilter.LevelBudgets(tablefilter.MeasuredLevelShape(...), 10)`, fitted to the shape of the `none` tree; it is the per-level policy at equal filter bytes. `%s` is master's 16/16/16/16/14/10/8, copied by hand: not fitted to this tree, and not at the others' filter bytes (compare the filter bytes column before reading a ratio against it).\n\n", perLevelModel, perLevelFit, progressiveName)
 
 	if name, ok := plots["pebble"]; ok {
 		fmt.Fprintf(w, "![Pebble probes](%s)\n\n", name)
