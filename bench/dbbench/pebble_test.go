@@ -131,6 +131,25 @@ func TestPebbleTiny(t *testing.T) {
 			}
 		}
 	}
+	// The fitted bloom is really per level: its upper levels carry wider
+	// filters than L6, within the average it was given.
+	fitted := false
+	for _, tr := range rep.Trees {
+		if tr.Policy != "pebble-bloom/levels-10-fit" {
+			continue
+		}
+		fitted = true
+		bpk := func(l int) float64 { return 8 * float64(tr.Levels[l].FilterBytes) / float64(max(1, tr.Levels[l].Keys)) }
+		if bpk(0) <= bpk(6)+1 {
+			t.Errorf("%s: L0 %.1f bits/key, L6 %.1f: not fitted per level", tr.Policy, bpk(0), bpk(6))
+		}
+		if overall := 8 * float64(tr.TotalFilterBytes()) / float64(tr.TotalKeys()); overall > 10.5 {
+			t.Errorf("%s: %.2f bits/key overall, over its average of 10", tr.Policy, overall)
+		}
+	}
+	if !fitted {
+		t.Error("no fitted per-level bloom among the policies")
+	}
 	want := len(Workloads) * 2 * len(policies)
 	if len(rep.Results) != want || len(rep.FPOnly) != len(saving) {
 		t.Fatalf("%d results and %d false-positive runs, want %d and %d", len(rep.Results), len(rep.FPOnly), want, len(saving))

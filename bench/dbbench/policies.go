@@ -21,7 +21,8 @@ var Progressive = [7]int{16, 16, 16, 16, 14, 10, 8}
 // tree gives the shape FittedLevels fits to), uniform bloom and lsmcuckoo
 // at 10 bits per key, lsmcuckoo per level averaging 10 as
 // tablefilter.SetLevelPolicies models the tree and as fitted to the
-// measured tree, and bloom per level at Progressive.
+// measured tree, and bloom per level at Progressive and fitted to the
+// measured tree at the same average (FittedBloom).
 func Policies() []Policy {
 	var prog [7]pebble.FilterPolicy
 	for l, b := range Progressive {
@@ -34,6 +35,7 @@ func Policies() []Policy {
 		{Name: "lsmcuckoo/levels-10", Apply: func(o *pebble.Options) { tablefilter.SetLevelPolicies(o, 10) }},
 		FittedLevels(10),
 		PerLevel("pebble-bloom/progressive", prog),
+		FittedBloom(10),
 	}
 }
 
