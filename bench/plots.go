@@ -278,9 +278,10 @@ func plotPebble(dir string, rep *dbbench.Report) (string, error) {
 // pebbleColors tell the database level's policies apart: blues for bloom,
 // reds for lsmcuckoo, darker for per-level budgets.
 var pebbleColors = map[string]color.RGBA{
-	"pebble-bloom/progressive": {R: 0x0b, G: 0x3c, B: 0x6e, A: 0xff},
-	"lsmcuckoo/levels-10":      {R: 0xf2, G: 0x8e, B: 0x2b, A: 0xff},
-	"lsmcuckoo/levels-10-fit":  {R: 0x8c, G: 0x10, B: 0x10, A: 0xff},
+	"pebble-bloom/progressive":   {R: 0x0b, G: 0x3c, B: 0x6e, A: 0xff},
+	"pebble-bloom/levels-10-fit": {R: 0x5a, G: 0x9b, B: 0xd5, A: 0xff},
+	"lsmcuckoo/levels-10":        {R: 0xf2, G: 0x8e, B: 0x2b, A: 0xff},
+	"lsmcuckoo/levels-10-fit":    {R: 0x8c, G: 0x10, B: 0x10, A: 0xff},
 }
 
 func policyColor(name string) color.Color {
