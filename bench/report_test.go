@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
@@ -22,6 +23,32 @@ func TestFPRCellShowsFewEvents(t *testing.T) {
 	} {
 		if got := fprCell(filterbench.Result{FPR: c.fpr, Probes: c.probes}); got != c.want {
 			t.Errorf("FPR %v over %d: %q, want %q", c.fpr, c.probes, got, c.want)
+		}
+	}
+}
+
+// TestFilterRatiosUseTheSameSizesBaseline checks that every × column is
+// taken against pebble-bloom/10 of the same key count, and that the
+// baseline row reads 1.00 against itself.
+func TestFilterRatiosUseTheSameSizesBaseline(t *testing.T) {
+	row := func(fam string, n int, ns float64) filterbench.Result {
+		return filterbench.Result{Family: fam, Keys: n, Bytes: n, BitsPerKey: 8, FPR: 0.01, Probes: 100_000,
+			BuildNsKey: ns, HotNs: ns, ColdNs: ns, ColdLatNs: ns}
+	}
+	rep := &report{Sizes: []int{100, 1000}, Probes: 100_000, ColdMiB: 1, Filters: []filterbench.Result{
+		row("lsmcuckoo/10", 100, 30), row(baseline, 100, 20),
+		row("lsmcuckoo/10", 1000, 30), row(baseline, 1000, 60),
+	}}
+	var b strings.Builder
+	writeReport(&b, rep, nil)
+	out := b.String()
+	for _, want := range []string{
+		"| lsmcuckoo/10 | 8.00 | 1.000% | 30.0 | 0 | 30.0 | 30.0 | 30.0 | 1.50 | 1.50 | 1.50 | 1.50 |",
+		"| lsmcuckoo/10 | 8.00 | 1.000% | 30.0 | 0 | 30.0 | 30.0 | 30.0 | 0.50 | 0.50 | 0.50 | 0.50 |",
+		"| pebble-bloom/10 | 8.00 | 1.000% | 20.0 | 0 | 20.0 | 20.0 | 20.0 | 1.00 | 1.00 | 1.00 | 1.00 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
 }
