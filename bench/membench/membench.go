@@ -120,7 +120,7 @@ func Run(keys [][]byte, ops, reps int) ([]Result, error) {
 	var all [][]Result
 	for r := 0; r < max(1, reps); r++ {
 		runtime.GC() // a collection mid-measurement steals one of two cores
-		res, err := runOnce(keys, ops)
+		res, err := runOnce(keys, ops, r)
 		if err != nil {
 			return nil, err
 		}
@@ -140,34 +140,59 @@ func Run(keys [][]byte, ops, reps int) ([]Result, error) {
 	return out, nil
 }
 
-func runOnce(keys [][]byte, ops int) ([]Result, error) {
+// implNames lists the implementations in the order results are reported.
+var implNames = []string{"memfilter", "mutex", "rwmutex"}
+
+// runOnce measures every implementation once. Repetition r starts with
+// the r-th implementation, so the lock-free filter does not always run
+// first, right after Run's collection, while the locked ones run on the
+// garbage of the filters built before them; results come back in
+// implNames order whatever the turn.
+func runOnce(keys [][]byte, ops, r int) ([]Result, error) {
+	byName := map[string][]Result{}
+	for j := range implNames {
+		name := implNames[(j+r)%len(implNames)]
+		res, err := runImpl(name, keys, ops)
+		if err != nil {
+			return nil, err
+		}
+		byName[name] = res
+	}
 	var out []Result
-	for _, name := range []string{"memfilter", "mutex", "rwmutex"} {
-		for _, g := range []int{1, 2, 4} {
-			im := ImplNamed(name, len(keys))
-			if !im.Concurrent && g > 1 {
-				continue
-			}
-			el := Split(g, len(keys), func(i int) { im.Add(keys[i]) })
-			out = append(out, Result{name, "add", g, float64(len(keys)) / el.Seconds() / 1e6, 0})
-			var miss atomic.Int64
-			el = Split(g, ops, func(i int) {
-				if !im.Contains(keys[i%len(keys)]) {
-					miss.Add(1)
-				}
-			})
-			if miss.Load() > 0 {
-				return nil, errFalseNegative(name)
-			}
-			out = append(out, Result{name, "lookup", g, float64(ops) / el.Seconds() / 1e6, 0})
+	for _, name := range implNames {
+		out = append(out, byName[name]...)
+	}
+	return out, nil
+}
+
+// runImpl measures one implementation: adds and lookups by 1, 2 and 4
+// goroutines, then one writer beside 1, 2 and 4 readers.
+func runImpl(name string, keys [][]byte, ops int) ([]Result, error) {
+	var out []Result
+	for _, g := range []int{1, 2, 4} {
+		im := ImplNamed(name, len(keys))
+		if !im.Concurrent && g > 1 {
+			continue
 		}
-		for _, readers := range []int{1, 2, 4} {
-			el, writes, misses := Mixed(ImplNamed(name, len(keys)), keys, readers, ops)
-			if misses > 0 {
-				return nil, errFalseNegative(name)
+		el := Split(g, len(keys), func(i int) { im.Add(keys[i]) })
+		out = append(out, Result{name, "add", g, float64(len(keys)) / el.Seconds() / 1e6, 0})
+		var miss atomic.Int64
+		el = Split(g, ops, func(i int) {
+			if !im.Contains(keys[i%len(keys)]) {
+				miss.Add(1)
 			}
-			out = append(out, Result{name, "mixed", readers, float64(ops) / el.Seconds() / 1e6, float64(writes) / el.Seconds() / 1e6})
+		})
+		if miss.Load() > 0 {
+			return nil, errFalseNegative(name)
 		}
+		out = append(out, Result{name, "lookup", g, float64(ops) / el.Seconds() / 1e6, 0})
+	}
+	for _, readers := range []int{1, 2, 4} {
+		el, writes, misses := Mixed(ImplNamed(name, len(keys)), keys, readers, ops)
+		if misses > 0 {
+			return nil, errFalseNegative(name)
+		}
+		out = append(out, Result{name, "mixed", readers, float64(ops) / el.Seconds() / 1e6, float64(writes) / el.Seconds() / 1e6})
 	}
 	return out, nil
 }
