@@ -28,26 +28,28 @@ type Impl struct {
 
 // Impls returns fresh filters sized for capacity keys.
 func Impls(capacity int) []Impl {
-	lockFree := dynamic.NewMemFilter(capacity)
-	var mu sync.Mutex
-	muC := dynamic.NewMemFilter(capacity)
-	var rw sync.RWMutex
-	rwC := dynamic.NewMemFilter(capacity)
-	return []Impl{
-		{"memfilter", lockFree.Add, lockFree.MayContain, true},
-		{"mutex", func(k []byte) { mu.Lock(); muC.Add(k); mu.Unlock() },
-			func(k []byte) bool { mu.Lock(); defer mu.Unlock(); return muC.MayContain(k) }, true},
-		{"rwmutex", func(k []byte) { rw.Lock(); rwC.Add(k); rw.Unlock() },
-			func(k []byte) bool { rw.RLock(); defer rw.RUnlock(); return rwC.MayContain(k) }, true},
+	out := make([]Impl, len(implNames))
+	for i, name := range implNames {
+		out[i] = ImplNamed(name, capacity)
 	}
+	return out
 }
 
-// ImplNamed returns the named fresh filter.
+// ImplNamed returns the named fresh filter, building only that one (so a
+// measurement leaves no other filters' garbage behind for the next).
 func ImplNamed(name string, capacity int) Impl {
-	for _, im := range Impls(capacity) {
-		if im.Name == name {
-			return im
-		}
+	f := dynamic.NewMemFilter(capacity)
+	switch name {
+	case "memfilter":
+		return Impl{name, f.Add, f.MayContain, true}
+	case "mutex":
+		var mu sync.Mutex
+		return Impl{name, func(k []byte) { mu.Lock(); f.Add(k); mu.Unlock() },
+			func(k []byte) bool { mu.Lock(); defer mu.Unlock(); return f.MayContain(k) }, true}
+	case "rwmutex":
+		var rw sync.RWMutex
+		return Impl{name, func(k []byte) { rw.Lock(); f.Add(k); rw.Unlock() },
+			func(k []byte) bool { rw.RLock(); defer rw.RUnlock(); return f.MayContain(k) }, true}
 	}
 	panic("membench: no filter named " + name)
 }
@@ -146,7 +148,7 @@ var implNames = []string{"memfilter", "mutex", "rwmutex"}
 // runOnce measures every implementation once. Repetition r starts with
 // the r-th implementation, so the lock-free filter does not always run
 // first, right after Run's collection, while the locked ones run on the
-// garbage of the filters built before them; results come back in
+// garbage of the filters measured before them; results come back in
 // implNames order whatever the turn.
 func runOnce(keys [][]byte, ops, r int) ([]Result, error) {
 	byName := map[string][]Result{}
