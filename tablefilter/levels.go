@@ -5,7 +5,9 @@ import (
 	"math"
 
 	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/levelfit"
 )
 
 // numLevels is Pebble's level count, L0..L6.
@@ -123,16 +125,14 @@ const modelKeys = 100_000
 // fingerprints and the bottom level slightly fewer bits than the average.
 //
 // How: each level's budget is a point of a grid of 0.5 bits in [4.5, 32]
-// (the codec cannot honour a budget of 4), and the grid is searched
-// exactly by dynamic programming over the key-weighted bits spent so far,
-// with FPR(b) the
-// codec's own plan for a filter of b bits per key (codec.PlannedFPR). The
-// exact search matters: the rate curve halves at each step of fingerprint
-// width and falls slowly between steps, so it is not convex, and the
-// textbook Lagrangian solution (equal marginal gain per bit on every level)
-// only sees the curve's convex hull and misses much of the attainable gain
-// at small budgets. In a Pebble-shaped tree (keys per run growing with
-// depth) the budgets come out non-increasing from L0 to L6.
+// (the codec cannot honour a budget of 4), with FPR(b) the codec's own plan
+// for a filter of b bits per key (codec.PlannedFPR), and the grid is
+// searched exactly by dynamic programming over the key-weighted bits spent.
+// The exact search matters: the rate curve halves at each step of
+// fingerprint width and falls slowly between steps, so it is not convex,
+// and the textbook Lagrangian solution only sees the curve's convex hull.
+// In a Pebble-shaped tree (keys per run growing with depth) the budgets
+// come out non-increasing from L0 to L6.
 //
 // Levels with no keys take the budget of the nearest populated level below
 // them (above, for levels under the lowest populated one), so an Lbase that
@@ -153,119 +153,32 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 	for l := range out {
 		out[l] = uniform
 	}
-	var total float64
-	var weight, runs [numLevels]float64
-	for l, k := range shape.Keys {
-		if k > 0 && !math.IsInf(k, 0) {
-			weight[l] = k
-			total += k
-			runs[l] = 1
-		}
-	}
-	if total == 0 || avgBitsPerKey >= levelBudgetMax {
+	if avgBitsPerKey >= levelBudgetMax {
 		return out
 	}
-	runs[0] *= math.Max(shape.L0Runs, 1)
-	for l := range weight {
-		weight[l] /= total // key shares: the constraint is then Σ w·b <= avg
-	}
-
 	grid := levelBudgetGrid()
 	fpr := make([]float64, len(grid))
 	for i, b := range grid {
 		fpr[i] = modelFPR(b)
 	}
-	// Exact search over the grid by dynamic programming on the spent
-	// budget, in units of avg/budgetUnits bits per key. Each level's spend
-	// is rounded up to whole units, so the allocation never exceeds the
-	// average (by at most seven units, it undershoots the optimum's spend).
-	// The rate curve is not convex (it halves at each fingerprint width
-	// step and falls slowly between), so a Lagrangian relaxation, which
-	// only sees the curve's convex hull, leaves most of the gain on the
-	// table at small budgets; the exact search does not.
-	const budgetUnits = 8192
-	unit := avgBitsPerKey / budgetUnits
-	inf := math.Inf(1)
-	cost := make([]float64, budgetUnits+1) // best cost of the levels so far, by units spent
-	next := make([]float64, budgetUnits+1)
-	choice := make([][]int8, numLevels) // choice[l][u]: grid index of level l in the best way to spend u units on levels 0..l
-	for l := range numLevels {
-		choice[l] = make([]int8, budgetUnits+1)
-		if weight[l] == 0 {
-			for u := range choice[l] {
-				choice[l][u] = -1
-			}
-			continue
-		}
-		for u := range next {
-			next[u] = inf
-		}
-		for i, b := range grid {
-			units := int(math.Ceil(weight[l] * b / unit))
-			c := runs[l] * fpr[i]
-			for u := units; u <= budgetUnits; u++ {
-				if v := cost[u-units] + c; v < next[u] {
-					next[u], choice[l][u] = v, int8(i)
-				}
-			}
-		}
-		cost, next = next, cost
-	}
-	// cost[u] is the best cost spending at most u units; walk the choices
-	// back from the cheapest.
-	bestU := 0
-	for u := range cost {
-		if cost[u] < cost[bestU] {
-			bestU = u
-		}
-	}
-	// Rounding spends up can make even the floor of the grid look
-	// unaffordable at tiny averages. Uniform at the grid point under the
-	// average is always feasible: keep it unless the search found better.
-	var uniformCost float64
-	for l := range weight {
-		uniformCost += runs[l] * modelFPR(uniform)
-	}
-	if !(cost[bestU] < uniformCost) {
+	choice, ok := levelfit.Fit(levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs}, grid, fpr,
+		avgBitsPerKey, levelBudgetUnits, modelFPR(uniform))
+	if !ok {
 		return out
 	}
-	var idx [numLevels]int
-	for u, l := bestU, numLevels-1; l >= 0; l-- {
-		i := choice[l][u]
-		if i < 0 {
-			continue
-		}
-		idx[l] = int(i)
-		u -= int(math.Ceil(weight[l] * grid[i] / unit))
-	}
-	for l := range out {
-		if weight[l] > 0 {
-			out[l] = grid[idx[l]]
+	for l, i := range choice {
+		if i >= 0 {
+			out[l] = grid[i]
 		}
 	}
-	fillEmptyLevels(&out, weight)
+	levelfit.FillEmpty(out[:], choice)
 	return out
 }
 
-// fillEmptyLevels gives each level without keys the budget of the nearest
-// populated level below it, or of the lowest populated level when none is
-// below.
-func fillEmptyLevels(out *[numLevels]float64, weight [numLevels]float64) {
-	lowest := -1
-	for l := numLevels - 1; l >= 0 && lowest < 0; l-- {
-		if weight[l] > 0 {
-			lowest = l
-		}
-	}
-	below := lowest
-	for l := numLevels - 1; l >= 0; l-- {
-		if weight[l] > 0 {
-			below = l
-		} else if below >= 0 {
-			out[l] = out[below]
-		}
-	}
-}
+// levelBudgetUnits is the resolution of LevelBudgets' search: each level's
+// spend is rounded up to avg/levelBudgetUnits bits per key, so the
+// allocation undershoots the optimum's spend by at most seven units.
+const levelBudgetUnits = 8192
 
 // SetLevelPolicies gives each level of opts its own lsmcuckoo policy so that
 // the tree as a whole spends about avgBitsPerKey bits per key on filters,

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/levelfit"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
@@ -67,94 +68,38 @@ var bloomRates = sync.OnceValue(func() []float64 {
 })
 
 // BloomLevelBits is FittedBloom's allocation: each level's whole bits per
-// key, found by an exact search (dynamic programming over the key-weighted
-// bits spent) that minimises Σ runs·FPR(bits) over the populated levels
-// subject to Σ keys·bits <= avg·Σ keys. Levels without keys take the budget
-// of the nearest populated level below them (above, under the lowest).
+// key, found by the same exact search as tablefilter.LevelBudgets
+// (internal/levelfit), over whole budgets 1..maxBloomBits and the bloom
+// filter's measured rates, with the key-weighted average at most avg.
+// Levels without keys take the budget of the nearest populated level below
+// them (above, under the lowest).
 func BloomLevelBits(shape tablefilter.LevelShape, avg float64) [7]int {
 	var out [7]int
 	uniform := max(1, min(maxBloomBits, int(avg)))
 	for l := range out {
 		out[l] = uniform
 	}
-	var weight, runs [7]float64
-	total := 0.0
-	for l, k := range shape.Keys {
-		if k > 0 && !math.IsInf(k, 0) && !math.IsNaN(k) {
-			weight[l], runs[l] = k, 1
-			total += k
-		}
-	}
-	if total == 0 || avg < 1 {
+	if !(avg >= 1) {
 		return out
-	}
-	if shape.L0Runs > 1 {
-		runs[0] = shape.L0Runs
 	}
 	rates := bloomRates()
-	const units = 4096
-	unit := avg / units
-	inf := math.Inf(1)
-	cost := make([]float64, units+1)
-	next := make([]float64, units+1)
-	var choice [7][]int8
-	for l := range weight {
-		choice[l] = make([]int8, units+1)
-		if weight[l] == 0 {
-			continue
-		}
-		w := weight[l] / total
-		for u := range next {
-			next[u] = inf
-		}
-		for b := 1; b <= maxBloomBits; b++ {
-			spend := int(math.Ceil(w * float64(b) / unit))
-			c := runs[l] * rates[b]
-			for u := spend; u <= units; u++ {
-				if v := cost[u-spend] + c; v < next[u] {
-					next[u], choice[l][u] = v, int8(b)
-				}
-			}
-		}
-		cost, next = next, cost
+	grid := make([]float64, maxBloomBits)
+	for i := range grid {
+		grid[i] = float64(i + 1)
 	}
-	best := 0
-	for u := range cost {
-		if cost[u] < cost[best] {
-			best = u
-		}
-	}
-	// Rounding each level's spend up can make the uniform allocation look
-	// unaffordable; it is always feasible, so keep it unless the search
-	// found better.
-	uniformCost := 0.0
-	for l := range weight {
-		uniformCost += runs[l] * rates[uniform]
-	}
-	if !(cost[best] < uniformCost) || float64(uniform) > avg {
+	choice, ok := levelfit.Fit(levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs}, grid, rates[1:],
+		avg, bloomFitUnits, rates[uniform])
+	if !ok {
 		return out
 	}
-	for u, l := best, 6; l >= 0; l-- {
-		if weight[l] == 0 {
-			continue
-		}
-		b := int(choice[l][u])
-		out[l] = b
-		u -= int(math.Ceil(weight[l] / total * float64(b) / unit))
-	}
-	lowest := -1
-	for l := 6; l >= 0 && lowest < 0; l-- {
-		if weight[l] > 0 {
-			lowest = l
+	for l, i := range choice {
+		if i >= 0 {
+			out[l] = int(grid[i])
 		}
 	}
-	below := out[lowest]
-	for l := 6; l >= 0; l-- {
-		if weight[l] > 0 {
-			below = out[l]
-		} else {
-			out[l] = below
-		}
-	}
+	levelfit.FillEmpty(out[:], choice)
 	return out
 }
+
+// bloomFitUnits is the resolution of BloomLevelBits' search.
+const bloomFitUnits = 4096

@@ -1,0 +1,148 @@
+// Package levelfit shares filter bits out across the levels of an LSM tree:
+// the allocation of Monkey (Dayan, Athanassoulis & Idreos, "Monkey: Optimal
+// Navigable Key-Value Store", SIGMOD 2017), found by an exact search over a
+// grid of budgets rather than by Monkey's closed form, so that it holds for
+// any filter's measured or planned rate curve.
+//
+// The problem: levels hold keys (level l a share w_l of them) and a lookup
+// for an absent key consults runs_l tables on level l. Choose a budget b_l
+// in bits per key from a grid for every level that holds keys, to minimise
+// the tables read in vain per lookup, Σ runs_l · rate(b_l), while the
+// key-weighted average Σ w_l · b_l stays at or under a given average.
+//
+// The search is dynamic programming over the budget spent, in units of
+// avg/units bits per key, with each level's spend rounded up to whole
+// units, so an allocation it returns never exceeds the average. It is exact
+// on the grid: rate curves are not convex (a cuckoo filter's halves at each
+// step of fingerprint width and falls slowly between), and a Lagrangian
+// solution, which equalises the marginal gain per bit and so only sees the
+// curve's convex hull, misses much of the attainable gain at small budgets.
+//
+// tablefilter.LevelBudgets uses it with lsmcuckoo's planned rates, and the
+// benchmark's fitted bloom baseline with the bloom filter's measured rates,
+// so that both filters are given the same treatment.
+package levelfit
+
+import "math"
+
+// Tree is where a tree's keys sit.
+type Tree struct {
+	// Keys is each level's key count (or any quantity proportional to it,
+	// such as bytes). A level with zero, a negative, an infinite or a NaN
+	// count holds no keys and gets no budget of its own.
+	Keys []float64
+	// L0Runs is how many runs a lookup meets on level 0 (its sublevels);
+	// every other level is one run. Under 1, or NaN, counts as 1.
+	L0Runs float64
+}
+
+// Fit returns, for each level of t, the index in grid of its budget, or -1
+// for a level without keys. grid holds budgets in bits per key and rate[i]
+// is the filter's false-positive rate at grid[i]. The allocation minimises
+// the tables read in vain per absent lookup under the average avg,
+// searched at a resolution of units steps (see the package doc).
+//
+// ok is false, and the caller should give every level one uniform budget,
+// when no level holds keys, when avg is not a positive number, or when the
+// best allocation found does not read fewer tables in vain than every
+// level at the uniform budget's rate, uniformRate: rounding each level's
+// spend up can make even the smallest grid point look unaffordable at a
+// tiny average, while the uniform allocation is always feasible, and a
+// tree whose keys sit on one level has nothing to gain.
+func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float64) (choice []int, ok bool) {
+	n := len(t.Keys)
+	choice = make([]int, n)
+	weight := make([]float64, n)
+	runs := make([]float64, n)
+	var total float64
+	for l, k := range t.Keys {
+		choice[l] = -1
+		if k > 0 && !math.IsInf(k, 0) {
+			weight[l], runs[l] = k, 1
+			total += k
+		}
+	}
+	if total == 0 || !(avg > 0) || math.IsInf(avg, 0) || units < 1 || len(grid) != len(rate) {
+		return choice, false
+	}
+	if n > 0 && weight[0] > 0 && t.L0Runs > 1 {
+		runs[0] = t.L0Runs
+	}
+	for l := range weight {
+		weight[l] /= total // key shares: the constraint is then Σ w·b <= avg
+	}
+	// spend is the units a level's budget takes, rounded up.
+	unit := avg / float64(units)
+	spend := func(l, i int) int { return int(math.Ceil(weight[l] * grid[i] / unit)) }
+
+	inf := math.Inf(1)
+	cost := make([]float64, units+1) // best cost of the levels so far, by units spent
+	next := make([]float64, units+1)
+	// pick[l][u]: grid index of level l in the best way to spend u units
+	// on levels 0..l.
+	pick := make([][]int32, n)
+	for l := range n {
+		if weight[l] == 0 {
+			continue
+		}
+		pick[l] = make([]int32, units+1)
+		for u := range next {
+			next[u] = inf
+		}
+		for i := range grid {
+			s := spend(l, i)
+			c := runs[l] * rate[i]
+			for u := s; u <= units; u++ {
+				if v := cost[u-s] + c; v < next[u] {
+					next[u], pick[l][u] = v, int32(i)
+				}
+			}
+		}
+		cost, next = next, cost
+	}
+	// cost[u] is the best cost spending at most u units: walk the picks
+	// back from the cheapest.
+	best := 0
+	for u := range cost {
+		if cost[u] < cost[best] {
+			best = u
+		}
+	}
+	var uniformCost float64
+	for l := range weight {
+		uniformCost += runs[l] * uniformRate
+	}
+	if !(cost[best] < uniformCost) {
+		return choice, false
+	}
+	for u, l := best, n-1; l >= 0; l-- {
+		if weight[l] == 0 {
+			continue
+		}
+		i := int(pick[l][u])
+		choice[l] = i
+		u -= spend(l, i)
+	}
+	return choice, true
+}
+
+// FillEmpty gives each level whose choice is -1 (no keys) the budget of the
+// nearest level below it that holds keys, or, for levels under the lowest
+// such level, that level's: a level that opens later (a new Lbase above
+// the current one) starts at the budget of the level it is about to feed.
+func FillEmpty[T any](budget []T, choice []int) {
+	lowest := -1
+	for l := len(choice) - 1; l >= 0 && lowest < 0; l-- {
+		if choice[l] >= 0 {
+			lowest = l
+		}
+	}
+	below := lowest
+	for l := len(choice) - 1; l >= 0; l-- {
+		if choice[l] >= 0 {
+			below = l
+		} else if below >= 0 {
+			budget[l] = budget[below]
+		}
+	}
+}
