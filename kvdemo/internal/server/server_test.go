@@ -174,6 +174,8 @@ func TestCommands(t *testing.T) {
 		{[]string{"DEL", "k", "nope"}, ":1"},
 		{[]string{"GET", "k"}, "$nil"},
 		{[]string{"DEL", "k"}, ":0"},
+		{[]string{"UNLINK", "bin", "nope"}, ":1"},
+		{[]string{"GET", "bin"}, "$nil"},
 		{[]string{"SELECT", "0"}, "+OK"},
 		{[]string{"SELECT", "1"}, "-ERR DB index is out of range"},
 		{[]string{"COMMAND", "DOCS"}, "*0"},
@@ -196,6 +198,11 @@ func TestCommands(t *testing.T) {
 				t.Errorf("CONFIG GET save = %q %q", k, v)
 			}
 		}
+	}
+	if got := c.cmd("CONFIG", "GET", "protected-mode"); got != "*2" {
+		t.Errorf("CONFIG GET protected-mode = %q, want a name/value pair", got)
+	} else if k, v := c.reply(), c.reply(); k != "$protected-mode" || v != "$yes" {
+		t.Errorf("CONFIG GET protected-mode = %q %q, want the default yes", k, v)
 	}
 	info := c.cmd("INFO")
 	for _, want := range []string{"redis_version:", "filter:cuckoo", "puts:3", "filter_negatives:", "tables_probed:", "filter_false_positives:", "filter_bytes:", "connected_clients:1"} {
