@@ -8,8 +8,9 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 )
 
-// numLevels is Pebble's level count, L0..L6.
-const numLevels = 7
+// NumLevels is Pebble's level count, L0 to L6: the length of
+// pebble.Options.Levels and of the budgets LevelBudgets returns.
+const NumLevels = len(pebble.Options{}.Levels)
 
 // The grid of budgets LevelBudgets chooses from. The search spends budgets
 // up to levelBudgetMax, where the filter has reached its widest (16-bit)
@@ -46,7 +47,7 @@ func levelBudgetFloor(avg float64) float64 {
 type LevelShape struct {
 	// Keys is the number of keys on each level, L0..L6, in any unit shared
 	// by all levels (bytes serve when entries are alike in size).
-	Keys [numLevels]float64
+	Keys [NumLevels]float64
 	// L0Runs is how many L0 tables a lookup may consult: L0 sublevels each
 	// hold a sorted run, and a point lookup checks one table per sublevel
 	// that covers its key. Values below 1 count as 1.
@@ -72,8 +73,8 @@ func ModelLevelShape(opts *pebble.Options) LevelShape {
 	o.EnsureDefaults()
 	mult := float64(max(o.Experimental.LevelMultiplier, 2))
 	var s LevelShape
-	s.Keys[numLevels-1] = 1
-	for l := numLevels - 2; l >= 1; l-- {
+	s.Keys[NumLevels-1] = 1
+	for l := NumLevels - 2; l >= 1; l-- {
 		s.Keys[l] = s.Keys[l+1] / mult
 	}
 	runs := float64(max(o.L0CompactionThreshold, 1))
@@ -144,17 +145,17 @@ const modelKeys = 100_000
 // registers whatever the average, so a store reopened under another
 // average or shape still reads every table with its filter.
 // It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
-func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
+func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
 	if !pebbleValidBitsPerKey(avgBitsPerKey) {
 		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", avgBitsPerKey, MinBitsPerKey, MaxBitsPerKey))
 	}
 	uniform := levelBudgetFloor(avgBitsPerKey)
-	var out [numLevels]float64
+	var out [NumLevels]float64
 	for l := range out {
 		out[l] = uniform
 	}
 	var total float64
-	var weight, runs [numLevels]float64
+	var weight, runs [NumLevels]float64
 	for l, k := range shape.Keys {
 		if k > 0 && !math.IsInf(k, 0) {
 			weight[l] = k
@@ -188,8 +189,8 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 	inf := math.Inf(1)
 	cost := make([]float64, budgetUnits+1) // best cost of the levels so far, by units spent
 	next := make([]float64, budgetUnits+1)
-	choice := make([][]int8, numLevels) // choice[l][u]: grid index of level l in the best way to spend u units on levels 0..l
-	for l := range numLevels {
+	choice := make([][]int8, NumLevels) // choice[l][u]: grid index of level l in the best way to spend u units on levels 0..l
+	for l := range NumLevels {
 		choice[l] = make([]int8, budgetUnits+1)
 		if weight[l] == 0 {
 			for u := range choice[l] {
@@ -229,8 +230,8 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 	if !(cost[bestU] < uniformCost) {
 		return out
 	}
-	var idx [numLevels]int
-	for u, l := bestU, numLevels-1; l >= 0; l-- {
+	var idx [NumLevels]int
+	for u, l := bestU, NumLevels-1; l >= 0; l-- {
 		i := choice[l][u]
 		if i < 0 {
 			continue
@@ -250,15 +251,15 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
 // fillEmptyLevels gives each level without keys the budget of the nearest
 // populated level below it, or of the lowest populated level when none is
 // below.
-func fillEmptyLevels(out *[numLevels]float64, weight [numLevels]float64) {
+func fillEmptyLevels(out *[NumLevels]float64, weight [NumLevels]float64) {
 	lowest := -1
-	for l := numLevels - 1; l >= 0 && lowest < 0; l-- {
+	for l := NumLevels - 1; l >= 0 && lowest < 0; l-- {
 		if weight[l] > 0 {
 			lowest = l
 		}
 	}
 	below := lowest
-	for l := numLevels - 1; l >= 0; l-- {
+	for l := NumLevels - 1; l >= 0; l-- {
 		if weight[l] > 0 {
 			below = l
 		} else if below >= 0 {
@@ -318,7 +319,7 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 // registers those policies and every budget LevelBudgets can return (half
 // bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
 // budget, as NewPolicy does.
-func SetLevelBudgets(opts *pebble.Options, budgets [numLevels]float64) {
+func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
 	for l, b := range budgets {
 		opts.Levels[l].FilterPolicy = NewPolicy(b)
 	}

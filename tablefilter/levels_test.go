@@ -21,7 +21,7 @@ import (
 
 // modelCost is the expected number of tables an absent-key lookup reads in
 // vain under budgets b, on the FPR model.
-func modelCost(s LevelShape, b [numLevels]float64) float64 {
+func modelCost(s LevelShape, b [NumLevels]float64) float64 {
 	var c float64
 	for l, k := range s.Keys {
 		if k <= 0 {
@@ -36,7 +36,7 @@ func modelCost(s LevelShape, b [numLevels]float64) float64 {
 	return c
 }
 
-func weightedAvg(s LevelShape, b [numLevels]float64) float64 {
+func weightedAvg(s LevelShape, b [NumLevels]float64) float64 {
 	var sum, tot float64
 	for l, k := range s.Keys {
 		if k > 0 {
@@ -97,7 +97,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 			if got := weightedAvg(s, b); got > avg+1e-9 || got < avg-levelBudgetStep {
 				t.Errorf("%s avg %v: spends %.4f bits/key: %v", name, avg, got, b)
 			}
-			var uniform [numLevels]float64
+			var uniform [NumLevels]float64
 			for l := range uniform {
 				uniform[l] = avg
 			}
@@ -107,7 +107,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 			// In a Pebble-shaped tree (keys per run grow with depth) the
 			// budgets never grow toward L6.
 			if name == "default" || strings.HasPrefix(name, "multiplier") {
-				for l := 1; l < numLevels; l++ {
+				for l := 1; l < NumLevels; l++ {
 					if b[l] > b[l-1] {
 						t.Errorf("%s avg %v: L%d gets %v > L%d's %v", name, avg, l, b[l], l-1, b[l-1])
 					}
@@ -119,7 +119,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 	// gives up a little and every upper level gains a lot.
 	s := ModelLevelShape(&pebble.Options{})
 	b := LevelBudgets(s, 10)
-	var u [numLevels]float64
+	var u [NumLevels]float64
 	for l := range u {
 		u[l] = 10
 	}
@@ -146,11 +146,11 @@ func TestLevelBudgetsNearOptimal(t *testing.T) {
 		}
 		for _, avg := range []float64{6, 8, 10, 13} {
 			best := math.Inf(1)
-			var bestB [numLevels]float64
+			var bestB [NumLevels]float64
 			for _, x := range grid {
 				for _, y := range grid {
 					for _, z := range grid {
-						var b [numLevels]float64
+						var b [NumLevels]float64
 						b[pop[0]], b[pop[1]], b[pop[2]] = x, y, z
 						if weightedAvg(s, b) > avg+1e-9 {
 							continue
@@ -350,7 +350,7 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 		// Flushes write L0 afresh, and the bottom level is written mostly by
 		// compactions into it; a level between may hold only tables that
 		// moves brought down from above.
-		if (level == 0 || level == numLevels-1) && len(ts) > 0 && exact == 0 {
+		if (level == 0 || level == NumLevels-1) && len(ts) > 0 && exact == 0 {
 			t.Errorf("L%d: none of %d tables carries the level's own policy %s", level, len(ts), o.Levels[level].FilterPolicy.Name())
 		}
 		if level == 0 && exact != len(ts) {
@@ -458,7 +458,7 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 		s.L0Runs = float64(r.IntN(12))
 		avg := MinBitsPerKey + r.Float64()*40
 		b := LevelBudgets(s, avg)
-		var uniform [numLevels]float64
+		var uniform [NumLevels]float64
 		for l := range b {
 			if !pebbleValidBitsPerKey(b[l]) {
 				t.Fatalf("case %d: L%d budget %v (shape %v, avg %v)", i, l, b[l], s, avg)
@@ -468,7 +468,7 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 			}
 			uniform[l] = levelBudgetFloor(avg)
 		}
-		if s.Keys == ([numLevels]float64{}) {
+		if s.Keys == ([NumLevels]float64{}) {
 			continue
 		}
 		if got := weightedAvg(s, b); got > avg*(1+1e-9) {
@@ -490,9 +490,9 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 func TestLevelBudgetsAlwaysRegistered(t *testing.T) {
 	shapes := []LevelShape{
 		ModelLevelShape(&pebble.Options{}),
-		{Keys: [numLevels]float64{6: 1}},
-		{Keys: [numLevels]float64{0: 1, 6: 100}, L0Runs: 4},
-		{Keys: [numLevels]float64{3: 5, 4: 50, 5: 500, 6: 5000}},
+		{Keys: [NumLevels]float64{6: 1}},
+		{Keys: [NumLevels]float64{0: 1, 6: 100}, L0Runs: 4},
+		{Keys: [NumLevels]float64{3: 5, 4: 50, 5: 500, 6: 5000}},
 		{},
 	}
 	avgs := []float64{4, 4.2, 7, 9.75, 10, 10.3, 12.2, 15.9, 31.9, 32, 33.3, 40, 63.7, 64}
@@ -505,7 +505,7 @@ func TestLevelBudgetsAlwaysRegistered(t *testing.T) {
 		o := &pebble.Options{}
 		SetLevelPolicies(o, now)
 		o2 := &pebble.Options{}
-		SetLevelBudgets(o2, LevelBudgets(LevelShape{Keys: [numLevels]float64{6: 1}}, now))
+		SetLevelBudgets(o2, LevelBudgets(LevelShape{Keys: [NumLevels]float64{6: 1}}, now))
 		later = append(later, config{fmt.Sprintf("SetLevelPolicies(%v)", now), o},
 			config{fmt.Sprintf("SetLevelBudgets(L6-only shape, %v)", now), o2})
 	}
@@ -627,7 +627,7 @@ func TestOptionsFiltersNotWrittenInPlace(t *testing.T) {
 		{"RegisterPolicies", func(o *pebble.Options) { RegisterPolicies(o, 12, 16) }},
 		{"SetLevelPolicies", func(o *pebble.Options) { SetLevelPolicies(o, 12) }},
 		{"SetLevelBudgets", func(o *pebble.Options) {
-			SetLevelBudgets(o, LevelBudgets(LevelShape{Keys: [numLevels]float64{0, 0, 0, 0, 1, 10, 100}}, 12))
+			SetLevelBudgets(o, LevelBudgets(LevelShape{Keys: [NumLevels]float64{0, 0, 0, 0, 1, 10, 100}}, 12))
 		}},
 		{"ModelLevelShape", func(o *pebble.Options) { ModelLevelShape(o) }},
 	} {
