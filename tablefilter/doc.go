@@ -15,8 +15,9 @@
 // the policies of Options.Levels itself when it opens a store; a store
 // whose tables were written with other budgets must have them registered
 // too (RegisterPolicies), or those tables are read without filters, which
-// is correct but slower. PolicyFromName turns a name back into its policy,
-// for pebble.ParseHooks.NewFilterPolicy.
+// is correct but slower. PolicyFromName turns a name back into its policy;
+// ParseFilterPolicy, with the signature of pebble.ParseHooks.NewFilterPolicy,
+// does the same for the names in an OPTIONS file, "none" included.
 //
 // SetLevelPolicies spends a bits-per-key average unevenly over the levels,
 // more on the small upper ones, to minimise the tables read in vain per

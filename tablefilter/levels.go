@@ -302,7 +302,7 @@ func fillEmptyLevels(out *[NumLevels]float64, weight [NumLevels]float64) {
 // tools, not a configuration Pebble loads: reopening a store never
 // restores filter policies from it. A user must run SetLevelPolicies (or
 // SetLevelBudgets) on every Open; a tool that parses OPTIONS should map
-// names back with PolicyFromName in pebble.ParseHooks.NewFilterPolicy; and
+// names back with ParseFilterPolicy as pebble.ParseHooks.NewFilterPolicy; and
 // the truth about which filter a table carries is in its properties
 // (DB.SSTables with pebble.WithProperties: FilterPolicyName), not in
 // OPTIONS.
