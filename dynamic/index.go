@@ -1281,7 +1281,9 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	})
 }
 
-// HasTable reports whether table id is in the index.
+// HasTable reports whether table id is in the index. Safe for concurrent
+// use; unlike Lookup, it takes the writers' mutex, so it waits for a writer
+// call in progress.
 func (x *Index) HasTable(id uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -1289,7 +1291,8 @@ func (x *Index) HasTable(id uint64) bool {
 	return ok
 }
 
-// Tables returns the number of tables in the index.
+// Tables returns the number of tables in the index. Safe for concurrent
+// use; it waits for a writer call in progress, as HasTable does.
 func (x *Index) Tables() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -2016,7 +2019,10 @@ type IndexStats struct {
 	Contended int64
 }
 
-// Stats reads the index's size; safe for concurrent use.
+// Stats reads the index's size. Safe for concurrent use; it takes the
+// writers' mutex (it waits for a writer call in progress, a long Replace
+// say) and visits every segment's counters and the codebook, so call it
+// for reporting, not on a Get's path.
 func (x *Index) Stats() IndexStats {
 	x.mu.Lock()
 	defer x.mu.Unlock()
