@@ -3,6 +3,7 @@ package codec_test
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 )
@@ -73,6 +74,29 @@ func ExampleMayContain_damaged() {
 	fmt.Println(codec.MayContain(truncated, []byte("never added")))
 	_, err := codec.Decode(truncated)
 	fmt.Println(errors.Is(err, codec.ErrCorrupt))
+	// Output:
+	// true
+	// true
+}
+
+// A host that hands filters only a 32-bit hash of each key (Badger's
+// y.Hash on its read path, here FNV-1a for the sake of the example)
+// builds a HashHost32 block and probes it by that hash. This is what
+// tablefilter.BadgerFilter does, without importing Badger or Pebble.
+func ExampleBuilder_AddHash32() {
+	hash := func(key []byte) uint32 {
+		h := fnv.New32a()
+		h.Write(key)
+		return h.Sum32()
+	}
+	b := codec.NewBuilder(codec.Options{Hash: codec.HashHost32, BitsPerKey: 10})
+	for i := 0; i < 1000; i++ {
+		b.AddHash32(hash(fmt.Appendf(nil, "key-%d", i)))
+	}
+	block := b.Finish(nil)
+
+	fmt.Println(codec.MayContainHash32(block, hash([]byte("key-7"))))
+	fmt.Println(codec.MayContain(block, []byte("key-7"))) // wrong kind of lookup: always "maybe"
 	// Output:
 	// true
 	// true

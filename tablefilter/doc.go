@@ -37,6 +37,10 @@
 // builder collects, and BadgerFilter answers MayContain(hash) and
 // MayContainKey(key) exactly where y.Filter does, for a store that embeds
 // Badger's table format and decides where filters are built and probed.
+// This package also holds the Pebble policy, so importing it links Pebble;
+// a Badger store that wants none of Pebble builds the same bytes with
+// package codec alone (Options.Hash = codec.HashHost32, Builder.AddHash32,
+// codec.MayContainHash32): a BadgerFilter is exactly such a block.
 //
 // # Memtables
 //

@@ -32,6 +32,7 @@ func ExampleBadgerFilter_MayContainKey() {
 		BloomFalsePositive: 0, // no bloom filter in the table: ours is beside it
 		Compression:        options.None,
 	})
+	defer builder.Close()
 	var hashes []uint32
 	for i := 0; i < 5000; i++ {
 		for version := uint64(3); version >= 1; version-- { // newest version first, as Badger sorts
