@@ -573,8 +573,9 @@ func (x *Index) swap(s *idxSegment, i uint32, old, new uint32) bool {
 // Lookup appends to dst the IDs of the tables that may hold key, newest
 // first, and returns the extended slice. A table added before the call
 // (its AddTable, AddTables or Replace returned) and not removed since is
-// always among them if it holds key; a table it does not hold is named
-// only as a false candidate, rarely. Safe for concurrent use with everything; takes no lock and never
+// always among them if it holds key. Other tables appear as false
+// candidates, at the rate the slot width buys, and every table is named
+// when the lookup keeps meeting writers (IndexStats.Contended). Safe for concurrent use with everything; takes no lock and never
 // waits for a writer (see Index); allocation-free when dst has room.
 func (x *Index) Lookup(key []byte, dst []uint64) []uint64 {
 	return x.LookupHash(keyhash.Hash(key), dst)
