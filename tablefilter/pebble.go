@@ -145,7 +145,11 @@ func (p Policy) MayContain(ftype pebble.FilterType, filter, key []byte) bool {
 	return codec.MayContain(filter, key)
 }
 
-// NewWriter returns a writer for one table's filter. Pebble has a single
+// NewWriter returns a writer for one table's filter: it keeps 8 bytes per
+// distinct key until Finish, which resets it for reuse, and like the
+// codec.Builder under it is not safe for concurrent use (Pebble gives each
+// table writer its own). NewWriter itself is safe for concurrent use.
+// Pebble has a single
 // filter type; for any other value the same table writer is returned
 // rather than a panic (which, inside a compaction, would take the whole
 // process down), and MayContain answers true for that type, so such
