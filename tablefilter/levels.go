@@ -275,7 +275,8 @@ func fillEmptyLevels(out *[NumLevels]float64, weight [NumLevels]float64) {
 // LevelBudgets(ModelLevelShape(opts), avgBitsPerKey): set LevelMultiplier,
 // LBaseMaxBytes, MemTableSize and L0CompactionThreshold before calling it.
 // Only Levels[i].FilterPolicy and Filters are written; the levels' other
-// options stay as they are.
+// options stay as they are. It panics, writing nothing, unless
+// MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey, as NewPolicy does.
 //
 // It registers in opts.Filters the policy of every budget it can ever
 // choose (a grid of half bits from MinBitsPerKey to MaxBitsPerKey; an
@@ -318,10 +319,14 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 // SetLevelBudgets sets Levels[i].FilterPolicy to NewPolicy(budgets[i]) and
 // registers those policies and every budget LevelBudgets can return (half
 // bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
-// budget, as NewPolicy does.
+// budget, as NewPolicy does, before writing anything into opts.
 func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
+	var policies [NumLevels]Policy
 	for l, b := range budgets {
-		opts.Levels[l].FilterPolicy = NewPolicy(b)
+		policies[l] = NewPolicy(b) // all checked before opts changes
+	}
+	for l, p := range policies {
+		opts.Levels[l].FilterPolicy = p
 	}
 	RegisterPolicies(opts, budgets[:]...)
 	RegisterPolicies(opts, levelBudgetNames()...)

@@ -232,6 +232,49 @@ func TestSetLevelPoliciesKeepsOtherOptions(t *testing.T) {
 	}
 }
 
+// TestSetLevelBudgetsInvalidWritesNothing: a configuration error panics
+// before opts changes, so a caller that recovers (a config reloader, say)
+// is not left with some levels on the new budgets and some on the old.
+func TestSetLevelBudgetsInvalidWritesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(o *pebble.Options)
+	}{
+		{"SetLevelBudgets with a budget below the range", func(o *pebble.Options) {
+			SetLevelBudgets(o, [NumLevels]float64{12, 12, 12, 12, MinBitsPerKey - 1, 10, 9})
+		}},
+		{"SetLevelBudgets with NaN on L6", func(o *pebble.Options) {
+			SetLevelBudgets(o, [NumLevels]float64{12, 12, 12, 12, 12, 10, math.NaN()})
+		}},
+		{"SetLevelPolicies with an average above the range", func(o *pebble.Options) {
+			SetLevelPolicies(o, MaxBitsPerKey+1)
+		}},
+	} {
+		o := &pebble.Options{}
+		o.Levels[0].FilterPolicy = NewPolicy(10)
+		o.Filters = map[string]pebble.FilterPolicy{"before": NewPolicy(10)}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", c.name)
+				}
+			}()
+			c.set(o)
+		}()
+		if o.Levels[0].FilterPolicy != pebble.FilterPolicy(NewPolicy(10)) {
+			t.Errorf("%s: L0 policy changed to %v", c.name, o.Levels[0].FilterPolicy)
+		}
+		for l := 1; l < NumLevels; l++ {
+			if o.Levels[l].FilterPolicy != nil {
+				t.Errorf("%s: L%d policy set to %v", c.name, l, o.Levels[l].FilterPolicy)
+			}
+		}
+		if len(o.Filters) != 1 {
+			t.Errorf("%s: Filters changed (%d entries)", c.name, len(o.Filters))
+		}
+	}
+}
+
 // levelsTestOptions is a store scaled down so a few megabytes of keys
 // spread over L0 and several levels below it.
 func levelsTestOptions() *pebble.Options {
