@@ -34,7 +34,8 @@ type Options struct {
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
 	// smallest filter whose expected rate is at most this; a target below
 	// every filter's rate gets the lowest-rate filter (16-bit
-	// fingerprints at the lowest planned load).
+	// fingerprints at the lowest planned load), and a target of 1 or more
+	// the smallest filter. 0, a negative rate or NaN counts as not set.
 	FalsePositiveRate float64
 	// FingerprintBits forces the fingerprint width (5..16, a value
 	// outside that range is clamped into it); 0 lets the builder choose.
