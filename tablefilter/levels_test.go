@@ -796,3 +796,64 @@ func TestReadmeLevelBudgets(t *testing.T) {
 		t.Errorf("README.md should say %q; it says %q", want, text[max(i, 0):min(max(i, 0)+len(want)+10, len(text))])
 	}
 }
+
+// TestLeavingLevelPoliciesKeepsOldFilters: a store that leaves per-level
+// budgets for one budget everywhere keeps reading the tables written under
+// the per-level budgets with their filters if it sets the uniform budget
+// with SetLevelBudgets (as the README advises), and silently loses them if
+// it sets Levels[0].FilterPolicy alone: the case the advice is for.
+func TestLeavingLevelPoliciesKeepsOldFilters(t *testing.T) {
+	dir := t.TempDir()
+	o := &pebble.Options{Logger: testLogger{}}
+	SetLevelPolicies(o, 10)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4000; i += 2 {
+		if err := db.Set(fmt.Appendf(nil, "k%06d", i), []byte("v"), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil { // one L0 table, under L0's budget
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l0 := o.Levels[0].FilterPolicy.Name()
+	if l0 == NewPolicy(10).Name() {
+		t.Fatalf("L0's per-level budget is the uniform one (%s): the test shows nothing", l0)
+	}
+	rejections := func(o *pebble.Options) int64 {
+		t.Helper()
+		db, err := pebble.Open(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for i := 1; i < 4000; i += 2 {
+			if _, _, err := db.Get(fmt.Appendf(nil, "k%06d", i)); err != pebble.ErrNotFound {
+				t.Fatalf("absent key: %v", err)
+			}
+		}
+		for i := 0; i < 4000; i += 200 {
+			_, closer, err := db.Get(fmt.Appendf(nil, "k%06d", i))
+			if err != nil {
+				t.Fatalf("present key k%06d: %v", i, err)
+			}
+			closer.Close()
+		}
+		return db.Metrics().Filter.Hits
+	}
+	uniform := &pebble.Options{Logger: testLogger{}}
+	SetLevelBudgets(uniform, [NumLevels]float64{10, 10, 10, 10, 10, 10, 10})
+	if hits := rejections(uniform); hits < 1900 {
+		t.Errorf("SetLevelBudgets(uniform 10): the %s table's filter ruled out %d of 2000 absent keys", l0, hits)
+	}
+	alone := &pebble.Options{Logger: testLogger{}}
+	alone.Levels[0].FilterPolicy = NewPolicy(10)
+	if hits := rejections(alone); hits != 0 {
+		t.Errorf("Levels[0] = NewPolicy(10) alone: %d rejections from a table carrying %s, which it does not register", hits, l0)
+	}
+}
