@@ -12,8 +12,9 @@ import (
 )
 
 // MayContain reports whether key may be among the keys block was built
-// from (a block of hash kind HashKey64, the default: built with Add). It reads the block in place: no copy, no allocation, any
-// alignment, safe for concurrent use. It answers false only when the block
+// from (a block of hash kind HashKey64, the default: built with Add). It
+// reads the block in place: no copy, no allocation, any alignment, safe
+// for concurrent use. It answers false only when the block
 // is well formed and proves the key absent; for a block that is truncated,
 // malformed, of an unknown version or of another hash kind it answers true.
 //

@@ -331,9 +331,9 @@ func (s *idxSegment) holds(ts []int) bool {
 // (4w − 4 + 0.125) / (4·load) bits, where load is what segments with m-bit
 // tags reliably reach (a constant of the package, which its tests check
 // segments reach; the README has the figures). NewIndex takes the widest
-// slot (each
-// bit halves the false candidates) that some tag width fits in the budget,
-// with the shortest such tag (more code bits, more tables with a code).
+// slot (each bit halves the false candidates) that some tag width fits in
+// the budget, with the shortest such tag (more code bits, more tables with
+// a code).
 // Slots are at least 10 bits (a 5-bit tag and up to 5 code bits, 31
 // tables), so smaller budgets (0, negative or NaN included) are raised to
 // what 10-bit slots cost; slots are at most 16 bits. A capacityHint below
@@ -575,8 +575,9 @@ func (x *Index) swap(s *idxSegment, i uint32, old, new uint32) bool {
 // (its AddTable, AddTables or Replace returned) and not removed since is
 // always among them if it holds key. Other tables appear as false
 // candidates, at the rate the slot width buys, and every table is named
-// when the lookup keeps meeting writers (IndexStats.Contended). Safe for concurrent use with everything; takes no lock and never
-// waits for a writer (see Index); allocation-free when dst has room.
+// when the lookup keeps meeting writers (IndexStats.Contended). Safe for
+// concurrent use with everything; takes no lock and never waits for a
+// writer (see Index); allocation-free when dst has room.
 func (x *Index) Lookup(key []byte, dst []uint64) []uint64 {
 	return x.LookupHash(keyhash.Hash(key), dst)
 }
