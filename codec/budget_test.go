@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -32,6 +33,34 @@ func TestFalsePositiveTargetMonotone(t *testing.T) {
 				t.Errorf("v%d: unattainable target %g plans %.3g; the lowest attainable is %.3g", v, p, got, floor)
 			}
 			prev = got
+		}
+	}
+}
+
+// TestFalsePositiveTargetOutsideRange: Options documents that a target of
+// 0, a negative one or NaN counts as not set (the default budget), and one
+// of 1 or more gets the smallest filter. Both versions, every key found.
+func TestFalsePositiveTargetOutsideRange(t *testing.T) {
+	keys := make([][]byte, 5_000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "order/%d", i)
+	}
+	for _, v := range []int{1, 2} {
+		unset := len(Build(keys, Options{Version: v, Seed: 3}))
+		smallest := len(Build(keys, Options{Version: v, Seed: 3, BitsPerKey: 1}))
+		for _, c := range []struct {
+			p    float64
+			want int
+		}{{0, unset}, {-0.5, unset}, {math.NaN(), unset}, {1, smallest}, {2, smallest}, {math.Inf(1), smallest}} {
+			block := Build(keys, Options{Version: v, Seed: 3, FalsePositiveRate: c.p})
+			if len(block) != c.want {
+				t.Errorf("v%d: target %v built %d bytes, want %d", v, c.p, len(block), c.want)
+			}
+			for _, k := range keys {
+				if !MayContain(block, k) {
+					t.Fatalf("v%d: target %v: false negative", v, c.p)
+				}
+			}
 		}
 	}
 }

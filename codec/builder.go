@@ -34,10 +34,11 @@ type Options struct {
 	// FalsePositiveRate, if set, replaces BitsPerKey: the builder picks the
 	// smallest filter whose expected rate is at most this; a target below
 	// every filter's rate gets the lowest-rate filter (16-bit
-	// fingerprints at the lowest planned load).
+	// fingerprints at the lowest planned load), and a target of 1 or more
+	// the smallest filter. 0, a negative rate or NaN counts as not set.
 	FalsePositiveRate float64
-	// FingerprintBits forces the fingerprint width (5..16); 0 lets the
-	// builder choose.
+	// FingerprintBits forces the fingerprint width (5..16, a value
+	// outside that range is clamped into it); 0 lets the builder choose.
 	FingerprintBits int
 	// Seed perturbs every hash-derived position; blocks record it. For
 	// version 2, 0 (the default) draws a fresh seed from crypto/rand for
@@ -50,10 +51,14 @@ type Options struct {
 	Seed uint32
 	// Hash says what the builder receives: HashKey64 (the default) for
 	// keys (Add), HashHost32 for a host's 32-bit key hashes (AddHash32).
+	// Calling the other method, or either under any other value, panics:
+	// it is a programming error, not a property of the keys.
 	Hash HashKind
 	// Version selects the block format: 0 or 2 for version 2 (one cache
 	// line per lookup, the default), 1 for the denser version-1 layout
-	// whose lookups read an offset table and then the buckets.
+	// whose lookups read an offset table and then the buckets. Any
+	// other value also builds version 2, FormatVersion: a writer cannot
+	// ask this package for a format it does not know.
 	Version int
 }
 
@@ -206,10 +211,11 @@ func NewBuilder(o Options) *Builder {
 }
 
 // Add records a key. The key is hashed at once and not retained.
-// It panics on a HashHost32 builder (use AddHash32).
+// It panics unless the builder's Options.Hash is HashKey64 (a HashHost32
+// builder takes AddHash32).
 func (b *Builder) Add(key []byte) {
 	if b.opts.Hash != HashKey64 {
-		panic("codec: Add on a HashHost32 builder; use AddHash32 with the host's hash")
+		panic("codec: Add needs Options.Hash == HashKey64 (a HashHost32 builder takes AddHash32 with the host's hash)")
 	}
 	var h uint64
 	if b.opts.Version == formatV1 {
@@ -231,11 +237,11 @@ func (b *Builder) Add(key []byte) {
 }
 
 // AddHash32 records a key of a HashHost32 builder by the host's 32-bit
-// hash of it (Badger's y.Hash). It panics on a HashKey64 builder (use
-// Add).
+// hash of it (Badger's y.Hash). It panics unless the builder's
+// Options.Hash is HashHost32 (a HashKey64 builder takes Add).
 func (b *Builder) AddHash32(h uint32) {
 	if b.opts.Hash != HashHost32 {
-		panic("codec: AddHash32 on a HashKey64 builder; use Add with the key")
+		panic("codec: AddHash32 needs Options.Hash == HashHost32 (a HashKey64 builder takes Add with the key)")
 	}
 	b.addHash(uint64(h))
 }
@@ -568,7 +574,9 @@ func growBytes(dst []byte, n int) (all, added []byte) {
 	return dst, dst[l:]
 }
 
-// Build is a convenience that encodes keys with the given options.
+// Build is a convenience that encodes keys with the given options: a new
+// Builder, Add for each key, Finish. Like Add it panics unless o.Hash is
+// HashKey64.
 func Build(keys [][]byte, o Options) []byte {
 	b := NewBuilder(o)
 	for _, k := range keys {

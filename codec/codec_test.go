@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -178,6 +179,92 @@ func TestHost32(t *testing.T) {
 	key64 := Build(keys, Options{})
 	if !MayContainHash32(key64, 12345) {
 		t.Fatal("HashHost32 lookup on a HashKey64 block must answer true")
+	}
+}
+
+// TestDecodedFilterHost32 checks the decoded Filter's methods against the
+// package-level lookups for both hash kinds: a store that Decodes its
+// Badger-style blocks once on load must be able to probe the Filter by the
+// host hash, and a lookup of the wrong kind must say maybe.
+func TestDecodedFilterHost32(t *testing.T) {
+	keys := testkeys.Random(20_000, 16, 5)
+	b := NewBuilder(Options{Hash: HashHost32})
+	hashes := make([]uint32, len(keys))
+	for i, k := range keys {
+		hashes[i] = uint32(keyhash.Hash(k))
+		b.AddHash32(hashes[i])
+	}
+	f, err := Decode(b.Finish(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hashes {
+		if !f.MayContainHash32(h) {
+			t.Fatalf("decoded HashHost32 filter: false negative for %#x", h)
+		}
+	}
+	rejected := 0
+	for i := range 20_000 {
+		h := uint32(keyhash.Hash([]byte{byte(i), byte(i >> 8), 'x'}))
+		if f.MayContainHash32(h) != MayContainHash32(f.block, h) {
+			t.Fatal("Filter.MayContainHash32 disagrees with MayContainHash32")
+		}
+		if !f.MayContainHash32(h) {
+			rejected++
+		}
+	}
+	if rejected == 0 {
+		t.Fatal("a decoded HashHost32 filter rejected no absent hash")
+	}
+	if !f.MayContain([]byte("anything")) {
+		t.Fatal("Filter.MayContain on a HashHost32 block must answer true")
+	}
+	g, err := Decode(Build(keys, Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !g.MayContainHash32(12345) {
+		t.Fatal("Filter.MayContainHash32 on a HashKey64 block must answer true")
+	}
+}
+
+// TestBuilderWrongHashKindPanicsClearly: Add on a builder whose
+// Options.Hash is not HashKey64 (HashHost32 or a value that is neither) and
+// AddHash32 on one whose Options.Hash is not HashHost32 are programming
+// errors; the panic must name the option to fix.
+func TestBuilderWrongHashKindPanicsClearly(t *testing.T) {
+	try := func(name string, call func()) {
+		t.Helper()
+		defer func() {
+			t.Helper()
+			r := recover()
+			if msg, _ := r.(string); !strings.Contains(msg, "Options.Hash") {
+				t.Errorf("%s: panic %v, want one naming Options.Hash", name, r)
+			}
+		}()
+		call()
+	}
+	try("Add on HashHost32", func() { NewBuilder(Options{Hash: HashHost32}).Add([]byte("k")) })
+	try("Add on an unknown kind", func() { NewBuilder(Options{Hash: 7}).Add([]byte("k")) })
+	try("AddHash32 on HashKey64", func() { NewBuilder(Options{}).AddHash32(1) })
+	try("AddHash32 on an unknown kind", func() { NewBuilder(Options{Hash: 7}).AddHash32(1) })
+}
+
+// TestUnknownVersionOptionBuildsDefault: Options.Version names no format
+// this package writes (3, -1): the builder writes FormatVersion, as
+// documented, and the block holds every key.
+func TestUnknownVersionOptionBuildsDefault(t *testing.T) {
+	keys := testkeys.Random(2_000, 16, 6)
+	for _, v := range []int{-1, 3, 99} {
+		block := Build(keys, Options{Version: v})
+		if info := mustInfo(t, block); info.Version != FormatVersion {
+			t.Errorf("Options.Version %d built version %d, want %d", v, info.Version, FormatVersion)
+		}
+		for _, k := range keys {
+			if !MayContain(block, k) {
+				t.Fatalf("Options.Version %d: false negative", v)
+			}
+		}
 	}
 }
 

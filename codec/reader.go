@@ -11,9 +11,10 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 )
 
-// MayContain reports whether key may be in the set the HashKey64 block was
-// built from. It reads the block in place: no copy, no allocation, any
-// alignment, safe for concurrent use. It answers false only when the block
+// MayContain reports whether key may be among the keys block was built
+// from (a block of hash kind HashKey64, the default: built with Add). It
+// reads the block in place: no copy, no allocation, any alignment, safe
+// for concurrent use. It answers false only when the block
 // is well formed and proves the key absent; for a block that is truncated,
 // malformed, of an unknown version or of another hash kind it answers true.
 //
@@ -39,8 +40,10 @@ func v1MayContain(block []byte, h uint64, kind HashKind) bool {
 	return hd.mayContain(block, position(h, kind, hd.seed))
 }
 
-// MayContainHash32 is MayContain for a HashHost32 block and the host's
-// 32-bit hash of the key.
+// MayContainHash32 is MayContain for a HashHost32 block (built with
+// AddHash32) and the host's 32-bit hash of the key. Like MayContain it reads
+// the block in place, allocates nothing, is safe for concurrent use, and
+// answers true for a block it cannot trust or of the other hash kind.
 func MayContainHash32(block []byte, h uint32) bool {
 	if maybe, ok := v2Lookup(block, uint64(h), HashHost32); ok {
 		return maybe
@@ -309,8 +312,16 @@ func bitsPerKey(size uint64, keys uint32) float64 {
 	return float64(size) * 8 / float64(keys)
 }
 
-// MayContain is the package-level MayContain on the decoded block.
+// MayContain is the package-level MayContain on the decoded block: for a
+// HashKey64 block (Info().Hash), whether key may be among its keys; a
+// HashHost32 block answers true (use MayContainHash32). A Filter is
+// read-only: any number of goroutines may query it at once.
 func (f *Filter) MayContain(key []byte) bool { return MayContain(f.block, key) }
+
+// MayContainHash32 is the package-level MayContainHash32 on the decoded
+// block: for a HashHost32 block, whether a key whose host hash is h may be
+// among its keys; a HashKey64 block answers true (use MayContain).
+func (f *Filter) MayContainHash32(h uint32) bool { return MayContainHash32(f.block, h) }
 
 // Info describes the filter.
 func (f *Filter) Info() Info { return f.info }

@@ -79,7 +79,7 @@ import (
 // index grows by adding segments, which
 // lookups probe in turn; a segment that its tables' removals have emptied
 // is dropped. Inserts go to the newest segment (relocating while it is
-// below idxNearFull, then into a free slot of an older one), and Replace
+// not nearly full, then into a free slot of an older one), and Replace
 // moves a key whose entries sit only in older segments into the newest
 // when it has room, so compactions drain older segments; entries of
 // tables no compaction touches stay where they are (an entry does not
@@ -113,7 +113,7 @@ import (
 //     between (a table's code lengthened, its entries rewritten), it reads
 //     again. So every entry it matched was written in a format its
 //     codebook knows.
-//     Where (2) or (3) would read again for the idxReadTries-th time, the
+//     Where (2) or (3) would read again for the eighth time, the
 //     lookup answers every table live in the codebook it loads then
 //     instead. T is live in every codebook published from before its
 //     entries were written until its removal (4), so T is named.
@@ -329,12 +329,17 @@ func (s *idxSegment) holds(ts []int) bool {
 // table codes included. A bucket of four w-bit slots is stored semi-sorted
 // in 4w−4 bits, so with one 32-bit counter per 256 buckets an entry costs
 // (4w − 4 + 0.125) / (4·load) bits, where load is what segments with m-bit
-// tags reliably reach (idxTagLoad). NewIndex takes the widest slot (each
-// bit halves the false candidates) that some tag width fits in the budget,
-// with the shortest such tag (more code bits, more tables with a code).
+// tags reliably reach (a constant of the package, which its tests check
+// segments reach; the README has the figures). NewIndex takes the widest
+// slot (each bit halves the false candidates) that some tag width fits in
+// the budget, with the shortest such tag (more code bits, more tables with
+// a code).
 // Slots are at least 10 bits (a 5-bit tag and up to 5 code bits, 31
-// tables), so smaller budgets are raised to what 10-bit slots cost; slots
-// are at most 16 bits.
+// tables), so smaller budgets (0, negative or NaN included) are raised to
+// what 10-bit slots cost; slots are at most 16 bits. A capacityHint below
+// one builds the smallest index, which grows as tables are added.
+//
+// Use the index NewIndex returns; the zero Index is not ready to use.
 func NewIndex(capacityHint int, bitsPerKey float64) *Index {
 	return newIndexSeeded(capacityHint, bitsPerKey, randomSeed())
 }
@@ -434,7 +439,12 @@ func (x *Index) newSegment(buckets uint64) *idxSegment {
 	}
 }
 
-// KeyHash is the hash AddTable expects for each key.
+// KeyHash is the hash AddTable, AddTables, Replace and LookupHash expect
+// for each key: xxhash64 of the key, unseeded, so it is the same in every
+// process and may be stored beside a table and read back at Open (each
+// index mixes its own secret seed into it). A store whose tables are keyed
+// by version (MVCC) passes the user key, so that the versions of one key
+// in a table repeat one hash and take one entry.
 func KeyHash(key []byte) uint64 { return keyhash.Hash(key) }
 
 // probe is a key's position in the index: its mixed hash, tag, and the
@@ -561,10 +571,13 @@ func (x *Index) swap(s *idxSegment, i uint32, old, new uint32) bool {
 }
 
 // Lookup appends to dst the IDs of the tables that may hold key, newest
-// first, and returns the extended slice. A table whose Add returned before
-// the call and that has not been removed is always among them if it holds
-// key. Safe for concurrent use with everything; takes no lock and never
-// waits for a writer (see Index); allocation-free when dst has room.
+// first, and returns the extended slice. A table added before the call
+// (its AddTable, AddTables or Replace returned) and not removed since is
+// always among them if it holds key. Other tables appear as false
+// candidates, at the rate the slot width buys, and every table is named
+// when the lookup keeps meeting writers (IndexStats.Contended). Safe for
+// concurrent use with everything; takes no lock and never waits for a
+// writer (see Index); allocation-free when dst has room.
 func (x *Index) Lookup(key []byte, dst []uint64) []uint64 {
 	return x.LookupHash(keyhash.Hash(key), dst)
 }
@@ -783,6 +796,11 @@ var (
 
 // AddTable adds the keys of a new table (each given by KeyHash), as the
 // newest table. Repeated hashes (versions of one key) take one entry.
+// An id already in the index is an error wrapping ErrTableExists, and
+// adds nothing; any other id, 0 included, is valid. Writer calls (AddTable,
+// AddTables, Replace, RemoveTable, RemoveTables) may come from any
+// goroutines: they are serialised by the index's mutex, and Lookups run
+// beside them without waiting.
 func (x *Index) AddTable(id uint64, hashes []uint64) error {
 	x.mu.Lock()
 	defer x.unlock()
@@ -798,8 +816,9 @@ func (x *Index) AddTable(id uint64, hashes []uint64) error {
 // in that order). Each table's code length is chosen knowing all of them,
 // so a store that opens with many tables does not give the first ones
 // short codes that the later ones must then lengthen, with a pass over the
-// index each time. An ID already present, or repeated, is an error and
-// adds nothing.
+// index each time. An ID already present, or repeated, is an error
+// wrapping ErrTableExists, and adds nothing; so does len(ids) !=
+// len(hashes), an error of its own.
 func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 	x.mu.Lock()
 	defer x.unlock()
@@ -882,7 +901,8 @@ func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 	return nil
 }
 
-// RemoveTable removes every entry of table id, and nothing else.
+// RemoveTable removes every entry of table id, and nothing else. An id
+// not in the index is an error wrapping ErrNoTable.
 func (x *Index) RemoveTable(id uint64) error {
 	x.mu.Lock()
 	defer x.unlock()
@@ -896,7 +916,8 @@ func (x *Index) RemoveTable(id uint64) error {
 
 // RemoveTables removes every entry of the given tables, and nothing else,
 // in one pass over the index (RemoveTable costs a pass per table). An
-// unknown ID is an error and removes nothing.
+// unknown or repeated ID is an error wrapping ErrNoTable and removes
+// nothing.
 func (x *Index) RemoveTables(ids ...uint64) error {
 	x.mu.Lock()
 	defer x.unlock()
@@ -931,6 +952,12 @@ func (x *Index) RemoveTables(ids ...uint64) error {
 // A store that still lets Gets read the inputs (views opened before the
 // compaction) must therefore treat "merged is named" as "each input may
 // hold the key".
+//
+// merged must be a new ID: one already in the index (an input's included)
+// is an error wrapping ErrTableExists; an input not in the index, or
+// named twice, is an error wrapping ErrNoTable. Either changes nothing.
+// With no inputs, Replace adds merged as the newest table, as AddTable
+// does.
 func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64) error {
 	x.mu.Lock()
 	defer x.unlock()
@@ -1257,7 +1284,9 @@ func (x *Index) recode(inputs []int, t int, hashes, dropped []uint64) {
 	})
 }
 
-// HasTable reports whether table id is in the index.
+// HasTable reports whether table id is in the index. Safe for concurrent
+// use; unlike Lookup, it takes the writers' mutex, so it waits for a writer
+// call in progress.
 func (x *Index) HasTable(id uint64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -1265,7 +1294,8 @@ func (x *Index) HasTable(id uint64) bool {
 	return ok
 }
 
-// Tables returns the number of tables in the index.
+// Tables returns the number of tables in the index. Safe for concurrent
+// use; it waits for a writer call in progress, as HasTable does.
 func (x *Index) Tables() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -1992,7 +2022,10 @@ type IndexStats struct {
 	Contended int64
 }
 
-// Stats reads the index's size; safe for concurrent use.
+// Stats reads the index's size. Safe for concurrent use; it takes the
+// writers' mutex (it waits for a writer call in progress, a long Replace
+// say) and visits every segment's counters and the codebook, so call it
+// for reporting, not on a Get's path.
 func (x *Index) Stats() IndexStats {
 	x.mu.Lock()
 	defer x.mu.Unlock()

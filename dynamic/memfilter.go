@@ -132,7 +132,9 @@ type memSegment struct {
 }
 
 // NewMemFilter returns a filter sized so that capacityHint distinct keys fit
-// without growing.
+// without growing; a hint below one gives the smallest filter, which grows
+// as keys come. Use the filter it returns: the zero MemFilter is not ready
+// to use, and a MemFilter must not be copied (go vet reports copies).
 func NewMemFilter(capacityHint int) *MemFilter {
 	// Small tables place less reliably at high load (a few buckets' worth
 	// of bad luck is a large fraction of them): give them a bucket or two
@@ -281,8 +283,8 @@ func (f *MemFilter) stashHas(x uint64, used int) bool {
 // would delete the other's only entry, a false negative. A memtable is
 // immutable once flushed; its filter is dropped with it.
 //
-// Add's time is bounded whatever the keys: at most memMaxAttempts bounded
-// relocation searches per segment it tries, one sampled load estimate, and
+// Add's time is bounded whatever the keys: at most 16 bounded relocation
+// searches per segment it tries, one sampled load estimate, and
 // one stash reservation; the number of segments is logarithmic in the
 // number of distinct keys (see the type's documentation).
 func (f *MemFilter) Add(key []byte) { f.addHash(keyhash.Hash(key)) }

@@ -251,6 +251,27 @@ func TestMemFilterHintFits(t *testing.T) {
 	}
 }
 
+// TestMemFilterHintBelowOne: a capacity hint of zero or less (a memtable
+// that does not know its size) gives the smallest filter, which grows and
+// finds every key added.
+func TestMemFilterHintBelowOne(t *testing.T) {
+	for _, hint := range []int{0, -1, -1 << 40} {
+		f := NewMemFilter(hint)
+		keys := testkeys.Random(20_000, 16, 300)
+		for _, k := range keys {
+			f.Add(k)
+		}
+		for _, k := range keys {
+			if !f.MayContain(k) {
+				t.Fatalf("hint %d: false negative", hint)
+			}
+		}
+		if st := f.Stats(); st.Segments < 2 || st.Saturated {
+			t.Fatalf("hint %d: %+v, want a grown, unsaturated filter", hint, st)
+		}
+	}
+}
+
 // TestMemFilterMayContainNoAlloc: MayContain is documented allocation-free,
 // on a grown filter and with keys in the stash too.
 func TestMemFilterMayContainNoAlloc(t *testing.T) {

@@ -118,7 +118,8 @@ type Options struct {
 	// TolerateCorruptedTailRecords (see WALRecoveryMode).
 	WALRecovery WALRecoveryMode
 	// FS is the filesystem every file goes through; nil is the operating
-	// system's. Tests put a fault-injecting one here.
+	// system's. Tests put a fault-injecting one here. Its type lives in
+	// kvdemo/internal/vfs, so only this module can set it: leave it nil.
 	FS vfs.FS
 
 	// noIdleRebuild: tests that count index rebuilds turn off the one an

@@ -388,3 +388,35 @@ func TestBadgerFilterFPROutsideRange(t *testing.T) {
 		t.Errorf("fpr 0.001: %d bytes, not above the default filter's %d", len(tight), def)
 	}
 }
+
+// TestBadgerFilterFromCodecBuilder: a Badger store that builds its filters
+// with package codec alone (HashHost32, AddHash32), so as not to import
+// Pebble through this package, writes blocks that BadgerFilter reads, of
+// the size NewBadgerFilter gives, and that codec.MayContainHash32 answers
+// as BadgerFilter does.
+func TestBadgerFilterFromCodecBuilder(t *testing.T) {
+	tbl, hashes := badgerTable(t, 20_000, func(i int) int { return 1 + i%3 }, 0)
+	b := codec.NewBuilder(codec.Options{Hash: codec.HashHost32, BitsPerKey: 10})
+	for _, h := range hashes {
+		b.AddHash32(h)
+	}
+	block := b.Finish(nil)
+	f := BadgerFilter(block)
+	if want := len(NewBadgerFilter(hashes, 10)); len(block) != want {
+		t.Errorf("codec-built block of %d bytes, NewBadgerFilter %d", len(block), want)
+	}
+	it := tbl.NewIterator(0)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		user := y.ParseKey(it.Key())
+		if !f.MayContainKey(user) || !codec.MayContainHash32(block, y.Hash(user)) {
+			t.Fatalf("codec-built block: false negative for %q", user)
+		}
+	}
+	for i := 1; i < 20_000; i += 2 {
+		h := y.Hash(badgerUserKey(i))
+		if f.MayContain(h) != codec.MayContainHash32(block, h) {
+			t.Fatalf("BadgerFilter and codec.MayContainHash32 disagree on %q", badgerUserKey(i))
+		}
+	}
+}

@@ -15,8 +15,9 @@
 // the policies of Options.Levels itself when it opens a store; a store
 // whose tables were written with other budgets must have them registered
 // too (RegisterPolicies), or those tables are read without filters, which
-// is correct but slower. PolicyFromName turns a name back into its policy,
-// for pebble.ParseHooks.NewFilterPolicy.
+// is correct but slower. PolicyFromName turns a name back into its policy;
+// ParseFilterPolicy, with the signature of pebble.ParseHooks.NewFilterPolicy,
+// does the same for the names in an OPTIONS file, "none" included.
 //
 // SetLevelPolicies spends a bits-per-key average unevenly over the levels,
 // more on the small upper ones, to minimise the tables read in vain per
@@ -36,6 +37,10 @@
 // builder collects, and BadgerFilter answers MayContain(hash) and
 // MayContainKey(key) exactly where y.Filter does, for a store that embeds
 // Badger's table format and decides where filters are built and probed.
+// This package also holds the Pebble policy, so importing it links Pebble;
+// a Badger store that wants none of Pebble builds the same bytes with
+// package codec alone (Options.Hash = codec.HashHost32, Builder.AddHash32,
+// codec.MayContainHash32): a BadgerFilter is exactly such a block.
 //
 // # Memtables
 //

@@ -10,8 +10,9 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/levelfit"
 )
 
-// numLevels is Pebble's level count, L0..L6.
-const numLevels = 7
+// NumLevels is Pebble's level count, L0 to L6: the length of
+// pebble.Options.Levels and of the budgets LevelBudgets returns.
+const NumLevels = len(pebble.Options{}.Levels)
 
 // The grid of budgets LevelBudgets chooses from. The search spends budgets
 // up to levelBudgetMax, where the filter has reached its widest (16-bit)
@@ -48,7 +49,7 @@ func levelBudgetFloor(avg float64) float64 {
 type LevelShape struct {
 	// Keys is the number of keys on each level, L0..L6, in any unit shared
 	// by all levels (bytes serve when entries are alike in size).
-	Keys [numLevels]float64
+	Keys [NumLevels]float64
 	// L0Runs is how many L0 tables a lookup may consult: L0 sublevels each
 	// hold a sorted run, and a point lookup checks one table per sublevel
 	// that covers its key. Values below 1 count as 1.
@@ -74,8 +75,8 @@ func ModelLevelShape(opts *pebble.Options) LevelShape {
 	o.EnsureDefaults()
 	mult := float64(max(o.Experimental.LevelMultiplier, 2))
 	var s LevelShape
-	s.Keys[numLevels-1] = 1
-	for l := numLevels - 2; l >= 1; l-- {
+	s.Keys[NumLevels-1] = 1
+	for l := NumLevels - 2; l >= 1; l-- {
 		s.Keys[l] = s.Keys[l+1] / mult
 	}
 	runs := float64(max(o.L0CompactionThreshold, 1))
@@ -144,12 +145,12 @@ const modelKeys = 100_000
 // registers whatever the average, so a store reopened under another
 // average or shape still reads every table with its filter.
 // It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
-func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [numLevels]float64 {
+func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
 	if !pebbleValidBitsPerKey(avgBitsPerKey) {
 		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", avgBitsPerKey, MinBitsPerKey, MaxBitsPerKey))
 	}
 	uniform := levelBudgetFloor(avgBitsPerKey)
-	var out [numLevels]float64
+	var out [NumLevels]float64
 	for l := range out {
 		out[l] = uniform
 	}
@@ -187,7 +188,8 @@ const levelBudgetUnits = 8192
 // LevelBudgets(ModelLevelShape(opts), avgBitsPerKey): set LevelMultiplier,
 // LBaseMaxBytes, MemTableSize and L0CompactionThreshold before calling it.
 // Only Levels[i].FilterPolicy and Filters are written; the levels' other
-// options stay as they are.
+// options stay as they are. It panics, writing nothing, unless
+// MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey, as NewPolicy does.
 //
 // It registers in opts.Filters the policy of every budget it can ever
 // choose (a grid of half bits from MinBitsPerKey to MaxBitsPerKey; an
@@ -214,7 +216,7 @@ const levelBudgetUnits = 8192
 // tools, not a configuration Pebble loads: reopening a store never
 // restores filter policies from it. A user must run SetLevelPolicies (or
 // SetLevelBudgets) on every Open; a tool that parses OPTIONS should map
-// names back with PolicyFromName in pebble.ParseHooks.NewFilterPolicy; and
+// names back with ParseFilterPolicy as pebble.ParseHooks.NewFilterPolicy; and
 // the truth about which filter a table carries is in its properties
 // (DB.SSTables with pebble.WithProperties: FilterPolicyName), not in
 // OPTIONS.
@@ -230,10 +232,14 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 // SetLevelBudgets sets Levels[i].FilterPolicy to NewPolicy(budgets[i]) and
 // registers those policies and every budget LevelBudgets can return (half
 // bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
-// budget, as NewPolicy does.
-func SetLevelBudgets(opts *pebble.Options, budgets [numLevels]float64) {
+// budget, as NewPolicy does, before writing anything into opts.
+func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
+	var policies [NumLevels]Policy
 	for l, b := range budgets {
-		opts.Levels[l].FilterPolicy = NewPolicy(b)
+		policies[l] = NewPolicy(b) // all checked before opts changes
+	}
+	for l, p := range policies {
+		opts.Levels[l].FilterPolicy = p
 	}
 	RegisterPolicies(opts, budgets[:]...)
 	RegisterPolicies(opts, levelBudgetNames()...)

@@ -21,7 +21,7 @@ import (
 
 // modelCost is the expected number of tables an absent-key lookup reads in
 // vain under budgets b, on the FPR model.
-func modelCost(s LevelShape, b [numLevels]float64) float64 {
+func modelCost(s LevelShape, b [NumLevels]float64) float64 {
 	var c float64
 	for l, k := range s.Keys {
 		if k <= 0 {
@@ -36,7 +36,7 @@ func modelCost(s LevelShape, b [numLevels]float64) float64 {
 	return c
 }
 
-func weightedAvg(s LevelShape, b [numLevels]float64) float64 {
+func weightedAvg(s LevelShape, b [NumLevels]float64) float64 {
 	var sum, tot float64
 	for l, k := range s.Keys {
 		if k > 0 {
@@ -97,7 +97,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 			if got := weightedAvg(s, b); got > avg+1e-9 || got < avg-levelBudgetStep {
 				t.Errorf("%s avg %v: spends %.4f bits/key: %v", name, avg, got, b)
 			}
-			var uniform [numLevels]float64
+			var uniform [NumLevels]float64
 			for l := range uniform {
 				uniform[l] = avg
 			}
@@ -107,7 +107,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 			// In a Pebble-shaped tree (keys per run grow with depth) the
 			// budgets never grow toward L6.
 			if name == "default" || strings.HasPrefix(name, "multiplier") {
-				for l := 1; l < numLevels; l++ {
+				for l := 1; l < NumLevels; l++ {
 					if b[l] > b[l-1] {
 						t.Errorf("%s avg %v: L%d gets %v > L%d's %v", name, avg, l, b[l], l-1, b[l-1])
 					}
@@ -119,7 +119,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 	// gives up a little and every upper level gains a lot.
 	s := ModelLevelShape(&pebble.Options{})
 	b := LevelBudgets(s, 10)
-	var u [numLevels]float64
+	var u [NumLevels]float64
 	for l := range u {
 		u[l] = 10
 	}
@@ -146,11 +146,11 @@ func TestLevelBudgetsNearOptimal(t *testing.T) {
 		}
 		for _, avg := range []float64{6, 8, 10, 13} {
 			best := math.Inf(1)
-			var bestB [numLevels]float64
+			var bestB [NumLevels]float64
 			for _, x := range grid {
 				for _, y := range grid {
 					for _, z := range grid {
-						var b [numLevels]float64
+						var b [NumLevels]float64
 						b[pop[0]], b[pop[1]], b[pop[2]] = x, y, z
 						if weightedAvg(s, b) > avg+1e-9 {
 							continue
@@ -229,6 +229,49 @@ func TestSetLevelPoliciesKeepsOtherOptions(t *testing.T) {
 	// The caller's other options are not defaulted behind their back.
 	if o.Comparer != nil || o.Cache != nil || o.MemTableSize != 0 {
 		t.Error("SetLevelPolicies filled in unrelated defaults")
+	}
+}
+
+// TestSetLevelBudgetsInvalidWritesNothing: a configuration error panics
+// before opts changes, so a caller that recovers (a config reloader, say)
+// is not left with some levels on the new budgets and some on the old.
+func TestSetLevelBudgetsInvalidWritesNothing(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(o *pebble.Options)
+	}{
+		{"SetLevelBudgets with a budget below the range", func(o *pebble.Options) {
+			SetLevelBudgets(o, [NumLevels]float64{12, 12, 12, 12, MinBitsPerKey - 1, 10, 9})
+		}},
+		{"SetLevelBudgets with NaN on L6", func(o *pebble.Options) {
+			SetLevelBudgets(o, [NumLevels]float64{12, 12, 12, 12, 12, 10, math.NaN()})
+		}},
+		{"SetLevelPolicies with an average above the range", func(o *pebble.Options) {
+			SetLevelPolicies(o, MaxBitsPerKey+1)
+		}},
+	} {
+		o := &pebble.Options{}
+		o.Levels[0].FilterPolicy = NewPolicy(10)
+		o.Filters = map[string]pebble.FilterPolicy{"before": NewPolicy(10)}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", c.name)
+				}
+			}()
+			c.set(o)
+		}()
+		if o.Levels[0].FilterPolicy != pebble.FilterPolicy(NewPolicy(10)) {
+			t.Errorf("%s: L0 policy changed to %v", c.name, o.Levels[0].FilterPolicy)
+		}
+		for l := 1; l < NumLevels; l++ {
+			if o.Levels[l].FilterPolicy != nil {
+				t.Errorf("%s: L%d policy set to %v", c.name, l, o.Levels[l].FilterPolicy)
+			}
+		}
+		if len(o.Filters) != 1 {
+			t.Errorf("%s: Filters changed (%d entries)", c.name, len(o.Filters))
+		}
 	}
 }
 
@@ -350,7 +393,7 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 		// Flushes write L0 afresh, and the bottom level is written mostly by
 		// compactions into it; a level between may hold only tables that
 		// moves brought down from above.
-		if (level == 0 || level == numLevels-1) && len(ts) > 0 && exact == 0 {
+		if (level == 0 || level == NumLevels-1) && len(ts) > 0 && exact == 0 {
 			t.Errorf("L%d: none of %d tables carries the level's own policy %s", level, len(ts), o.Levels[level].FilterPolicy.Name())
 		}
 		if level == 0 && exact != len(ts) {
@@ -458,7 +501,7 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 		s.L0Runs = float64(r.IntN(12))
 		avg := MinBitsPerKey + r.Float64()*40
 		b := LevelBudgets(s, avg)
-		var uniform [numLevels]float64
+		var uniform [NumLevels]float64
 		for l := range b {
 			if !pebbleValidBitsPerKey(b[l]) {
 				t.Fatalf("case %d: L%d budget %v (shape %v, avg %v)", i, l, b[l], s, avg)
@@ -468,7 +511,7 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 			}
 			uniform[l] = levelBudgetFloor(avg)
 		}
-		if s.Keys == ([numLevels]float64{}) {
+		if s.Keys == ([NumLevels]float64{}) {
 			continue
 		}
 		if got := weightedAvg(s, b); got > avg*(1+1e-9) {
@@ -490,9 +533,9 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 func TestLevelBudgetsAlwaysRegistered(t *testing.T) {
 	shapes := []LevelShape{
 		ModelLevelShape(&pebble.Options{}),
-		{Keys: [numLevels]float64{6: 1}},
-		{Keys: [numLevels]float64{0: 1, 6: 100}, L0Runs: 4},
-		{Keys: [numLevels]float64{3: 5, 4: 50, 5: 500, 6: 5000}},
+		{Keys: [NumLevels]float64{6: 1}},
+		{Keys: [NumLevels]float64{0: 1, 6: 100}, L0Runs: 4},
+		{Keys: [NumLevels]float64{3: 5, 4: 50, 5: 500, 6: 5000}},
 		{},
 	}
 	avgs := []float64{4, 4.2, 7, 9.75, 10, 10.3, 12.2, 15.9, 31.9, 32, 33.3, 40, 63.7, 64}
@@ -505,7 +548,7 @@ func TestLevelBudgetsAlwaysRegistered(t *testing.T) {
 		o := &pebble.Options{}
 		SetLevelPolicies(o, now)
 		o2 := &pebble.Options{}
-		SetLevelBudgets(o2, LevelBudgets(LevelShape{Keys: [numLevels]float64{6: 1}}, now))
+		SetLevelBudgets(o2, LevelBudgets(LevelShape{Keys: [NumLevels]float64{6: 1}}, now))
 		later = append(later, config{fmt.Sprintf("SetLevelPolicies(%v)", now), o},
 			config{fmt.Sprintf("SetLevelBudgets(L6-only shape, %v)", now), o2})
 	}
@@ -627,7 +670,7 @@ func TestOptionsFiltersNotWrittenInPlace(t *testing.T) {
 		{"RegisterPolicies", func(o *pebble.Options) { RegisterPolicies(o, 12, 16) }},
 		{"SetLevelPolicies", func(o *pebble.Options) { SetLevelPolicies(o, 12) }},
 		{"SetLevelBudgets", func(o *pebble.Options) {
-			SetLevelBudgets(o, LevelBudgets(LevelShape{Keys: [numLevels]float64{0, 0, 0, 0, 1, 10, 100}}, 12))
+			SetLevelBudgets(o, LevelBudgets(LevelShape{Keys: [NumLevels]float64{0, 0, 0, 0, 1, 10, 100}}, 12))
 		}},
 		{"ModelLevelShape", func(o *pebble.Options) { ModelLevelShape(o) }},
 	} {
@@ -751,5 +794,66 @@ func TestReadmeLevelBudgets(t *testing.T) {
 	if !strings.Contains(text, want) {
 		i := strings.Index(text, "at 10 bits/key on a full tree")
 		t.Errorf("README.md should say %q; it says %q", want, text[max(i, 0):min(max(i, 0)+len(want)+10, len(text))])
+	}
+}
+
+// TestLeavingLevelPoliciesKeepsOldFilters: a store that leaves per-level
+// budgets for one budget everywhere keeps reading the tables written under
+// the per-level budgets with their filters if it sets the uniform budget
+// with SetLevelBudgets (as the README advises), and silently loses them if
+// it sets Levels[0].FilterPolicy alone: the case the advice is for.
+func TestLeavingLevelPoliciesKeepsOldFilters(t *testing.T) {
+	dir := t.TempDir()
+	o := &pebble.Options{Logger: testLogger{}}
+	SetLevelPolicies(o, 10)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4000; i += 2 {
+		if err := db.Set(fmt.Appendf(nil, "k%06d", i), []byte("v"), pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil { // one L0 table, under L0's budget
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l0 := o.Levels[0].FilterPolicy.Name()
+	if l0 == NewPolicy(10).Name() {
+		t.Fatalf("L0's per-level budget is the uniform one (%s): the test shows nothing", l0)
+	}
+	rejections := func(o *pebble.Options) int64 {
+		t.Helper()
+		db, err := pebble.Open(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for i := 1; i < 4000; i += 2 {
+			if _, _, err := db.Get(fmt.Appendf(nil, "k%06d", i)); err != pebble.ErrNotFound {
+				t.Fatalf("absent key: %v", err)
+			}
+		}
+		for i := 0; i < 4000; i += 200 {
+			_, closer, err := db.Get(fmt.Appendf(nil, "k%06d", i))
+			if err != nil {
+				t.Fatalf("present key k%06d: %v", i, err)
+			}
+			closer.Close()
+		}
+		return db.Metrics().Filter.Hits
+	}
+	uniform := &pebble.Options{Logger: testLogger{}}
+	SetLevelBudgets(uniform, [NumLevels]float64{10, 10, 10, 10, 10, 10, 10})
+	if hits := rejections(uniform); hits < 1900 {
+		t.Errorf("SetLevelBudgets(uniform 10): the %s table's filter ruled out %d of 2000 absent keys", l0, hits)
+	}
+	alone := &pebble.Options{Logger: testLogger{}}
+	alone.Levels[0].FilterPolicy = NewPolicy(10)
+	if hits := rejections(alone); hits != 0 {
+		t.Errorf("Levels[0] = NewPolicy(10) alone: %d rejections from a table carrying %s, which it does not register", hits, l0)
 	}
 }

@@ -145,7 +145,11 @@ func (p Policy) MayContain(ftype pebble.FilterType, filter, key []byte) bool {
 	return codec.MayContain(filter, key)
 }
 
-// NewWriter returns a writer for one table's filter. Pebble has a single
+// NewWriter returns a writer for one table's filter: it keeps 8 bytes per
+// distinct key until Finish, which resets it for reuse, and like the
+// codec.Builder under it is not safe for concurrent use (Pebble gives each
+// table writer its own). NewWriter itself is safe for concurrent use.
+// Pebble has a single
 // filter type; for any other value the same table writer is returned
 // rather than a panic (which, inside a compaction, would take the whole
 // process down), and MayContain answers true for that type, so such
@@ -178,9 +182,10 @@ func (w *pebbleWriter) Finish(dst []byte) []byte { return w.b.Finish(dst) }
 // ("bpk=10.0") are rejected because no policy writes them: registering a
 // policy under a name Pebble never looks up would only hide a mistake.
 //
-// Use it where Pebble hands you a name: in pebble.ParseHooks.NewFilterPolicy
-// when parsing an OPTIONS file, or to turn a list of names found in a
-// store's tables into Options.Filters entries.
+// Use it where Pebble hands you a name: to turn a list of names found in a
+// store's tables into Options.Filters entries, or, through
+// ParseFilterPolicy, in pebble.ParseHooks.NewFilterPolicy when parsing an
+// OPTIONS file.
 func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
 	for _, v := range pebbleFormats {
 		num, ok := strings.CutPrefix(name, pebbleNamePrefix(v))
@@ -198,6 +203,31 @@ func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
 		return p, true
 	}
 	return nil, false
+}
+
+// ParseFilterPolicy has the signature of pebble.ParseHooks.NewFilterPolicy,
+// so that Options.Parse can turn the filter_policy lines of an OPTIONS file
+// back into policies:
+//
+//	hooks := &pebble.ParseHooks{NewFilterPolicy: tablefilter.ParseFilterPolicy}
+//	err := opts.Parse(optionsFileText, hooks)
+//
+// It returns the lsmcuckoo policy of that name (PolicyFromName), and
+// pebble.NoFilterPolicy for "none", the name Pebble records for a level
+// without a filter (L0 by default, or a level set to NoFilterPolicy).
+// Any other name is an error naming it: a store that also runs another
+// family, such as Pebble's bloom filter (whose name does not record its
+// bits per key), wraps this function and handles those names first.
+// (Pebble v2.1.7's Parse also needs ParseHooks.NewComparer when the file
+// names a comparer other than Pebble's default.)
+func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
+	if p, ok := PolicyFromName(name); ok {
+		return p, nil
+	}
+	if name == pebble.NoFilterPolicy.Name() {
+		return pebble.NoFilterPolicy, nil
+	}
+	return nil, fmt.Errorf("tablefilter: %q is not a filter policy name this package writes (lsmcuckoo.v1.bpk=<bits> or lsmcuckoo.v2.bpk=<bits>) nor %q", name, pebble.NoFilterPolicy.Name())
 }
 
 // RegisterPolicies adds to o.Filters, for each budget, a policy under its

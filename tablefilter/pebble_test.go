@@ -1361,3 +1361,29 @@ func FuzzPolicyFromName(f *testing.F) {
 		}
 	})
 }
+
+// TestParseFilterPolicy: every name a Policy writes parses back to that
+// policy, "none" to pebble.NoFilterPolicy, and any other name (another
+// family's, a non-canonical number, a budget out of range) is an error
+// that names it.
+func TestParseFilterPolicy(t *testing.T) {
+	for _, p := range []Policy{NewPolicy(10), NewPolicy(9.5), NewV1Policy(16), NewPolicy(MinBitsPerKey), NewPolicy(MaxBitsPerKey)} {
+		got, err := ParseFilterPolicy(p.Name())
+		if err != nil || got != pebble.FilterPolicy(p) {
+			t.Errorf("ParseFilterPolicy(%q) = %v, %v; want %v", p.Name(), got, err, p)
+		}
+	}
+	if got, err := ParseFilterPolicy("none"); err != nil || got != pebble.NoFilterPolicy {
+		t.Errorf(`ParseFilterPolicy("none") = %v, %v; want pebble.NoFilterPolicy`, got, err)
+	}
+	for _, name := range []string{"", "rocksdb.BuiltinBloomFilter", "lsmcuckoo.v2.bpk=10.0", "lsmcuckoo.v2.bpk=3", "lsmcuckoo.v3.bpk=10", "None"} {
+		got, err := ParseFilterPolicy(name)
+		if err == nil || got != nil {
+			t.Errorf("ParseFilterPolicy(%q) = %v, %v; want an error", name, got, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), fmt.Sprintf("%q", name)) {
+			t.Errorf("ParseFilterPolicy(%q): error %q does not name it", name, err)
+		}
+	}
+}
