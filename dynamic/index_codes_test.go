@@ -17,6 +17,7 @@ import (
 // newest first, and every bucket is canonical. Then half of the tables are
 // merged into one, and each key names a table holding it.
 func TestIndexAddTablesBeyondCodes(t *testing.T) {
+	skipUnderRace(t)
 	for bits := 8; bits <= 17; bits++ {
 		for _, tiny := range []bool{false, true} {
 			t.Run(fmt.Sprintf("bits=%d/tiny=%v", bits, tiny), func(t *testing.T) {

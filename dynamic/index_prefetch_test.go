@@ -117,11 +117,12 @@ func TestIndexPrefetchBatchEdges(t *testing.T) {
 // each step of every Replace, with every segment prefetched and segments
 // capped at 16 buckets.
 func TestIndexPrefetchCappedModel(t *testing.T) {
+	skipUnderRace(t)
 	withPrefetchedCappedSegments(16, func() {
-		for bits := 8; bits <= 17; bits++ {
-			t.Run(fmt.Sprintf("bits=%d", bits), func(t *testing.T) {
-				testModel(t, float64(bits), 3, 150)
-				testOverwriteHistory(t, float64(bits), uint32(bits)*17, 40)
+		for _, bits := range everyIndexShape() {
+			t.Run(fmt.Sprintf("bits=%v", bits), func(t *testing.T) {
+				testModel(t, bits, 3, 150)
+				testOverwriteHistory(t, bits, uint32(bits)*17, 40)
 			})
 		}
 	})

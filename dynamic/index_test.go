@@ -494,6 +494,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 // holding it, and every key of the other tables its table. Some keys are
 // dropped by the merge (a tombstone at the oldest end).
 func TestIndexReplaceSharedEntries(t *testing.T) {
+	skipUnderRace(t)
 	for _, bits := range []float64{10, 14} {
 		for seed := uint32(1); seed <= 3; seed++ {
 			testReplaceShared(t, bits, seed, 3000)
