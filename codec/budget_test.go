@@ -102,7 +102,7 @@ func TestRepeatsAnyOrderKeepBudget(t *testing.T) {
 			}
 		}
 	}
-	// The same through 32-bit host hashes (a BadgerFilter built from hashes
+	// The same through 32-bit host hashes (a badgerfilter.Filter built from hashes
 	// collected in another order than the table's).
 	b := NewBuilder(Options{Hash: HashHost32, BitsPerKey: 10})
 	for r := range 50 {

@@ -82,7 +82,7 @@ func ExampleMayContain_damaged() {
 // A host that hands filters only a 32-bit hash of each key (Badger's
 // y.Hash on its read path, here FNV-1a for the sake of the example)
 // builds a HashHost32 block and probes it by that hash. This is what
-// tablefilter.BadgerFilter does, without importing Badger or Pebble.
+// badgerfilter.Filter does, without importing Badger or Pebble.
 func ExampleBuilder_AddHash32() {
 	hash := func(key []byte) uint32 {
 		h := fnv.New32a()

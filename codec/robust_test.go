@@ -517,7 +517,7 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 
 // TestHugeBudgetBounded: a budget is a configuration value, and one far
 // past anything useful (a mistyped 1e6, an int meant as bytes passed to
-// tablefilter.NewBadgerFilter) must not turn into unbounded memory: past
+// badgerfilter.New) must not turn into unbounded memory: past
 // 16-bit fingerprints at the lowest load the builder plans (minLoad),
 // further bits buy nothing, and the block stops growing there. Before the
 // cap, version 2 spent whatever it was given (1e5 bits/key for 1000 keys,

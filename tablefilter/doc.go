@@ -1,8 +1,7 @@
-// Package tablefilter plugs lsmcuckoo's filters into LSM key-value stores:
-// a per-table filter for Pebble and one shaped like Badger's. The
-// per-table filters are thin
-// adapters over package codec, which builds, encodes and reads the blocks;
-// nothing here changes what a block means.
+// Package tablefilter plugs lsmcuckoo's per-table filter into Pebble: a
+// pebble.FilterPolicy, a thin adapter over package codec, which builds,
+// encodes and reads the blocks; nothing here changes what a block means.
+// Its subpackage badgerfilter does the same for Badger's table format.
 //
 // # Pebble
 //
@@ -32,15 +31,9 @@
 //
 // # Badger
 //
-// Badger v4 has no hook to replace its bloom filter. NewBadgerFilter builds
-// a drop-in for its y.Filter from the same 32-bit hashes Badger's table
-// builder collects, and BadgerFilter answers MayContain(hash) and
-// MayContainKey(key) exactly where y.Filter does, for a store that embeds
-// Badger's table format and decides where filters are built and probed.
-// This package also holds the Pebble policy, so importing it links Pebble;
-// a Badger store that wants none of Pebble builds the same bytes with
-// package codec alone (Options.Hash = codec.HashHost32, Builder.AddHash32,
-// codec.MayContainHash32): a BadgerFilter is exactly such a block.
+// The filter for stores built on Badger's table format is package
+// tablefilter/badgerfilter, so that a Pebble store does not link Badger
+// and a Badger store does not link Pebble.
 //
 // # Memtables
 //
@@ -56,9 +49,6 @@
 // hash kind, a filter type they do not know. They never allocate, never
 // retain the block, and are safe for concurrent use. A bit flipped inside a
 // block's buckets is not visible to a lookup (it would take a checksum pass
-// over the block per probe) and can turn a present key absent. Pebble's
-// block checksum catches it when the block is read from disk; a store that
-// keeps BadgerFilters should do as Badger does with the table index that
-// holds its bloom filter (checksum it and verify on open), or verify each
-// block once with codec.Decode, which checks the block's own CRC-32C.
+// over the block per probe) and can turn a present key absent; Pebble's
+// block checksum catches it when the block is read from disk.
 package tablefilter

@@ -1,4 +1,4 @@
-package tablefilter
+package badgerfilter
 
 import (
 	"github.com/dgraph-io/badger/v4/y"
@@ -6,7 +6,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 )
 
-// BadgerFilter is a per-table filter with the shape of Badger's y.Filter: a
+// Filter is a per-table filter with the shape of Badger's y.Filter: a
 // byte slice built from the same 32-bit key hashes Badger's table builder
 // collects, answering the same two questions. Badger (v4) has no hook to
 // replace its bloom filter, so "compatible" means a store that embeds
@@ -15,9 +15,9 @@ import (
 //
 // The bytes are an lsmcuckoo block of hash kind codec.HashHost32; they are
 // self-describing and need no parameters to read.
-type BadgerFilter []byte
+type Filter []byte
 
-// NewBadgerFilter builds a filter from keys, the values
+// New builds a filter from keys, the values
 // y.Hash(y.ParseKey(internalKey)) in the order Badger's table builder
 // collects them (one per entry added, so every version of a key repeats
 // its hash). Repeats are removed: the budget is bitsPerKey bits per
@@ -38,49 +38,49 @@ type BadgerFilter []byte
 // random seed: the same keys give filters of the same size and rate but
 // different bytes. README.md compares it with the bloom filter Badger
 // stores in the same table, measured through Badger's read path
-// (go test ./tablefilter -run XXX -bench BadgerFilter). At Badger's
+// (go test ./tablefilter/badgerfilter -run XXX -bench Filter). At Badger's
 // default of about 7 bits per key a cuckoo filter is no better than a
 // bloom filter: for the 1% Badger's default asks for, use
-// NewBadgerFilterFPR.
-func NewBadgerFilter(keys []uint32, bitsPerKey int) BadgerFilter {
+// NewFPR.
+func New(keys []uint32, bitsPerKey int) Filter {
 	o := codec.Options{Hash: codec.HashHost32}
 	if bitsPerKey > 0 {
 		o.BitsPerKey = float64(bitsPerKey)
 	}
-	return badgerBuild(keys, o)
+	return build(keys, o)
 }
 
-// NewBadgerFilterFPR builds the smallest filter whose expected
+// NewFPR builds the smallest filter whose expected
 // false-positive rate is at most fpr (plus the n/2^32 floor described at
-// NewBadgerFilter), the counterpart of Badger's
+// New), the counterpart of Badger's
 // Options.BloomFalsePositive. Badger's own sizing for a rate p,
 // y.BloomBitsPerKey, spends ceil(log2(1/p)) bits per entry: 7 bits and 4
 // probes for its default 0.01, far above the rate asked for (the README
 // has the measurement). An fpr that is not a rate strictly between 0 and 1
 // (0, negative, 1 or more, NaN) asks for nothing meaningful: it builds the
-// filter of NewBadgerFilter(keys, 0), codec.DefaultBitsPerKey bits per key.
-func NewBadgerFilterFPR(keys []uint32, fpr float64) BadgerFilter {
+// filter of New(keys, 0), codec.DefaultBitsPerKey bits per key.
+func NewFPR(keys []uint32, fpr float64) Filter {
 	if !(fpr > 0 && fpr < 1) {
-		return NewBadgerFilter(keys, 0)
+		return New(keys, 0)
 	}
-	return badgerBuild(keys, codec.Options{Hash: codec.HashHost32, FalsePositiveRate: fpr})
+	return build(keys, codec.Options{Hash: codec.HashHost32, FalsePositiveRate: fpr})
 }
 
-func badgerBuild(keys []uint32, o codec.Options) BadgerFilter {
+func build(keys []uint32, o codec.Options) Filter {
 	b := codec.NewBuilder(o)
 	for _, h := range keys {
 		b.AddHash32(h)
 	}
-	return BadgerFilter(b.Finish(nil))
+	return Filter(b.Finish(nil))
 }
 
 // MayContain reports whether a key whose Badger hash is h may be in the
 // table, like y.Filter.MayContain. It is safe for concurrent use and does
 // not allocate. It answers true for a malformed block; unlike y.Filter,
 // which reports an empty or one-byte slice as "absent", an empty
-// BadgerFilter is malformed and answers true (a filter built from no keys
+// Filter is malformed and answers true (a filter built from no keys
 // is a valid block and answers false).
-func (f BadgerFilter) MayContain(h uint32) bool {
+func (f Filter) MayContain(h uint32) bool {
 	return codec.MayContainHash32(f, h)
 }
 
@@ -89,11 +89,11 @@ func (f BadgerFilter) MayContain(h uint32) bool {
 // version suffix: Badger's levelHandler.get hashes y.ParseKey(internalKey)
 // and its prefix iterator hashes the user key, and y.Filter.MayContainKey
 // takes the same. Pass y.ParseKey(k) for a key made with y.KeyWithTs.
-func (f BadgerFilter) MayContainKey(key []byte) bool {
-	return f.MayContain(BadgerHash(key))
+func (f Filter) MayContainKey(key []byte) bool {
+	return f.MayContain(Hash(key))
 }
 
-// BadgerHash is Badger's key hash, y.Hash: the one hash both Badger's table
+// Hash is Badger's key hash, y.Hash: the one hash both Badger's table
 // builder and its read path apply to user keys, so the filter sees exactly
 // what Badger's own bloom filter sees.
-func BadgerHash(b []byte) uint32 { return y.Hash(b) }
+func Hash(b []byte) uint32 { return y.Hash(b) }

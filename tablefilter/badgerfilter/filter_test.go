@@ -1,4 +1,4 @@
-package tablefilter
+package badgerfilter
 
 import (
 	"fmt"
@@ -54,18 +54,18 @@ func badgerTable(tb testing.TB, n int, versions func(i int) int, fp float64) (*t
 	return tbl, hashes
 }
 
-// TestBadgerFilterRealTable builds a BadgerFilter from the hashes Badger's
+// TestFilterRealTable builds a Filter from the hashes Badger's
 // builder collects for a real table with several versions per key, reads
 // every key back through the table's iterator, and compares with the bloom
 // filter Badger stores in an otherwise identical table.
-func TestBadgerFilterRealTable(t *testing.T) {
+func TestFilterRealTable(t *testing.T) {
 	const n = 40000 // 20k present keys with 1-3 versions: ~40k entries
 	versions := func(i int) int { return 1 + (i/2)%3 }
 	ours, hashes := badgerTable(t, n, versions, 0)
 	if ours.BloomFilterSize() != 0 {
 		t.Fatalf("BloomFalsePositive 0 still stored a %d-byte bloom filter", ours.BloomFilterSize())
 	}
-	f := NewBadgerFilter(hashes, 10)
+	f := New(hashes, 10)
 
 	info, err := codec.Decode(f)
 	if err != nil {
@@ -80,7 +80,7 @@ func TestBadgerFilterRealTable(t *testing.T) {
 	entries := 0
 	for it.Rewind(); it.Valid(); it.Next() {
 		user := y.ParseKey(it.Key())
-		if BadgerHash(user) != y.Hash(user) {
+		if Hash(user) != y.Hash(user) {
 			t.Fatalf("hash mismatch for %q", user)
 		}
 		if !f.MayContainKey(user) || !f.MayContain(y.Hash(user)) {
@@ -117,50 +117,50 @@ func TestBadgerFilterRealTable(t *testing.T) {
 	t.Logf("%d entries, %d distinct keys, %d absent probes", len(hashes), n/2, probes)
 	t.Logf("Badger bloom, 10 bits/entry: %d bytes (%.1f bits/distinct key), FPR %.3f%%",
 		theirs.BloomFilterSize(), float64(theirs.BloomFilterSize())*8/distinct, 100*float64(fpTheirs)/float64(probes))
-	t.Logf("BadgerFilter(10):            %d bytes (%.1f bits/distinct key), FPR %.3f%%",
+	t.Logf("Filter(10):            %d bytes (%.1f bits/distinct key), FPR %.3f%%",
 		len(f), float64(len(f))*8/distinct, 100*float64(fpOurs)/float64(probes))
 	// Badger spends its budget on every version; ours on distinct keys.
 	if len(f) > theirs.BloomFilterSize()*6/10 {
-		t.Errorf("BadgerFilter(10) is %d bytes, Badger's 10 bits/entry bloom %d: want well under its size with ~2 versions per key", len(f), theirs.BloomFilterSize())
+		t.Errorf("Filter(10) is %d bytes, Badger's 10 bits/entry bloom %d: want well under its size with ~2 versions per key", len(f), theirs.BloomFilterSize())
 	}
 
 	// At the bytes Badger spent, our filter must reject more.
-	sameBytes := NewBadgerFilter(hashes, int(float64(theirs.BloomFilterSize())*8/distinct))
+	sameBytes := New(hashes, int(float64(theirs.BloomFilterSize())*8/distinct))
 	fpSame := 0
 	for i := 1; i < 2*probes; i += 2 {
 		if sameBytes.MayContainKey(badgerUserKey(i)) {
 			fpSame++
 		}
 	}
-	t.Logf("BadgerFilter at Badger's bytes: %d bytes, FPR %.3f%%", len(sameBytes), 100*float64(fpSame)/float64(probes))
+	t.Logf("Filter at Badger's bytes: %d bytes, FPR %.3f%%", len(sameBytes), 100*float64(fpSame)/float64(probes))
 	if len(sameBytes) > theirs.BloomFilterSize() || fpSame > fpTheirs {
 		t.Errorf("at <= Badger's bytes (%d vs %d), false positives %d vs Badger's %d", len(sameBytes), theirs.BloomFilterSize(), fpSame, fpTheirs)
 	}
 }
 
-func TestBadgerFilterEdges(t *testing.T) {
-	empty := NewBadgerFilter(nil, 10)
+func TestFilterEdges(t *testing.T) {
+	empty := New(nil, 10)
 	for i := 0; i < 1000; i++ {
 		if empty.MayContainKey(badgerUserKey(i)) {
 			t.Fatal("filter of no keys answered maybe")
 		}
 	}
-	var malformed BadgerFilter
-	if !malformed.MayContain(1) || !BadgerFilter([]byte("LSMC")).MayContain(1) {
+	var malformed Filter
+	if !malformed.MayContain(1) || !Filter([]byte("LSMC")).MayContain(1) {
 		t.Error("malformed filter answered no")
 	}
 	// A block of the other hash kind: the Badger reader must not trust it.
 	pebbleBlock := codec.Build([][]byte{[]byte("a")}, codec.Options{})
-	if !BadgerFilter(pebbleBlock).MayContainKey([]byte("zzz")) {
+	if !Filter(pebbleBlock).MayContainKey([]byte("zzz")) {
 		t.Error("a HashKey64 block answered no to a Badger probe")
 	}
 
 	// All versions of one key, and a table with nothing but repeats.
 	hashes := make([]uint32, 100000)
 	for i := range hashes {
-		hashes[i] = BadgerHash([]byte("hot"))
+		hashes[i] = Hash([]byte("hot"))
 	}
-	f := NewBadgerFilter(hashes, 10)
+	f := New(hashes, 10)
 	if info, err := codec.Decode(f); err != nil || info.Info().Keys != 1 {
 		t.Fatalf("100000 repeats of one hash: %v, %+v", err, info)
 	}
@@ -171,15 +171,15 @@ func TestBadgerFilterEdges(t *testing.T) {
 	// Budgets: 0 means the default, larger budgets give larger filters.
 	keys := make([]uint32, 50000)
 	for i := range keys {
-		keys[i] = BadgerHash(badgerUserKey(2 * i))
+		keys[i] = Hash(badgerUserKey(2 * i))
 	}
-	def, ten := NewBadgerFilter(keys, 0), NewBadgerFilter(keys, codec.DefaultBitsPerKey)
+	def, ten := New(keys, 0), New(keys, codec.DefaultBitsPerKey)
 	if len(def) != len(ten) { // equal sizes; the bytes differ by their random seeds
 		t.Error("bitsPerKey 0 is not the default budget")
 	}
 	prev := 0
 	for _, bpk := range []int{6, 8, 10, 12, 16} {
-		f := NewBadgerFilter(keys, bpk)
+		f := New(keys, bpk)
 		bits := float64(len(f)) * 8 / float64(len(keys))
 		if bits > float64(bpk)+0.01 || len(f) <= prev {
 			t.Errorf("bitsPerKey %d: %.2f bits/key (previous size %d, now %d)", bpk, bits, prev, len(f))
@@ -188,12 +188,12 @@ func TestBadgerFilterEdges(t *testing.T) {
 	}
 }
 
-func TestBadgerFilterFPR(t *testing.T) {
+func TestFilterFPR(t *testing.T) {
 	keys := make([]uint32, 50000)
 	for i := range keys {
-		keys[i] = BadgerHash(badgerUserKey(2 * i))
+		keys[i] = Hash(badgerUserKey(2 * i))
 	}
-	f := NewBadgerFilterFPR(keys, 0.01)
+	f := NewFPR(keys, 0.01)
 	info, err := codec.Decode(f)
 	if err != nil {
 		t.Fatal(err)
@@ -211,38 +211,38 @@ func TestBadgerFilterFPR(t *testing.T) {
 	}
 	// An invalid rate falls back to the default budget.
 	for _, bad := range []float64{0, -1, 1, math.NaN()} {
-		if len(NewBadgerFilterFPR(keys, bad)) != len(NewBadgerFilter(keys, 0)) {
-			t.Errorf("NewBadgerFilterFPR(%v) is not the default filter", bad)
+		if len(NewFPR(keys, bad)) != len(New(keys, 0)) {
+			t.Errorf("NewFPR(%v) is not the default filter", bad)
 		}
 	}
 }
 
-func TestBadgerFilterAllocs(t *testing.T) {
+func TestFilterAllocs(t *testing.T) {
 	keys := make([]uint32, 10000)
 	for i := range keys {
-		keys[i] = BadgerHash(badgerUserKey(2 * i))
+		keys[i] = Hash(badgerUserKey(2 * i))
 	}
-	f := NewBadgerFilter(keys, 10)
+	f := New(keys, 10)
 	probe := badgerUserKey(7)
 	if a := testing.AllocsPerRun(1000, func() { f.MayContainKey(probe); f.MayContain(12345) }); a != 0 {
 		t.Errorf("lookups allocate %.1f times", a)
 	}
 }
 
-// badgerSettings are the comparisons of BenchmarkBadgerFilter and
-// TestBadgerFilterTargets. bloomFP is Badger's Options.BloomFalsePositive,
+// badgerSettings are the comparisons of BenchmarkFilter and
+// TestFilterTargets. bloomFP is Badger's Options.BloomFalsePositive,
 // for which Badger spends y.BloomBitsPerKey = ceil(log2(1/p)) bits per key:
 // 0.001 → 10, 1.6e-5 → 16, 0.01 (its default) → 7.
 var badgerSettings = []struct {
 	name    string
 	bloomFP float64
 	bits    int // what Badger spends for bloomFP
-	ours    func(hashes []uint32) BadgerFilter
+	ours    func(hashes []uint32) Filter
 }{
-	{"bpk=10", 0.001, 10, func(h []uint32) BadgerFilter { return NewBadgerFilter(h, 10) }},
-	{"bpk=16", 1.6e-5, 16, func(h []uint32) BadgerFilter { return NewBadgerFilter(h, 16) }},
-	{"default-0.01/ours-bpk=7", 0.01, 7, func(h []uint32) BadgerFilter { return NewBadgerFilter(h, 7) }},
-	{"default-0.01/ours-target-1%", 0.01, 7, func(h []uint32) BadgerFilter { return NewBadgerFilterFPR(h, 0.01) }},
+	{"bpk=10", 0.001, 10, func(h []uint32) Filter { return New(h, 10) }},
+	{"bpk=16", 1.6e-5, 16, func(h []uint32) Filter { return New(h, 16) }},
+	{"default-0.01/ours-bpk=7", 0.01, 7, func(h []uint32) Filter { return New(h, 7) }},
+	{"default-0.01/ours-target-1%", 0.01, 7, func(h []uint32) Filter { return NewFPR(h, 0.01) }},
 }
 
 // badgerAbsent returns the hashes of probes absent keys of the table
@@ -250,14 +250,14 @@ var badgerSettings = []struct {
 func badgerAbsent(probes int) []uint32 {
 	absent := make([]uint32, probes)
 	for i := range absent {
-		absent[i] = BadgerHash(badgerUserKey(2*i + 1))
+		absent[i] = Hash(badgerUserKey(2*i + 1))
 	}
 	return absent
 }
 
 // badgerRates measures Badger's stored bloom filter (through
 // Table.DoesNotHave) and f on the absent hashes.
-func badgerRates(tbl *table.Table, f BadgerFilter, absent []uint32) (bloomFPR, oursFPR float64) {
+func badgerRates(tbl *table.Table, f Filter, absent []uint32) (bloomFPR, oursFPR float64) {
 	fpB, fpO := 0, 0
 	for _, h := range absent {
 		if !tbl.DoesNotHave(h) {
@@ -270,10 +270,10 @@ func badgerRates(tbl *table.Table, f BadgerFilter, absent []uint32) (bloomFPR, o
 	return float64(fpB) / float64(len(absent)), float64(fpO) / float64(len(absent))
 }
 
-// TestBadgerFilterTargets checks the targets on 100k-key Badger tables: at
-// 10 and 16 bits per key a BadgerFilter is no larger than the bloom filter
+// TestFilterTargets checks the targets on 100k-key Badger tables: at
+// 10 and 16 bits per key a Filter is no larger than the bloom filter
 // Badger stores and has a lower false-positive rate; at 16, at most half.
-func TestBadgerFilterTargets(t *testing.T) {
+func TestFilterTargets(t *testing.T) {
 	const n, probes = 200000, 1000000
 	absent := badgerAbsent(probes)
 	for _, c := range badgerSettings[:2] {
@@ -283,7 +283,7 @@ func TestBadgerFilterTargets(t *testing.T) {
 		}
 		f := c.ours(hashes)
 		bloomFPR, oursFPR := badgerRates(tbl, f, absent)
-		t.Logf("%s: Badger bloom %d bytes, FPR %.4f%%; BadgerFilter %d bytes, FPR %.4f%%",
+		t.Logf("%s: Badger bloom %d bytes, FPR %.4f%%; Filter %d bytes, FPR %.4f%%",
 			c.name, tbl.BloomFilterSize(), 100*bloomFPR, len(f), 100*oursFPR)
 		if len(f) > tbl.BloomFilterSize() {
 			t.Errorf("%s: %d bytes, more than Badger's %d", c.name, len(f), tbl.BloomFilterSize())
@@ -298,15 +298,15 @@ func TestBadgerFilterTargets(t *testing.T) {
 	}
 }
 
-// BenchmarkBadgerFilter compares, on real Badger tables of 100k keys (one
+// BenchmarkFilter compares, on real Badger tables of 100k keys (one
 // version each), the bloom filter Badger stores (probed through
-// Table.DoesNotHave, its read path) with a BadgerFilter built from the same
+// Table.DoesNotHave, its read path) with a Filter built from the same
 // hashes. Each setting reports both filters' bits per key and
 // false-positive rate over 4M absent keys of the same shape; the timed loop
 // is one probe per iteration.
 //
-//	go test ./tablefilter -run XXX -bench BadgerFilter
-func BenchmarkBadgerFilter(b *testing.B) {
+//	go test ./tablefilter/badgerfilter -run XXX -bench Filter
+func BenchmarkFilter(b *testing.B) {
 	const n = 200000 // indexes; the even half are the 100k keys
 	const probes = 4000000
 	absent := badgerAbsent(probes)
@@ -336,19 +336,19 @@ func BenchmarkBadgerFilter(b *testing.B) {
 	}
 }
 
-// TestBadgerFilterHugeBudget: NewBadgerFilter takes any int; one far past
+// TestFilterHugeBudget: New takes any int; one far past
 // anything useful (say a byte count passed as bits per key) must not
 // become a block of that size. Before the codec capped budgets, 100000
 // bits per key built a block of 100000 bits per key, and 1<<40 an
 // unbounded allocation.
-func TestBadgerFilterHugeBudget(t *testing.T) {
+func TestFilterHugeBudget(t *testing.T) {
 	keys := make([]uint32, 1000)
 	for i := range keys {
-		keys[i] = BadgerHash(badgerUserKey(2 * i))
+		keys[i] = Hash(badgerUserKey(2 * i))
 	}
-	capped := NewBadgerFilter(keys, 64)
+	capped := New(keys, 64)
 	for _, bpk := range []int{1000, 100_000} {
-		f := NewBadgerFilter(keys, bpk)
+		f := New(keys, bpk)
 		if len(f) > 2*len(capped) {
 			t.Errorf("bitsPerKey %d: %d bytes for %d keys (%d at 64 bits/key)", bpk, len(f), len(keys), len(capped))
 		}
@@ -359,22 +359,22 @@ func TestBadgerFilterHugeBudget(t *testing.T) {
 		}
 	}
 	if !t.Failed() {
-		if f := NewBadgerFilter(keys, 1<<40); len(f) > 2*len(capped) {
+		if f := New(keys, 1<<40); len(f) > 2*len(capped) {
 			t.Errorf("bitsPerKey 1<<40: %d bytes", len(f))
 		}
 	}
 }
 
-// TestBadgerFilterFPROutsideRange: a target that is not a rate in (0, 1)
+// TestFilterFPROutsideRange: a target that is not a rate in (0, 1)
 // builds the default-budget filter, as documented, and loses no key.
-func TestBadgerFilterFPROutsideRange(t *testing.T) {
+func TestFilterFPROutsideRange(t *testing.T) {
 	hashes := make([]uint32, 20_000)
 	for i := range hashes {
-		hashes[i] = BadgerHash(badgerUserKey(2 * i))
+		hashes[i] = Hash(badgerUserKey(2 * i))
 	}
-	def := len(NewBadgerFilter(hashes, 0))
+	def := len(New(hashes, 0))
 	for _, fpr := range []float64{0, -0.5, 1, 2, math.NaN(), math.Inf(1)} {
-		f := NewBadgerFilterFPR(hashes, fpr)
+		f := NewFPR(hashes, fpr)
 		if len(f) != def {
 			t.Errorf("fpr %v: %d bytes, the default filter takes %d", fpr, len(f), def)
 		}
@@ -384,26 +384,25 @@ func TestBadgerFilterFPROutsideRange(t *testing.T) {
 			}
 		}
 	}
-	if tight := NewBadgerFilterFPR(hashes, 0.001); len(tight) <= def {
+	if tight := NewFPR(hashes, 0.001); len(tight) <= def {
 		t.Errorf("fpr 0.001: %d bytes, not above the default filter's %d", len(tight), def)
 	}
 }
 
-// TestBadgerFilterFromCodecBuilder: a Badger store that builds its filters
-// with package codec alone (HashHost32, AddHash32), so as not to import
-// Pebble through this package, writes blocks that BadgerFilter reads, of
-// the size NewBadgerFilter gives, and that codec.MayContainHash32 answers
-// as BadgerFilter does.
-func TestBadgerFilterFromCodecBuilder(t *testing.T) {
+// TestFilterFromCodecBuilder: a store that builds its filters with package
+// codec alone (HashHost32, AddHash32) writes blocks that Filter reads, of
+// the size New gives, and that codec.MayContainHash32 answers as Filter
+// does: a Filter is exactly such a block.
+func TestFilterFromCodecBuilder(t *testing.T) {
 	tbl, hashes := badgerTable(t, 20_000, func(i int) int { return 1 + i%3 }, 0)
 	b := codec.NewBuilder(codec.Options{Hash: codec.HashHost32, BitsPerKey: 10})
 	for _, h := range hashes {
 		b.AddHash32(h)
 	}
 	block := b.Finish(nil)
-	f := BadgerFilter(block)
-	if want := len(NewBadgerFilter(hashes, 10)); len(block) != want {
-		t.Errorf("codec-built block of %d bytes, NewBadgerFilter %d", len(block), want)
+	f := Filter(block)
+	if want := len(New(hashes, 10)); len(block) != want {
+		t.Errorf("codec-built block of %d bytes, New %d", len(block), want)
 	}
 	it := tbl.NewIterator(0)
 	defer it.Close()
@@ -416,7 +415,7 @@ func TestBadgerFilterFromCodecBuilder(t *testing.T) {
 	for i := 1; i < 20_000; i += 2 {
 		h := y.Hash(badgerUserKey(i))
 		if f.MayContain(h) != codec.MayContainHash32(block, h) {
-			t.Fatalf("BadgerFilter and codec.MayContainHash32 disagree on %q", badgerUserKey(i))
+			t.Fatalf("Filter and codec.MayContainHash32 disagree on %q", badgerUserKey(i))
 		}
 	}
 }

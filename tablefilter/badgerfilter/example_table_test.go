@@ -1,4 +1,4 @@
-package tablefilter_test
+package badgerfilter_test
 
 import (
 	"bytes"
@@ -11,15 +11,15 @@ import (
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
 
-	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/badgerfilter"
 )
 
 // A store built on Badger's table format: while its table builder adds
 // entries, collect the hash Badger's own builder collects for its bloom
 // filter, write the table without Badger's bloom (BloomFalsePositive 0),
-// and keep a BadgerFilter beside it. A Get asks the filter before it
+// and keep a Filter beside it. A Get asks the filter before it
 // seeks in the table.
-func ExampleBadgerFilter_MayContainKey() {
+func ExampleFilter_MayContainKey() {
 	dir, err := os.MkdirTemp("", "lsmcuckoo-example-")
 	if err != nil {
 		log.Fatal(err)
@@ -46,7 +46,7 @@ func ExampleBadgerFilter_MayContainKey() {
 		log.Fatal(err)
 	}
 	defer tbl.DecrRef()
-	filter := tablefilter.NewBadgerFilter(hashes, 10) // store it with the table
+	filter := badgerfilter.New(hashes, 10) // store it with the table
 
 	// get reads the newest version of userKey, unless the filter rules the
 	// table out.
