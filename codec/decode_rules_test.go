@@ -183,30 +183,43 @@ func TestOtherHashKindAnswersMaybe(t *testing.T) {
 	}
 }
 
-// TestV1OffsetPastBucketsAnswersMaybe damages a version-1 offset table so
-// that the last block seems to end past the bucket array: lookups in that
-// block must answer "maybe" (they check the range on every call), not read
-// beyond the buckets and answer from whatever lies there.
-func TestV1OffsetPastBucketsAnswersMaybe(t *testing.T) {
+// TestV1OffsetOutsideBucketsAnswersMaybe damages a version-1 offset table
+// so that a block seems to start before the bucket array (the first block)
+// or to end past it (the last block): lookups in that block must answer
+// "maybe" (they check the range on every call), not read outside the
+// buckets and answer from whatever lies there.
+func TestV1OffsetOutsideBucketsAnswersMaybe(t *testing.T) {
 	keys := testkeys.Random(2000, 16, 75)
 	block, h := buildV1Blocks(t, keys)
-	bad := bytes.Clone(block)
-	setOffset(bad, &h, h.blocks, uint64(1)<<h.deltaW-1)
-	if h.blockStart(bad, h.blocks) <= int64(h.buckets) {
-		t.Fatal("the damage does not reach past the buckets")
-	}
-	last := 0
-	for _, k := range append(testkeys.Absent(20_000, 76), keys...) {
-		x := position(keyhash.Hash(k), HashKey64, h.seed)
-		if blk, _ := keyhash.Reduce(keyhash.Hi(x), h.blocks); blk != h.blocks-1 {
-			continue
+	probes := append(testkeys.Absent(20_000, 76), keys...)
+	for _, c := range []struct {
+		name    string
+		entry   uint32 // offset-table field damaged
+		raw     uint64
+		blk     uint32 // the block whose range it breaks
+		outside func(start int64) bool
+	}{
+		{"first block starting before the buckets", 0, 0, 0, func(s int64) bool { return s < 0 }},
+		{"last block ending past the buckets", h.blocks, uint64(1)<<h.deltaW - 1, h.blocks - 1, func(e int64) bool { return e > int64(h.buckets) }},
+	} {
+		bad := bytes.Clone(block)
+		setOffset(bad, &h, c.entry, c.raw)
+		if !c.outside(h.blockStart(bad, c.entry)) {
+			t.Fatalf("%s: the damage does not reach outside the buckets", c.name)
 		}
-		last++
-		if !MayContain(bad, k) {
-			t.Fatalf("key %q of the damaged block answered absent", k)
+		reached := 0
+		for _, k := range probes {
+			x := position(keyhash.Hash(k), HashKey64, h.seed)
+			if blk, _ := keyhash.Reduce(keyhash.Hi(x), h.blocks); blk != c.blk {
+				continue
+			}
+			reached++
+			if !MayContain(bad, k) {
+				t.Fatalf("%s: key %q of the damaged block answered absent", c.name, k)
+			}
 		}
-	}
-	if last < 20 {
-		t.Fatalf("only %d probes reached the damaged block", last)
+		if reached < 20 {
+			t.Fatalf("%s: only %d probes reached the damaged block", c.name, reached)
+		}
 	}
 }
