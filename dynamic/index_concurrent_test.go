@@ -43,7 +43,7 @@ func testConcurrent(t *testing.T, bits float64, seed uint32, dur time.Duration) 
 	deadline := time.Now().Add(dur)
 	adds, merges, removals, lengthened := 0, 0, 0, 0
 	codeLen := map[uint64]uint8{}
-	for time.Now().Before(deadline) || merges < 10 {
+	for time.Now().Before(deadline) || merges < 10 || lt.fewChecks() {
 		cur := lt.tables()
 		switch r := rng.IntN(10); {
 		case len(cur) >= 40 || len(cur) >= 4 && r < 4:
@@ -159,7 +159,7 @@ func testConcurrentOverwrites(t *testing.T, bits float64, seed uint32, dur time.
 	}
 	deadline := time.Now().Add(dur)
 	merges, grew := 0, 0
-	for time.Now().Before(deadline) || merges < 8 || grew == 0 && merges < 400 {
+	for time.Now().Before(deadline) || merges < 8 || grew == 0 && merges < 400 || lt.fewChecks() {
 		cur := lt.tables()
 		if len(cur) >= 6 && rng.IntN(2) == 0 {
 			k := min(len(cur), 2+rng.IntN(3))
@@ -315,7 +315,7 @@ func TestIndexStressReplaceGrowsShared(t *testing.T) {
 	}
 	deadline := time.Now().Add(dur)
 	flushes, merges, grewDuring := 0, 0, 0
-	for time.Now().Before(deadline) || merges < 10 {
+	for time.Now().Before(deadline) || merges < 10 || lt.fewChecks() {
 		cur := lt.tables()
 		if len(cur) >= 8 {
 			k := 2 + rng.IntN(3)

@@ -446,7 +446,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	deadline := time.Now().Add(dur)
 	flushes, merges := 0, 0
-	for time.Now().Before(deadline) || merges < 12 {
+	for time.Now().Before(deadline) || merges < 12 || lt.fewChecks() {
 		cur := lt.tables()
 		if len(cur) >= 14 {
 			// Merge a run of 2..4 adjacent tables (cur is newest first).

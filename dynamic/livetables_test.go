@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // liveTables is what the concurrent index tests share. One writer
@@ -23,6 +24,22 @@ type liveTables struct {
 	stop             atomic.Bool
 	failures, checks atomic.Int64
 	readers          sync.WaitGroup
+	giveUp           time.Time // when the writer stops waiting for readers (fewChecks)
+}
+
+// minConcurrentChecks is how many lookups the readers must have made
+// before a writer loop may stop: on a loaded machine (CI runs packages side
+// by side on two cores) the readers may not be scheduled at all within a
+// test's nominal duration, and a history no lookup ran beside checks
+// nothing.
+const minConcurrentChecks = 100
+
+// fewChecks reports, for a writer loop's condition, that the readers have
+// made fewer than minConcurrentChecks lookups and there is still time to
+// wait for them: the writer goes on writing, so the lookups it waits for
+// run beside its writes.
+func (lt *liveTables) fewChecks() bool {
+	return lt.checks.Load() < minConcurrentChecks && time.Now().Before(lt.giveUp)
 }
 
 type liveTable struct {
@@ -69,6 +86,7 @@ func (lt *liveTables) merged(at, k int, m *liveTable) {
 // They skip the keys skip reports (nil: none), such as keys a merge may
 // drop, which are gone once its Replace returns.
 func (lt *liveTables) read(t *testing.T, x *Index, n int, seed uint64, skip func(h uint64) bool) {
+	lt.giveUp = time.Now().Add(time.Minute)
 	for r := 0; r < n; r++ {
 		lt.readers.Add(1)
 		go func(r int) {
