@@ -143,8 +143,23 @@ func TestPebbleTiny(t *testing.T) {
 		if bpk(0) <= bpk(6)+1 {
 			t.Errorf("%s: L0 %.1f bits/key, L6 %.1f: not fitted per level", tr.Policy, bpk(0), bpk(6))
 		}
-		if overall := 8 * float64(tr.TotalFilterBytes()) / float64(tr.TotalKeys()); overall > 10.5 {
-			t.Errorf("%s: %.2f bits/key overall, over its average of 10", tr.Policy, overall)
+		// Its budgets were fitted to the first tree's shape, and spend at
+		// most 10 bits per key there; its own tree, grown afterwards, may
+		// end with more keys on the wide upper levels (compactions run
+		// when they run, and Pebble built with invariants, as under -race,
+		// randomises some of its choices), so its own overall figure can
+		// exceed 10. Weigh its per-level bits per key by the fitted shape.
+		shape := rep.Trees[0].LevelShape()
+		var spent, keys float64
+		for l, li := range tr.Levels {
+			if li.Keys > 0 && shape.Keys[l] > 0 {
+				spent += shape.Keys[l] * bpk(l)
+				keys += shape.Keys[l]
+			}
+		}
+		if keys == 0 || spent/keys > 10.5 {
+			t.Errorf("%s: %.2f bits/key over the shape it was fitted to (%.0f of its keys), over its average of 10; %.2f over its own tree",
+				tr.Policy, spent/max(keys, 1), keys, 8*float64(tr.TotalFilterBytes())/float64(tr.TotalKeys()))
 		}
 	}
 	if !fitted {
