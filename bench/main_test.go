@@ -9,11 +9,19 @@ import (
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // TestReportTiny runs the whole report, Pebble level included, on tiny
 // sizes so CI catches a broken report before anyone waits for a full run.
 func TestReportTiny(t *testing.T) {
+	// Whole Pebble trees: Pebble built with invariants, as under -race,
+	// takes ten times as long. What runs concurrently here is covered
+	// under -race where it lives: the builders Pebble's flushes and
+	// compactions run side by side (codec's TestConcurrentBuilders),
+	// lookups from many goroutines (tablefilter's Pebble stores), and
+	// membench's goroutines (its TestRunTiny).
+	race.SkipLong(t)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if err := run([]string{"-tiny", "-out", dir}, &stdout, &stderr); err != nil {
@@ -64,6 +72,13 @@ func TestReportTiny(t *testing.T) {
 // (the README's full-run Pebble table is produced that way), with no
 // filter, memtable or kvdemo level in the report.
 func TestReportPebbleOnly(t *testing.T) {
+	// Whole Pebble trees: Pebble built with invariants, as under -race,
+	// takes ten times as long. What runs concurrently here is covered
+	// under -race where it lives: the builders Pebble's flushes and
+	// compactions run side by side (codec's TestConcurrentBuilders),
+	// lookups from many goroutines (tablefilter's Pebble stores), and
+	// membench's goroutines (its TestRunTiny).
+	race.SkipLong(t)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	if err := run([]string{"-tiny", "-pebble-only", "-out", dir}, &stdout, &stderr); err != nil {

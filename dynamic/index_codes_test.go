@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -17,7 +18,7 @@ import (
 // newest first, and every bucket is canonical. Then half of the tables are
 // merged into one, and each key names a table holding it.
 func TestIndexAddTablesBeyondCodes(t *testing.T) {
-	skipUnderRace(t)
+	race.SkipLong(t)
 	for bits := 8; bits <= 17; bits++ {
 		for _, tiny := range []bool{false, true} {
 			t.Run(fmt.Sprintf("bits=%d/tiny=%v", bits, tiny), func(t *testing.T) {

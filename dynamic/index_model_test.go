@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -67,7 +68,7 @@ func everyIndexShape() []float64 {
 // must be newest first, each table once, with every live table in the
 // latter.
 func TestIndexModelEveryWidth(t *testing.T) {
-	skipUnderRace(t)
+	race.SkipLong(t)
 	for _, bits := range everyIndexShape() {
 		for seed := uint32(1); seed <= 2; seed++ {
 			capacity := 150
@@ -343,7 +344,7 @@ func testModel(t *testing.T, bits float64, seed uint32, capacity int) {
 // no more entries than it has keys, and the index no more entries than
 // the live tables have keys: stale versions must not accumulate.
 func TestIndexOverwriteHistoryEveryWidth(t *testing.T) {
-	skipUnderRace(t)
+	race.SkipLong(t)
 	overwriteDeep, overwriteShorter, overwriteLonger, overwriteGrew = 0, 0, 0, 0
 	for bits := 8; bits <= 17; bits++ {
 		for _, capacity := range []int{20, 40} {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // withPrefetchedCappedSegments runs f with every segment prefetched by
@@ -117,7 +119,7 @@ func TestIndexPrefetchBatchEdges(t *testing.T) {
 // each step of every Replace, with every segment prefetched and segments
 // capped at 16 buckets.
 func TestIndexPrefetchCappedModel(t *testing.T) {
-	skipUnderRace(t)
+	race.SkipLong(t)
 	withPrefetchedCappedSegments(16, func() {
 		for _, bits := range everyIndexShape() {
 			t.Run(fmt.Sprintf("bits=%v", bits), func(t *testing.T) {

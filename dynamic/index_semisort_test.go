@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -281,7 +282,7 @@ func testSemiSortedCrowds(t *testing.T, bits float64, seed uint32) {
 // tag width NewIndex uses and segments of 500 to about 80k buckets, and
 // NewIndex's shapes keep to their budget.
 func TestIndexTagLoads(t *testing.T) {
-	skipUnderRace(t)
+	race.SkipLong(t)
 	const n = 300_000
 	keys := hashesOf(testkeys.Random(n, 16, 5))
 	for m := uint(idxTag); m < uint(len(idxTagLoad)); m++ {

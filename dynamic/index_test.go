@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -494,7 +495,7 @@ func TestIndexConcurrentCompactions(t *testing.T) {
 // holding it, and every key of the other tables its table. Some keys are
 // dropped by the merge (a tombstone at the oldest end).
 func TestIndexReplaceSharedEntries(t *testing.T) {
-	skipUnderRace(t)
+	race.SkipLong(t)
 	for _, bits := range []float64{10, 14} {
 		for seed := uint32(1); seed <= 3; seed++ {
 			testReplaceShared(t, bits, seed, 3000)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -16,7 +17,7 @@ import (
 // than the merge's, which a compaction in place is meant not to pay.
 // Lookups of every key are checked while the Replace runs, and after.
 func TestIndexReplaceVersionsAcrossGrowthNoPass(t *testing.T) {
-	skipUnderRace(t)
+	race.SkipLong(t)
 	// One budget per slot width class: 8 (10-bit slots), 12, 14 (the
 	// first 6-bit tag) and 16.
 	for _, bits := range []float64{8, 12, 14, 16} {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // tinyPebble grows a tree of four or more populated levels in seconds.
@@ -98,6 +100,13 @@ func TestLatencyFS(t *testing.T) {
 // wrong (Probe fails on a present key not found, an absent key found, or a
 // wrong value).
 func TestPebbleTiny(t *testing.T) {
+	// Whole Pebble trees: Pebble built with invariants, as under -race,
+	// takes ten times as long. What runs concurrently here is covered
+	// under -race where it lives: the builders Pebble's flushes and
+	// compactions run side by side (codec's TestConcurrentBuilders),
+	// lookups from many goroutines (tablefilter's Pebble stores), and
+	// membench's goroutines (its TestRunTiny).
+	race.SkipLong(t)
 	cfg := tinyPebble
 	policies := Policies()
 	saving := SavingPolicies([]float64{9}, []float64{7})

@@ -1,6 +1,0 @@
-//go:build race
-
-package dynamic
-
-// raceEnabled is true when the tests run under the race detector.
-const raceEnabled = true
