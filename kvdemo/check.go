@@ -90,7 +90,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 
 	for _, id := range man.Tables {
 		name := fmt.Sprintf("%06d.%s", id, extTable)
-		st, err := db.openTable(id, nil)
+		st, err := db.openListedTable(id)
 		if err != nil {
 			report(false, name, "%s", quote(err))
 			continue
