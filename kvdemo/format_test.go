@@ -138,9 +138,9 @@ func TestManifestTableFiles(t *testing.T) {
 	}
 
 	for name, bad := range map[string]map[uint64]tableFile{
-		"short hash":     {23: {Size: 1, Hash: "abc"}},
-		"not hex":        {23: {Size: 1, Hash: "0123456789abcdeg"}},
-		"negative size":  {23: {Size: -1, Hash: "0123456789abcdef"}},
+		"short hash":    {23: {Size: 1, Hash: "abc"}},
+		"not hex":       {23: {Size: 1, Hash: "0123456789abcdeg"}},
+		"negative size": {23: {Size: -1, Hash: "0123456789abcdef"}},
 	} {
 		man.TableFiles = bad
 		if err := db.writeManifest(man); err != nil {
