@@ -869,9 +869,34 @@ func (db *DB) Close() error {
 			err = e
 		}
 	}
+	if err == nil && db.readOnlyErr() == nil {
+		db.recordCleanClose()
+	}
 	v.release()
 	db.lock.Close() // releases the flock
 	return err
+}
+
+// recordCleanClose writes ClosedSeq into the MANIFEST once every write is
+// durable in the logs, so that the next Open can tell logs that lost
+// acknowledged records at rest from a crash's torn tail (see
+// manifest.ClosedSeq). Nothing is written when the tables hold every
+// write or the MANIFEST already says so. A failure costs only that
+// check: the logs hold every write.
+func (db *DB) recordCleanClose() {
+	db.manMu.Lock()
+	defer db.manMu.Unlock()
+	seq := db.acked.Load()
+	if seq <= db.man.Seq || seq == db.man.ClosedSeq {
+		return
+	}
+	man := db.man
+	man.ClosedSeq = seq
+	if err := db.writeManifest(man); err != nil && !errorsIsRenamed(err) {
+		db.opts.Logger.Printf("recording the clean close in the MANIFEST: %s (the logs hold every write; the next Open cannot check that they still do)", quote(err))
+		return
+	}
+	db.man = man
 }
 
 // removeLogsBelow deletes logs the manifest no longer needs.

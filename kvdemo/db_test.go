@@ -331,6 +331,7 @@ func TestWALReplayAndTornTail(t *testing.T) {
 		mustPut(t, db, k, v)
 	}
 	db.Close()
+	forgetCleanClose(t, dir) // a torn tail is what a crash leaves
 	// Tear the last record: chop bytes off the log's end and append junk.
 	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	if len(logs) != 1 {

@@ -56,6 +56,15 @@ type manifest struct {
 	// at or below it: they are in a table already (a flush during replay
 	// writes tables without retiring the log it came from).
 	Seq uint64 `json:"seq"`
+	// ClosedSeq is written by a Close that made every write durable: the
+	// sequence number of the last write acknowledged (0: not recorded, as
+	// after a crash). The tables (Seq) and the logs from Log on must reach
+	// it. A crash can tear only what was never acknowledged, and after a
+	// clean Close there is nothing of the kind: logs that end below it
+	// were cut short or damaged at rest, and acknowledged writes are
+	// missing, which a log cut at a record boundary (or emptied) would
+	// otherwise hide.
+	ClosedSeq uint64 `json:"closed_seq,omitempty"`
 }
 
 const manifestVersion = 2
