@@ -7,7 +7,8 @@ package kvdemo
 // acknowledged state recorded. Then, on a fresh copy each time, one file
 // gets one damage in one region: a bit flipped, 4 KiB zeroed, the file
 // cut at that offset; or garbage appended, the file replaced by another
-// of its kind from the same store, the file removed. The regions follow
+// of its kind from the same store, the file removed; or a stray file is
+// put beside them (strayCases). The regions follow
 // each kind's layout: a table's blocks, their checksum trailers, its
 // index, index length, checksum and checksum length (Badger's format); a
 // filter file's binding header and the codec block's lines and trailer; a
@@ -142,6 +143,9 @@ type damageCase struct {
 	file  string // name in the store directory
 	name  string // kind of damage and where
 	apply func(t testing.TB, dir string)
+	// movedAside: Open must move the file to lost/ (a stray file it
+	// cannot prove to be its own leftover).
+	movedAside bool
 }
 
 // regionsOf lists the places of file b (named name) worth damaging: the
@@ -275,13 +279,13 @@ func damageCases(t testing.TB, s *damageStore) []damageCase {
 		for _, r := range regionsOf(t, name, b, rng) {
 			bit := byte(1) << rng.IntN(8)
 			cases = append(cases,
-				damageCase{name, fmt.Sprintf("flip@%s", r.name), func(_ testing.TB, dir string) {
+				damageCase{file: name, name: fmt.Sprintf("flip@%s", r.name), apply: func(_ testing.TB, dir string) {
 					rewrite(dir, func(c []byte) []byte { c[r.off] ^= bit; return c })
 				}},
-				damageCase{name, fmt.Sprintf("zero4k@%s", r.name), func(_ testing.TB, dir string) {
+				damageCase{file: name, name: fmt.Sprintf("zero4k@%s", r.name), apply: func(_ testing.TB, dir string) {
 					rewrite(dir, func(c []byte) []byte { clear(c[r.off:min(len(c), r.off+4096)]); return c })
 				}},
-				damageCase{name, fmt.Sprintf("truncate@%s", r.name), func(_ testing.TB, dir string) {
+				damageCase{file: name, name: fmt.Sprintf("truncate@%s", r.name), apply: func(_ testing.TB, dir string) {
 					rewrite(dir, func(c []byte) []byte { return c[:r.off] })
 				}})
 		}
@@ -290,10 +294,10 @@ func damageCases(t testing.TB, s *damageStore) []damageCase {
 			garbage[i] = byte(rng.Uint32())
 		}
 		cases = append(cases,
-			damageCase{name, "append-garbage", func(_ testing.TB, dir string) {
+			damageCase{file: name, name: "append-garbage", apply: func(_ testing.TB, dir string) {
 				rewrite(dir, func(c []byte) []byte { return append(c, garbage...) })
 			}},
-			damageCase{name, "removed", func(t testing.TB, dir string) {
+			damageCase{file: name, name: "removed", apply: func(t testing.TB, dir string) {
 				if err := os.Remove(filepath.Join(dir, name)); err != nil {
 					t.Fatal(err)
 				}
@@ -304,7 +308,7 @@ func damageCases(t testing.TB, s *damageStore) []damageCase {
 			// one before the last).
 			i := slices.Index(others, name)
 			other := others[(i+1)%len(others)]
-			cases = append(cases, damageCase{name, "replaced-by-" + other, func(t testing.TB, dir string) {
+			cases = append(cases, damageCase{file: name, name: "replaced-by-" + other, apply: func(t testing.TB, dir string) {
 				c, err := os.ReadFile(filepath.Join(dir, other))
 				if err != nil {
 					t.Fatal(err)
@@ -315,6 +319,62 @@ func damageCases(t testing.TB, s *damageStore) []damageCase {
 			}})
 		}
 	}
+	return append(cases, strayCases(t, s, byExt)...)
+}
+
+// strayCases put a file the MANIFEST does not name beside the store's: a
+// copy of one of its tables (and filter) under a number below next_file
+// that no file has (Open must move it to lost/ and say so), the same
+// numbered at next_file (provably an unfinished flush's output: Open
+// removes it), a copy of the newest log under a higher number (replayed:
+// its records are the store's own), a file that is not the store's.
+func strayCases(t testing.TB, s *damageStore, byExt map[string][]string) []damageCase {
+	used := map[uint64]bool{}
+	for _, names := range byExt {
+		for _, n := range names {
+			id, _, _ := parseFileName(n)
+			used[id] = true
+		}
+	}
+	free := uint64(1)
+	for used[free] || free == s.man.Log {
+		free++
+	}
+	if free >= s.man.NextFile {
+		t.Fatalf("no free number below next_file %d", s.man.NextFile)
+	}
+	src := s.man.Tables[len(s.man.Tables)/2]
+	copyAs := func(from, to string) func(testing.TB, string) {
+		return func(t testing.TB, dir string) {
+			b, err := os.ReadFile(filepath.Join(dir, from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, to), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var cases []damageCase
+	for _, id := range []uint64{free, s.man.NextFile} {
+		for _, ext := range []string{extTable, extFilter} {
+			from := fmt.Sprintf("%06d.%s", src, ext)
+			if !slices.Contains(byExt[ext], from) {
+				continue
+			}
+			to := fmt.Sprintf("%06d.%s", id, ext)
+			cases = append(cases, damageCase{to, "stray-copy-of-" + from, copyAs(from, to), id < s.man.NextFile})
+		}
+	}
+	newest := byExt[extLog][len(byExt[extLog])-1]
+	id, _, _ := parseFileName(newest)
+	to := fmt.Sprintf("%06d.%s", max(id, s.man.NextFile)+1, extLog)
+	cases = append(cases, damageCase{to, "stray-copy-of-" + newest, copyAs(newest, to), false},
+		damageCase{"notes.txt", "stray-foreign-file", func(t testing.TB, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not the store's"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, false})
 	return cases
 }
 
@@ -477,6 +537,11 @@ func runDamageCase(t *testing.T, s *damageStore, c damageCase) damageOutcome {
 	_, ext, _ := parseFileName(c.file)
 	checkNothingDestroyed(t, dir, damaged, filesKept{manifestChanged: true, filtersRebuilt: ext == extFilter})
 	checkLostReported(t, dir, logs.String())
+	if c.movedAside {
+		if _, err := os.Stat(filepath.Join(dir, lostDir, c.file)); err != nil {
+			t.Errorf("the stray %s was not moved to lost/: %v", c.file, err)
+		}
+	}
 
 	db, err = Open(dir, &o)
 	if err != nil {

@@ -12,8 +12,10 @@
 //	LOCK              flock'ed while a process has the store open
 //	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
 //	                  filter budget (bits per key),
-//	                  live tables (oldest first), oldest needed log,
-//	                  highest flushed sequence number; replaced atomically
+//	                  live tables (oldest first) with each one's size
+//	                  and hash, oldest needed log, highest flushed
+//	                  sequence number, the last write a clean Close
+//	                  acknowledged; replaced atomically
 //	NNNNNN.log        write-ahead logs not yet flushed (wal.go, replay.go)
 //	NNNNNN.sst        a table in Badger's format
 //	NNNNNN.cf         the table's cuckoo filter, bound to the table by
