@@ -485,6 +485,9 @@ func runDamageCase(t *testing.T, s *damageStore, c damageCase) damageOutcome {
 		if !strings.Contains(logs.String(), "tail") {
 			t.Errorf("a log tail was cut without a word in the log: %q", logs.String())
 		}
+		if kept, _ := filepath.Glob(filepath.Join(dir, lostDir, "*.tail-at-*")); len(kept) == 0 {
+			t.Error("a log tail was cut and not kept in lost/")
+		}
 	}
 	excused := map[string]bool{}
 	sawCorrupt := false
