@@ -31,7 +31,7 @@
 // manifest or a log damaged in the middle stops Open with an error naming
 // the file; damaged logs and unexplained files are moved to lost/; a damaged
 // table is kept and reported by the Gets that need it; a filter that does
-// not match its table is not used and is rebuilt.
+// not match its table is not used, moved to lost/, and rebuilt.
 //
 // Writes: each gets the next sequence number (Badger's version), is
 // appended to the log and, by default, fsynced before Put returns

@@ -462,6 +462,20 @@ func TestMissingOrCorruptFilterIsRebuilt(t *testing.T) {
 		t.Errorf("warnings: %q", warnings.String())
 	}
 	checkAll("after the rebuild")
+	// The damaged and truncated filters are evidence: kept whole in lost/
+	// and reported, not written over by their rebuilds.
+	if st := db.Stats(); st.MovedAside != 2 {
+		t.Errorf("MovedAside = %d, want the 2 damaged filters", st.MovedAside)
+	}
+	for i, want := range [][]byte{b, b[:len(b)/3]} {
+		name := filepath.Base(filters[i+1])
+		if got, err := os.ReadFile(filepath.Join(dir, lostDir, name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s not kept whole in lost/: %v", name, err)
+		}
+		if !strings.Contains(warnings.String(), name+": damaged") {
+			t.Errorf("moving %s to lost/ not reported: %q", name, warnings.String())
+		}
+	}
 	db.Close()
 	if _, err := os.Stat(filters[0]); err != nil {
 		t.Fatalf("missing filter not rewritten: %v", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4/y"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // tableFilter is how a store skips tables on a Get. One implementation per
@@ -228,16 +229,31 @@ func (c *cuckooFilter) install(st *sstable, block []byte) error {
 }
 
 func (c *cuckooFilter) attach(st *sstable) bool {
-	block, err := c.db.readFilterFile(st)
-	if err == nil {
-		var f *codec.Filter
-		if f, err = codec.Decode(block); err == nil {
-			st.cf.Store(f)
-			st.cfBytes.Store(int64(len(block)))
-			return true
+	raw, err := vfs.ReadFile(c.db.fs, fileName(c.db.dir, st.id, extFilter))
+	read := err == nil
+	if read {
+		var block []byte
+		if block, err = checkFilterBinding(raw, st); err == nil {
+			var f *codec.Filter
+			if f, err = codec.Decode(block); err == nil {
+				st.cf.Store(f)
+				st.cfBytes.Store(int64(len(block)))
+				return true
+			}
 		}
 	}
 	c.db.opts.Logger.Printf("table %06d: filter unusable (%v); reading the table without it until it is rebuilt", st.id, err)
+	if read && st.damaged == nil {
+		// Bytes that were read and are damaged, or another table's, are
+		// evidence (of a failing disk, of files copied over each other):
+		// the rebuild would write over them, so they go to lost/ first.
+		// If they cannot be moved, the rebuild still goes ahead: a
+		// filter is derived from its table, and the log says why.
+		name := fmt.Sprintf("%06d.%s", st.id, extFilter)
+		if merr := c.db.moveAside(name, "damaged, or another table's; the table's filter is rebuilt"); merr != nil {
+			c.db.opts.Logger.Printf("%s", quote(merr))
+		}
+	}
 	return false
 }
 
