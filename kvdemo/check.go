@@ -99,7 +99,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		switch fname, detail, err := db.filter.checkStored(st); {
 		case fname == "": // the kind keeps nothing beside the table
 		case err != nil:
-			report(false, fname, "unusable, Open will move it to lost/, read the table without it and rebuild it: %s", quote(err))
+			report(false, fname, "unusable: Open reads the table without it, then moves it to lost/ and rebuilds it: %s", quote(err))
 		default:
 			report(true, fname, "%s", detail)
 		}

@@ -1489,3 +1489,49 @@ func checkConsolidated(t *testing.T, db *DB, n int, before dynamic.IndexStats) {
 		}
 	}
 }
+
+// TestBadFilterKeptWhenTableRetired: a filter file Open could not use
+// whose table leaves the store before the rebuild reached it (a
+// compaction retired it) is moved to lost/ by the table's removal, not
+// removed with the table.
+func TestBadFilterKeptWhenTableRetired(t *testing.T) {
+	dir := t.TempDir()
+	var warnings logBuffer
+	db := open(t, dir, Options{MemtableBytes: 32 << 10, MaxTables: -1, Logger: log.New(&warnings, "", 0)})
+	defer db.Close()
+	for i := 0; i < 1000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := v.tables[0]
+	v.release()
+	// As attach leaves a table whose filter file it read and rejected.
+	path := fileName(dir, st.id, extFilter)
+	if err := os.WriteFile(path, []byte("a damaged filter"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.badFilter.Store(true)
+	db.filter.drop(st)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the filter file is still in place: %v", err)
+	}
+	name := filepath.Base(path)
+	if got, err := os.ReadFile(filepath.Join(dir, lostDir, name)); err != nil || string(got) != "a damaged filter" {
+		t.Errorf("the unusable filter was not kept in lost/: %q, %v", got, err)
+	}
+	if !strings.Contains(warnings.String(), name+": damaged") {
+		t.Errorf("not reported: %q", warnings.String())
+	}
+	// Once: a second removal has nothing to keep.
+	db.filter.drop(st)
+	if n := db.Stats().MovedAside; n != 1 {
+		t.Errorf("MovedAside = %d, want 1", n)
+	}
+}

@@ -41,6 +41,10 @@ type sstable struct {
 	// unbound filter has been rebuilt in the background, hence atomic.
 	cf      atomic.Pointer[codec.Filter]
 	cfBytes atomic.Int64
+	// badFilter: Open read the table's filter file and could not use it
+	// (damaged, or another table's); it is moved to lost/ before its
+	// rebuild writes over it or the table's removal removes it.
+	badFilter atomic.Bool
 	// indexed: the table's keys are in the global index (Filter = global).
 	indexed atomic.Bool
 	// mergedInto: the compaction output whose Replace took this table's
