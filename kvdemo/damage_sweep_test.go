@@ -37,7 +37,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4/fb"
@@ -423,19 +422,13 @@ func TestDamageSweep(t *testing.T) {
 	for _, kind := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone, FilterGlobal} {
 		t.Run(string(kind), func(t *testing.T) {
 			s := buildDamageStore(t, kind)
-			counts := map[damageOutcome]int{}
-			var mu sync.Mutex
+			counts := map[damageOutcome]int{} // subtests run one at a time
 			for _, c := range damageCases(t, s) {
 				name := c.file + "/" + c.name
 				if *damageOnly != "" && !strings.Contains(string(kind)+"/"+name, *damageOnly) {
 					continue
 				}
-				t.Run(name, func(t *testing.T) {
-					out := runDamageCase(t, s, c)
-					mu.Lock()
-					counts[out]++
-					mu.Unlock()
-				})
+				t.Run(name, func(t *testing.T) { counts[runDamageCase(t, s, c)]++ })
 			}
 			t.Logf("%s: %v", kind, counts)
 		})
