@@ -90,7 +90,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 
 	for _, id := range man.Tables {
 		name := fmt.Sprintf("%06d.%s", id, extTable)
-		st, err := db.openTable(id, nil)
+		st, err := db.openListedTable(id)
 		if err != nil {
 			report(false, name, "%s", quote(err))
 			continue
@@ -99,7 +99,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		switch fname, detail, err := db.filter.checkStored(st); {
 		case fname == "": // the kind keeps nothing beside the table
 		case err != nil:
-			report(false, fname, "unusable, Open will read the table without it and rebuild it: %s", quote(err))
+			report(false, fname, "unusable: Open reads the table without it, then moves it to lost/ and rebuilds it: %s", quote(err))
 		default:
 			report(true, fname, "%s", detail)
 		}
@@ -117,6 +117,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 			report(true, fmt.Sprintf("%06d.%s", id, extLog), "flushed; Open removes it")
 		}
 	}
+	reach := man.Seq // as Open's checkLogs counts it
 	for i, id := range needed {
 		name := fmt.Sprintf("%06d.%s", id, extLog)
 		data, err := vfs.ReadFile(fs, fileName(dir, id, extLog))
@@ -126,6 +127,9 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		}
 		records := 0
 		sc, _ := scanLog(data, true, func(walRecord) error { records++; return nil })
+		// Replay (the default mode) stops at the first damage.
+		upToDamage, _ := scanLog(data, false, func(walRecord) error { return nil })
+		reach = max(reach, upToDamage.lastSeq)
 		switch {
 		case sc.damageAt < 0:
 			report(true, name, "%d records intact, %d bytes", records, sc.size)
@@ -134,6 +138,9 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		default:
 			report(false, name, "%v", damagedLogError(name, sc, i < len(needed)-1, TolerateCorruptedTailRecords))
 		}
+	}
+	if man.ClosedSeq > reach {
+		report(false, "logs", "%s", quote(closedSeqError(man, reach, needed, TolerateCorruptedTailRecords)))
 	}
 
 	live := map[uint64]bool{}

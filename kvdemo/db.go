@@ -12,8 +12,10 @@
 //	LOCK              flock'ed while a process has the store open
 //	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
 //	                  filter budget (bits per key),
-//	                  live tables (oldest first), oldest needed log,
-//	                  highest flushed sequence number; replaced atomically
+//	                  live tables (oldest first) with each one's size
+//	                  and hash, oldest needed log, highest flushed
+//	                  sequence number, the last write a clean Close
+//	                  acknowledged; replaced atomically
 //	NNNNNN.log        write-ahead logs not yet flushed (wal.go, replay.go)
 //	NNNNNN.sst        a table in Badger's format
 //	NNNNNN.cf         the table's cuckoo filter, bound to the table by
@@ -29,7 +31,7 @@
 // manifest or a log damaged in the middle stops Open with an error naming
 // the file; damaged logs and unexplained files are moved to lost/; a damaged
 // table is kept and reported by the Gets that need it; a filter that does
-// not match its table is not used and is rebuilt.
+// not match its table is not used, moved to lost/, and rebuilt.
 //
 // Writes: each gets the next sequence number (Badger's version), is
 // appended to the log and, by default, fsynced before Put returns
@@ -870,9 +872,34 @@ func (db *DB) Close() error {
 			err = e
 		}
 	}
+	if err == nil && db.readOnlyErr() == nil {
+		db.recordCleanClose()
+	}
 	v.release()
 	db.lock.Close() // releases the flock
 	return err
+}
+
+// recordCleanClose writes ClosedSeq into the MANIFEST once every write is
+// durable in the logs, so that the next Open can tell logs that lost
+// acknowledged records at rest from a crash's torn tail (see
+// manifest.ClosedSeq). Nothing is written when the tables hold every
+// write or the MANIFEST already says so. A failure costs only that
+// check: the logs hold every write.
+func (db *DB) recordCleanClose() {
+	db.manMu.Lock()
+	defer db.manMu.Unlock()
+	seq := db.acked.Load()
+	if seq <= db.man.Seq || seq == db.man.ClosedSeq {
+		return
+	}
+	man := db.man
+	man.ClosedSeq = seq
+	if err := db.writeManifest(man); err != nil && !errorsIsRenamed(err) {
+		db.opts.Logger.Printf("recording the clean close in the MANIFEST: %s (the logs hold every write; the next Open cannot check that they still do)", quote(err))
+		return
+	}
+	db.man = man
 }
 
 // removeLogsBelow deletes logs the manifest no longer needs.

@@ -331,6 +331,7 @@ func TestWALReplayAndTornTail(t *testing.T) {
 		mustPut(t, db, k, v)
 	}
 	db.Close()
+	forgetCleanClose(t, dir) // a torn tail is what a crash leaves
 	// Tear the last record: chop bytes off the log's end and append junk.
 	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
 	if len(logs) != 1 {
@@ -461,6 +462,20 @@ func TestMissingOrCorruptFilterIsRebuilt(t *testing.T) {
 		t.Errorf("warnings: %q", warnings.String())
 	}
 	checkAll("after the rebuild")
+	// The damaged and truncated filters are evidence: kept whole in lost/
+	// and reported, not written over by their rebuilds.
+	if st := db.Stats(); st.MovedAside != 2 {
+		t.Errorf("MovedAside = %d, want the 2 damaged filters", st.MovedAside)
+	}
+	for i, want := range [][]byte{b, b[:len(b)/3]} {
+		name := filepath.Base(filters[i+1])
+		if got, err := os.ReadFile(filepath.Join(dir, lostDir, name)); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s not kept whole in lost/: %v", name, err)
+		}
+		if !strings.Contains(warnings.String(), name+": damaged") {
+			t.Errorf("moving %s to lost/ not reported: %q", name, warnings.String())
+		}
+	}
 	db.Close()
 	if _, err := os.Stat(filters[0]); err != nil {
 		t.Fatalf("missing filter not rewritten: %v", err)
@@ -1472,5 +1487,51 @@ func checkConsolidated(t *testing.T, db *DB, n int, before dynamic.IndexStats) {
 		if got, err := db.Get(k); err != nil || !bytes.Equal(got, k) {
 			t.Fatalf("after the rebuild: Get(%s) = %q, %v", k, got, err)
 		}
+	}
+}
+
+// TestBadFilterKeptWhenTableRetired: a filter file Open could not use
+// whose table leaves the store before the rebuild reached it (a
+// compaction retired it) is moved to lost/ by the table's removal, not
+// removed with the table.
+func TestBadFilterKeptWhenTableRetired(t *testing.T) {
+	dir := t.TempDir()
+	var warnings logBuffer
+	db := open(t, dir, Options{MemtableBytes: 32 << 10, MaxTables: -1, Logger: log.New(&warnings, "", 0)})
+	defer db.Close()
+	for i := 0; i < 1000; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := db.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := v.tables[0]
+	v.release()
+	// As attach leaves a table whose filter file it read and rejected.
+	path := fileName(dir, st.id, extFilter)
+	if err := os.WriteFile(path, []byte("a damaged filter"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.badFilter.Store(true)
+	db.filter.drop(st)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the filter file is still in place: %v", err)
+	}
+	name := filepath.Base(path)
+	if got, err := os.ReadFile(filepath.Join(dir, lostDir, name)); err != nil || string(got) != "a damaged filter" {
+		t.Errorf("the unusable filter was not kept in lost/: %q, %v", got, err)
+	}
+	if !strings.Contains(warnings.String(), name+": damaged") {
+		t.Errorf("not reported: %q", warnings.String())
+	}
+	// Once: a second removal has nothing to keep.
+	db.filter.drop(st)
+	if n := db.Stats().MovedAside; n != 1 {
+		t.Errorf("MovedAside = %d, want 1", n)
 	}
 }

@@ -61,6 +61,7 @@ func (db *DB) applyEdit(e tableEdit) error {
 	}
 	man := db.man
 	man.Tables = tableIDsOldestFirst(next)
+	man.TableFiles = db.tableFilesFor(next)
 	man.Seq = max(man.Seq, e.seq)
 	if e.log != 0 {
 		man.Log = e.log
@@ -91,6 +92,22 @@ func (db *DB) applyEdit(e tableEdit) error {
 	db.installLocked(db.cur.mem, imm, next)
 	db.mu.Unlock()
 	return unsynced
+}
+
+// tableFilesFor is the table_files of a manifest listing tables. A table
+// Open found damaged keeps the identity the last manifest recorded for it
+// (its bytes no longer hash as they did, and recording what is there now
+// would bless a file put in its place); one with none recorded gets none.
+func (db *DB) tableFilesFor(tables []*sstable) map[uint64]tableFile {
+	files := make(map[uint64]tableFile, len(tables))
+	for _, st := range tables {
+		if st.damaged == nil {
+			files[st.id] = newTableFile(st.size, st.sum)
+		} else if f, ok := db.man.TableFiles[st.id]; ok {
+			files[st.id] = f
+		}
+	}
+	return files
 }
 
 // editTables is the table list (newest first) after e.

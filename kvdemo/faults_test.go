@@ -415,6 +415,27 @@ func TestFaultCrashMidFlush(t *testing.T) {
 // followed by a later log is not a torn tail; each recovery mode does what
 // it says and moves the damaged log to lost/ intact; a log the manifest
 // names that is missing is an error.
+// forgetCleanClose makes a store closed cleanly look like one whose
+// process was killed after its last write: the MANIFEST without the
+// closed_seq mark Close wrote. A torn tail is what a crash leaves, so the
+// tests that tear a log's tail start from there (after a clean Close, a
+// log that lost acknowledged records is damage: TestFaultLogCutAfterCleanClose).
+func forgetCleanClose(t testing.TB, dir string) {
+	t.Helper()
+	man, err := readManifestFS(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.ClosedSeq == 0 {
+		t.Fatal("the MANIFEST holds no clean-close mark to forget")
+	}
+	man.ClosedSeq = 0
+	db := &DB{dir: dir, fs: vfs.Default, opts: Options{Logger: quiet()}}
+	if err := db.writeManifest(man); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestFaultWALDamage(t *testing.T) {
 	const n = 60
 	build := func(t *testing.T) (dir string, offsets []int64) {
@@ -490,6 +511,7 @@ func TestFaultWALDamage(t *testing.T) {
 	})
 	t.Run("torn tail", func(t *testing.T) {
 		dir, _ := build(t)
+		forgetCleanClose(t, dir)
 		path := onlyLog(t, dir)
 		b, _ := os.ReadFile(path)
 		os.WriteFile(path, b[:len(b)-5], 0o644)
@@ -511,6 +533,7 @@ func TestFaultWALDamage(t *testing.T) {
 	})
 	t.Run("torn tail on a full disk", func(t *testing.T) {
 		dir, _ := build(t)
+		forgetCleanClose(t, dir)
 		path := onlyLog(t, dir)
 		b, _ := os.ReadFile(path)
 		torn := b[:len(b)-5]
@@ -539,6 +562,7 @@ func TestFaultWALDamage(t *testing.T) {
 	})
 	t.Run("torn tail name in use", func(t *testing.T) {
 		dir, _ := build(t)
+		forgetCleanClose(t, dir)
 		path := onlyLog(t, dir)
 		b, _ := os.ReadFile(path)
 		os.WriteFile(path, b[:len(b)-5], 0o644)
@@ -1263,6 +1287,157 @@ func TestFaultReplayedLogMadeDurable(t *testing.T) {
 			}
 			defer db.Close()
 			l.verify(t, db, "after a Sync, a Close and a power loss")
+		})
+	}
+}
+
+// TestFaultTableReplacedByAnother, found by the damage sweep (every
+// filter kind, table/replaced-by-...): a valid table of the same store
+// copied over another's file (a restore from the wrong place, files
+// swapped by hand). Badger's format holds no table number, so the copy
+// opened as the table it replaced, passing every checksum: Gets for keys
+// only the replaced table held answered "not found", or an older value,
+// with no error; with cuckoo, its filter (bound to the real table) was
+// then "rebuilt" from the impostor, overwriting the one file that said
+// what went wrong. The MANIFEST now records each table's size and
+// xxhash64: the impostor is a damaged table, Gets that need it return
+// ErrCorrupt naming it, Check reports it, and nothing is rewritten.
+func TestFaultTableReplacedByAnother(t *testing.T) {
+	for _, kind := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone, FilterGlobal} {
+		t.Run(string(kind), func(t *testing.T) {
+			dir := t.TempDir()
+			o := Options{Filter: kind, MemtableBytes: 1 << 20, MaxTables: -1}
+			db := open(t, dir, o)
+			const per, tables = 200, 3
+			for tbl := 0; tbl < tables; tbl++ {
+				for i := 0; i < per; i++ {
+					k := fmt.Sprintf("t%d-%04d", tbl, i)
+					mustPut(t, db, []byte(k), []byte(k))
+				}
+				if err := db.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db.Close()
+			man, _ := readManifestFS(vfs.Default, dir)
+			mid, newest := man.Tables[1], man.Tables[2]
+			impostor, err := os.ReadFile(fileName(dir, newest, extTable))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(fileName(dir, mid, extTable), impostor, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files := snapshotDir(t, dir)
+
+			var out bytes.Buffer
+			if res, err := Check(dir, &out, nil); err != nil || res.Problems == 0 || !strings.Contains(out.String(), fmt.Sprintf("BAD  %06d.sst", mid)) {
+				t.Errorf("Check does not report the replaced table: %+v, %v\n%s", res, err, out.String())
+			}
+			db = open(t, dir, o)
+			checkGetsOrCorrupt(t, db, "t1-%04d", per, mid)
+			for _, tbl := range []int{0, 2} {
+				for i := 0; i < per; i++ {
+					k := fmt.Sprintf("t%d-%04d", tbl, i)
+					if got, err := db.Get([]byte(k)); err != nil && !errors.Is(err, ErrCorrupt) || err == nil && string(got) != k {
+						t.Fatalf("%s: %q, %v (want its value or ErrCorrupt)", k, got, err)
+					}
+				}
+			}
+			if st := db.Stats(); st.DamagedTables != 1 {
+				t.Errorf("DamagedTables = %d, want 1", st.DamagedTables)
+			}
+			// A flush rewrites the MANIFEST: the replaced table keeps the
+			// identity recorded for it, not the impostor's.
+			mustPut(t, db, []byte("new"), []byte("v"))
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			checkNothingDestroyed(t, dir, files, filesKept{manifestChanged: true})
+			db = open(t, dir, o)
+			defer db.Close()
+			if st := db.Stats(); st.DamagedTables != 1 {
+				t.Errorf("after a flush and a reopen, DamagedTables = %d, want 1", st.DamagedTables)
+			}
+			checkGetsOrCorrupt(t, db, "t1-%04d", per, mid)
+		})
+	}
+}
+
+// TestFaultLogCutAfterCleanClose, found by the damage sweep (every filter
+// kind, log/truncate@record-...): the log of a store closed cleanly is
+// cut at a record boundary, or emptied, at rest. What remains parses
+// whole, so Open replayed it and served older values, or nothing, for
+// the keys of the records cut, with no error, no counter and no word in
+// the log. Close now records the last acknowledged write in the MANIFEST
+// (closed_seq): Open refuses logs that end below it, naming the log,
+// without changing anything, and Check reports it; point-in-time recovery
+// opens with what is left, says what was lost, and clears the mark.
+func TestFaultLogCutAfterCleanClose(t *testing.T) {
+	for _, cut := range []string{"boundary", "empty"} {
+		t.Run(cut, func(t *testing.T) {
+			dir := t.TempDir()
+			o := Options{MemtableBytes: 1 << 20, MaxTables: -1}
+			db := open(t, dir, o)
+			const n = 50
+			for i := 0; i < n; i++ {
+				mustPut(t, db, []byte(fmt.Sprintf("k%03d", i)), []byte("v"))
+			}
+			db.Close()
+			path := onlyLog(t, dir)
+			b, _ := os.ReadFile(path)
+			var starts []int64
+			for off := int64(0); ; {
+				_, sz, ok := parseRecord(b, off, 0)
+				if !ok {
+					break
+				}
+				starts = append(starts, off)
+				off += sz
+			}
+			keep := starts[n-3] // the last three records go
+			if cut == "empty" {
+				keep = 0
+			}
+			if err := os.WriteFile(path, b[:keep], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files := snapshotDir(t, dir)
+
+			_, err := Open(dir, &Options{Logger: quiet()})
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(path)) || !strings.Contains(err.Error(), "closed cleanly") {
+				t.Fatalf("Open over a log cut after a clean close: %v (want ErrCorrupt naming the log)", err)
+			}
+			if after := snapshotDir(t, dir); !maps.EqualFunc(files, after, bytes.Equal) {
+				t.Error("the refused Open changed files")
+			}
+			var out bytes.Buffer
+			if res, err := Check(dir, &out, nil); err != nil || res.Problems == 0 || !strings.Contains(out.String(), "closed cleanly") {
+				t.Errorf("Check: %+v, %v\n%s", res, err, out.String())
+			}
+
+			var warnings logBuffer
+			db, err = Open(dir, &Options{WALRecovery: PointInTimeRecovery, Logger: log.New(&warnings, "", 0)})
+			if err != nil {
+				t.Fatalf("point-in-time recovery: %v", err)
+			}
+			kept := n - 3
+			if cut == "empty" {
+				kept = 0
+			}
+			for i := 0; i < n; i++ {
+				_, err := db.Get([]byte(fmt.Sprintf("k%03d", i)))
+				if i < kept && err != nil || i >= kept && !errors.Is(err, ErrNotFound) {
+					t.Fatalf("k%03d after recovery: %v", i, err)
+				}
+			}
+			if !strings.Contains(warnings.String(), "are lost") {
+				t.Errorf("the loss was not said: %q", warnings.String())
+			}
+			db.Close()
+			db = open(t, dir, Options{}) // the default mode again: the loss was accepted once
+			db.Close()
 		})
 	}
 }

@@ -183,9 +183,11 @@ func checkFilterBinding(b []byte, st *sstable) ([]byte, error) {
 	size := binary.LittleEndian.Uint64(b[16:])
 	sum := binary.LittleEndian.Uint64(b[24:])
 	// A damaged table's content hash cannot match any more; its filter
-	// still describes the keys it was built with, so number and size
-	// suffice to let it rule keys out (see openTables).
-	if id != st.id || size != uint64(st.size) || (st.damaged == nil && sum != st.sum) {
+	// still describes the keys it was built with, so it may rule keys out
+	// if it is bound to the table the manifest recorded (openTables sets
+	// size and hash from the record), or, with no record (st.sum 0), to
+	// the same number and size.
+	if id != st.id || size != uint64(st.size) || ((st.damaged == nil || st.sum != 0) && sum != st.sum) {
 		return nil, fmt.Errorf("filter belongs to table %06d of %d bytes (hash %016x), not this one (%d bytes, hash %016x)",
 			id, size, sum, st.size, st.sum)
 	}

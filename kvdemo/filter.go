@@ -8,6 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4/y"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // tableFilter is how a store skips tables on a Get. One implementation per
@@ -228,17 +229,41 @@ func (c *cuckooFilter) install(st *sstable, block []byte) error {
 }
 
 func (c *cuckooFilter) attach(st *sstable) bool {
-	block, err := c.db.readFilterFile(st)
-	if err == nil {
-		var f *codec.Filter
-		if f, err = codec.Decode(block); err == nil {
-			st.cf.Store(f)
-			st.cfBytes.Store(int64(len(block)))
-			return true
+	raw, err := vfs.ReadFile(c.db.fs, fileName(c.db.dir, st.id, extFilter))
+	read := err == nil
+	if read {
+		var block []byte
+		if block, err = checkFilterBinding(raw, st); err == nil {
+			var f *codec.Filter
+			if f, err = codec.Decode(block); err == nil {
+				st.cf.Store(f)
+				st.cfBytes.Store(int64(len(block)))
+				return true
+			}
 		}
 	}
 	c.db.opts.Logger.Printf("table %06d: filter unusable (%v); reading the table without it until it is rebuilt", st.id, err)
+	// Bytes that were read and are damaged, or another table's, are
+	// evidence (of a failing disk, of files copied over each other): the
+	// rebuild, or the table's removal, moves them to lost/ first. Not
+	// here: Open changes nothing before it knows it will not refuse.
+	// (A damaged table's filter stays: nothing rebuilds or removes it.)
+	st.badFilter.Store(read && st.damaged == nil)
 	return false
+}
+
+// keepBadFilter moves st's unusable filter file (see attach) to lost/
+// before anything writes over it or removes it. Once: the rebuild and
+// the table's removal cannot both get there.
+func (c *cuckooFilter) keepBadFilter(st *sstable, why string) error {
+	if !st.badFilter.CompareAndSwap(true, false) {
+		return nil
+	}
+	if err := c.db.moveAside(fmt.Sprintf("%06d.%s", st.id, extFilter), why); err != nil {
+		st.badFilter.Store(true)
+		return err
+	}
+	return nil
 }
 
 func (c *cuckooFilter) rebuild(st *sstable) error {
@@ -257,6 +282,14 @@ func (c *cuckooFilter) rebuild(st *sstable) error {
 		return errorf("%w: table %06d: read %d of its %d entries to rebuild its filter; it stays unfiltered", ErrCorrupt, st.id, n, st.t.KeyCount())
 	}
 	block := b.Finish(nil)
+	if err := c.keepBadFilter(st, "damaged, or another table's; the table's filter is rebuilt"); err != nil {
+		// Not written over: the rebuilt filter serves from memory.
+		if f, derr := codec.Decode(block); derr == nil {
+			st.cf.Store(f)
+			st.cfBytes.Store(int64(len(block)))
+		}
+		return err
+	}
 	if err := c.install(st, block); err != nil {
 		// Keep using it from memory: it was built from the table itself.
 		if f, derr := codec.Decode(block); derr == nil {
@@ -282,6 +315,10 @@ func (*cuckooFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 
 func (c *cuckooFilter) drop(st *sstable) {
 	st.cf.Store(nil)
+	if err := c.keepBadFilter(st, "damaged, or another table's; its table was compacted away"); err != nil {
+		c.db.opts.Logger.Printf("%s (left in place)", quote(err))
+		return
+	}
 	c.db.removeFile(st.id, extFilter)
 }
 

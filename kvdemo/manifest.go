@@ -33,6 +33,14 @@ type manifest struct {
 	Compression Compression `json:"compression,omitempty"` // empty: zstd (stores from before it was recorded)
 	BitsPerKey  float64     `json:"bits_per_key,omitempty"`
 	Tables      []uint64    `json:"tables"` // oldest first
+	// TableFiles: each listed table's size and xxhash64, by number. Badger's
+	// table format holds no table number, so without it a valid table of
+	// the same store copied over another (a restore gone wrong, a file
+	// swapped by hand) would be served as that table: keys silently
+	// missing, older values returned. Absent in manifests written before
+	// it was recorded, and for a table a damaged store could not vouch for
+	// (see tableFilesFor); such a table is opened unverified, as before.
+	TableFiles map[uint64]tableFile `json:"table_files,omitempty"`
 	// NextFile is above every file number allocated when it was written:
 	// a table or filter numbered NextFile or higher that the manifest does
 	// not name is the output of a flush or compaction that did not finish.
@@ -48,9 +56,39 @@ type manifest struct {
 	// at or below it: they are in a table already (a flush during replay
 	// writes tables without retiring the log it came from).
 	Seq uint64 `json:"seq"`
+	// ClosedSeq is written by a Close that made every write durable: the
+	// sequence number of the last write acknowledged (0: not recorded, as
+	// after a crash). The tables (Seq) and the logs from Log on must reach
+	// it. A crash can tear only what was never acknowledged, and after a
+	// clean Close there is nothing of the kind: logs that end below it
+	// were cut short or damaged at rest, and acknowledged writes are
+	// missing, which a log cut at a record boundary (or emptied) would
+	// otherwise hide.
+	ClosedSeq uint64 `json:"closed_seq,omitempty"`
 }
 
 const manifestVersion = 2
+
+// tableFile is a table's identity as a manifest records it: its size and
+// the xxhash64 of its bytes, the same pair a filter file binds to.
+type tableFile struct {
+	Size int64  `json:"size"`
+	Hash string `json:"xxhash64"` // 16 hex digits
+}
+
+func newTableFile(size int64, sum uint64) tableFile {
+	return tableFile{Size: size, Hash: fmt.Sprintf("%016x", sum)}
+}
+
+// mismatch says how st differs from the identity the manifest recorded,
+// or "" when it is that table.
+func (f tableFile) mismatch(st *sstable) string {
+	if f.Size == st.size && f.Hash == fmt.Sprintf("%016x", st.sum) {
+		return ""
+	}
+	return fmt.Sprintf("it is %d bytes with xxhash64 %016x, the MANIFEST recorded %d bytes with %s: another file is in its place, or it was damaged",
+		st.size, st.sum, f.Size, f.Hash)
+}
 
 const manifestSumPrefix = "crc32c "
 
@@ -106,6 +144,17 @@ func parseManifest(b []byte, dir string) (manifest, error) {
 			return m, corrupt("table %d at or above next_file %d", id, m.NextFile)
 		}
 		seen[id] = true
+	}
+	for id, f := range m.TableFiles {
+		if !seen[id] {
+			// Says nothing about the tables listed (a manifest edited by
+			// hand to drop a table, in the version-1 way, may leave it).
+			delete(m.TableFiles, id)
+			continue
+		}
+		if _, err := strconv.ParseUint(f.Hash, 16, 64); err != nil || len(f.Hash) != 16 || f.Size < 0 {
+			return m, corrupt("table_files: table %d has size %d, hash %q", id, f.Size, f.Hash)
+		}
 	}
 	return m, nil
 }

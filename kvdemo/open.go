@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4/options"
@@ -204,7 +205,7 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 		if _, err := db.fs.Stat(path); err != nil {
 			return nil, fmt.Errorf("kvdemo: table %06d named by the MANIFEST: %w", id, err)
 		}
-		st, err := db.openTable(id, nil)
+		st, err := db.openListedTable(id)
 		if err != nil && !errors.Is(err, errDamagedTable) {
 			// Not damage: the file could not be read (EMFILE, ENOMEM,
 			// EIO). Nothing is decided about the table; Open fails and
@@ -213,7 +214,12 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 		}
 		if err != nil {
 			st = &sstable{id: id, db: db, damaged: errorf("%w: %w", ErrCorrupt, err)}
-			if fi, serr := db.fs.Stat(path); serr == nil {
+			if f, ok := db.man.TableFiles[id]; ok {
+				// What the filter was bound to, if it was built for the
+				// table the manifest names.
+				st.size = f.Size
+				st.sum, _ = strconv.ParseUint(f.Hash, 16, 64)
+			} else if fi, serr := db.fs.Stat(path); serr == nil {
 				st.size = fi.Size()
 			}
 			db.opts.Logger.Printf("table %06d is damaged, serving every other table: %s", id, quote(err))

@@ -170,6 +170,7 @@ func (db *DB) checkLogs(logs []uint64) error {
 			replay = append(replay, id)
 		}
 	}
+	reach := db.man.Seq // the last write the tables and intact records hold
 	for i, id := range replay {
 		path := fileName(db.dir, id, extLog)
 		data, err := vfs.ReadFile(db.fs, path)
@@ -177,6 +178,7 @@ func (db *DB) checkLogs(logs []uint64) error {
 			return errorf("reading log %06d: %w", id, err)
 		}
 		sc, _ := scanLog(data, false, func(walRecord) error { return nil })
+		reach = max(reach, sc.lastSeq)
 		if sc.damageAt < 0 {
 			continue
 		}
@@ -186,7 +188,21 @@ func (db *DB) checkLogs(logs []uint64) error {
 		}
 		return damagedLogError(path, sc, !newest, mode)
 	}
+	if db.man.ClosedSeq > reach {
+		return closedSeqError(db.man, reach, replay, mode)
+	}
 	return nil
+}
+
+// closedSeqError is the refusal to open a store closed cleanly whose logs
+// no longer reach its last acknowledged write.
+func closedSeqError(man manifest, reach uint64, logs []uint64, mode WALRecoveryMode) error {
+	where := "no log is left"
+	if len(logs) > 0 {
+		where = fmt.Sprintf("log %06d.%s, the newest, was cut short or damaged at rest", logs[len(logs)-1], extLog)
+	}
+	return errorf("%w: the store was closed cleanly after write %d, but its tables and logs end at write %d: acknowledged writes are missing (%s); refusing to open under WAL recovery mode %q. The store was not changed. To open anyway with what is left, choose %q",
+		ErrCorrupt, man.ClosedSeq, reach, where, mode, PointInTimeRecovery)
 }
 
 // replayLogs rebuilds the memtable from the logs the manifest needs
@@ -275,6 +291,20 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 			return nil, damagedLogError(path, sc, !newest, mode)
 		}
 		break
+	}
+	if db.man.ClosedSeq > db.seq {
+		// A mode that replays around damage (checkLogs refused the
+		// others): the loss is accepted, and said. The mark is dropped
+		// from the MANIFEST (by recoverPast's edit, or here), or the next
+		// Open would refuse again over the same loss.
+		db.opts.Logger.Printf("the store was closed cleanly after write %d, its tables and logs end at write %d: the writes between are lost (recovered under %q)",
+			db.man.ClosedSeq, db.seq, mode)
+		db.man.ClosedSeq = 0
+		if len(aside) == 0 {
+			if err := db.writeManifest(db.man); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if len(aside) > 0 {
 		return db.recoverPast(mem, aside)

@@ -41,6 +41,10 @@ type sstable struct {
 	// unbound filter has been rebuilt in the background, hence atomic.
 	cf      atomic.Pointer[codec.Filter]
 	cfBytes atomic.Int64
+	// badFilter: Open read the table's filter file and could not use it
+	// (damaged, or another table's); it is moved to lost/ before its
+	// rebuild writes over it or the table's removal removes it.
+	badFilter atomic.Bool
 	// indexed: the table's keys are in the global index (Filter = global).
 	indexed atomic.Bool
 	// mergedInto: the compaction output whose Replace took this table's
@@ -254,6 +258,25 @@ func (db *DB) openTable(id uint64, data []byte) (*sstable, error) {
 		return nil, errorf("table %06d: %w", id, err)
 	}
 	st := &sstable{id: id, t: t, db: db, keys: int(t.KeyCount()), size: t.Size(), sum: xxhash.Sum64(data)}
+	return st, nil
+}
+
+// openListedTable opens table id, which the manifest lists, and checks
+// that it is the table the manifest recorded (size and xxhash64): a
+// valid table of another number copied in its place parses and passes
+// every block checksum, and would answer for keys it never held. A
+// mismatch is damage, not a reason to trust the file.
+func (db *DB) openListedTable(id uint64) (*sstable, error) {
+	st, err := db.openTable(id, nil)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := db.man.TableFiles[id]; ok {
+		if why := f.mismatch(st); why != "" {
+			st.close()
+			return nil, errorf("table %06d: %w: %s", id, errDamagedTable, why)
+		}
+	}
 	return st, nil
 }
 
