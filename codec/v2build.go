@@ -695,17 +695,64 @@ func (b *Builder) finishV2(dst []byte) []byte {
 	}
 	plan := planV2(&b.opts, b.n)
 	b.stats = BuildStats{}
-	prevSeed := uint32(0)
+	out, g, seed, next, ok := b.placeV2(dst, plan, 0, seed, pinned)
+	if !ok {
+		// Past every cap: a block that honestly answers "maybe" for every
+		// key.
+		return b.alwaysMaybe(dst, plan.f, next, v2Attempts)
+	}
+	if b.stats.Keys >= b.n {
+		return out
+	}
+	// The plan counted every hash added, because repeats that do not
+	// arrive one after another (keys added out of order, as from a log)
+	// are only found while placing; the budget is per distinct key. When
+	// the distinct keys would plan materially fewer lines, the repeats are
+	// removed and the distinct keys placed again in those lines, with the
+	// same reseeds and growth as any placement. (Placing the repeats
+	// again in the smaller plan would not do: placement recognises a
+	// repeat only in the buckets it is looking at, and a repeat whose
+	// first copy was pushed to its secondary line is placed a second
+	// time, crowding lines planned without it.) Keys sorted as a table
+	// writer adds them never get here: their repeats are consecutive and
+	// dropped by Add.
+	p := planV2(&b.opts, b.stats.Keys)
+	if float64(p.lines) >= 0.97*float64(plan.lines) {
+		return out
+	}
+	reseeds := b.stats.Reseeds
+	b.dropRepeats()
+	again, _, last, next, ok := b.placeV2(dst, p, seed, seed, pinned)
+	if ok {
+		b.stats.Reseeds += reseeds
+		return again
+	}
+	// Every attempt at the smaller plan failed (as rarely as any
+	// placement does): the first block, re-encoded from the distinct keys
+	// in its geometry, where they placed with their repeats.
+	if out, ok := b.encodeV2(dst, last, seed, g, plan.wide); ok {
+		b.stats.Reseeds = reseeds
+		return out
+	}
+	return b.alwaysMaybe(dst, plan.f, next, v2Attempts)
+}
+
+// placeV2 places the builder's hashes, mixed under prevSeed (raw when it
+// is 0), by plan: under seed, then under fresh seeds in the plan's lines,
+// then in geometrically more lines, up to v2Attempts attempts. It returns
+// the block appended to dst and its geometry, the seed of the last
+// attempt (the one the hashes are now mixed under) and the seed an attempt
+// after it would take; ok is false when every attempt failed.
+func (b *Builder) placeV2(dst []byte, plan v2Plan, prevSeed, seed uint32, pinned bool) (out []byte, g v2Geom, last, next uint32, ok bool) {
 	for attempt := 0; attempt < v2Attempts; attempt++ {
 		lines := v2AttemptLines(plan.lines, attempt)
 		if b.rejectSeeds <= 0 {
-			g := v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}
-			out, ok := b.encodeV2(dst, prevSeed, seed, g, plan.wide)
+			g = v2Geom{f: plan.f, lines: lines, wide: v2WideLines(lines, plan.wide)}
+			out, ok = b.encodeV2(dst, prevSeed, seed, g, plan.wide)
 			prevSeed = seed
 			if ok {
-				out = b.replanForRepeats(dst, seed, plan, g, out)
 				b.stats.Reseeds = attempt
-				return out
+				return out, g, seed, seed, true
 			}
 		}
 		b.rejectSeeds--
@@ -715,33 +762,28 @@ func (b *Builder) finishV2(dst []byte) []byte {
 			seed = randomSeed()
 		}
 	}
-	// Past every cap: a block that honestly answers "maybe" for every key.
-	return b.alwaysMaybe(dst, plan.f, seed, v2Attempts)
+	return nil, g, prevSeed, seed, false
 }
 
-// replanForRepeats re-encodes a block that placed under seed and geometry
-// g when it was planned for far more keys than it holds. The plan counts
-// every hash added, because repeats that do not arrive one after another
-// (keys added out of order, as from a log) are only found while placing;
-// the budget is per distinct key. So when the distinct keys stored would
-// plan materially fewer lines, the keys are placed again in those. If that
-// placement fails (as rarely as any), the block of g is encoded again
-// (the same seed and geometry give the same bytes) and kept. Keys sorted
-// as a table writer adds them never get here: their repeats are
-// consecutive and dropped by Add.
-func (b *Builder) replanForRepeats(dst []byte, seed uint32, plan v2Plan, g v2Geom, out []byte) []byte {
-	if b.stats.Keys >= b.n {
-		return out
+// dropRepeats removes repeated hashes from the builder's pages, which
+// then hold the distinct hashes, in ascending order, and sets b.n to their
+// count. Pages left empty stay in b.pages, so that Reset returns them to
+// the pool.
+func (b *Builder) dropRepeats() {
+	all := slices.Grow(b.s.sorted[:0], b.n)
+	for _, pg := range b.pages {
+		all = append(all, pg...)
 	}
-	p := planV2(&b.opts, b.stats.Keys)
-	if float64(p.lines) >= 0.97*float64(plan.lines) {
-		return out
+	slices.Sort(all)
+	all = slices.Compact(all)
+	b.s.sorted = all
+	at := 0
+	for i, pg := range b.pages {
+		n := copy(pg[:cap(pg)], all[at:])
+		b.pages[i] = pg[:n]
+		at += n
 	}
-	if again, ok := b.encodeV2(dst, seed, seed, v2Geom{f: p.f, lines: p.lines, wide: v2WideLines(p.lines, p.wide)}, p.wide); ok {
-		return again
-	}
-	out, _ = b.encodeV2(dst, seed, seed, g, plan.wide)
-	return out
+	b.n = len(all)
 }
 
 // encodeV2 places every key under one seed and line count and appends the
