@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // sizeTiered returns n random key hashes split into tables whose sizes
@@ -34,6 +35,9 @@ func sizeTiered(n int, seed uint64) (ids []uint64, sets [][]uint64) {
 // large enough that the index's fixed memory (a few kilobytes) is a small
 // part of the budget.
 func TestIndexCapacityWithinBudget(t *testing.T) {
+	// Millions of index inserts in one goroutine: nothing for the race
+	// detector, which made this the package's longest test by far.
+	race.SkipLong(t)
 	// Within the budget: every budget from 8 to 20 bits in quarters,
 	// tables without keys (the memory is the same); keys for whole bits.
 	for _, entries := range []int{1_000_000, 4_000_000} {
