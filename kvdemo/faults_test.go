@@ -764,15 +764,7 @@ func TestFaultDamagedTable(t *testing.T) {
 			o := Options{Filter: kind, MemtableBytes: 1 << 20, MaxTables: -1}
 			db := open(t, dir, o)
 			const per, tables = 500, 6
-			for tbl := 0; tbl < tables; tbl++ {
-				for i := 0; i < per; i++ {
-					k := fmt.Sprintf("t%d-%04d", tbl, i)
-					mustPut(t, db, []byte(k), []byte(k))
-				}
-				if err := db.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			flushTables(t, db, tables, per)
 			db.Close()
 			man, _ := readManifestFS(vfs.Default, dir)
 			mid := man.Tables[1] // holds t1-*
@@ -956,15 +948,7 @@ func TestFaultTableReadAfterOpen(t *testing.T) {
 			o := Options{Compression: c, MemtableBytes: 1 << 20, MaxTables: -1}
 			db := open(t, dir, o)
 			const per = 300
-			for tbl := 0; tbl < 3; tbl++ {
-				for i := 0; i < per; i++ {
-					k := fmt.Sprintf("t%d-%04d", tbl, i)
-					mustPut(t, db, []byte(k), []byte(k))
-				}
-				if err := db.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			flushTables(t, db, 3, per)
 			db.Close()
 			// Through errorfs: the tables are read with read(2).
 			db, err := faultOpen(t, dir, errorfs.New(vfs.Default), o)
@@ -1108,15 +1092,7 @@ func TestFaultGlobalIndexFromDamagedTable(t *testing.T) {
 	o := Options{Filter: FilterGlobal, Compression: CompressionNone, MemtableBytes: 1 << 20, MaxTables: -1}
 	db := open(t, dir, o)
 	const per = 300
-	for tbl := 0; tbl < 3; tbl++ {
-		for i := 0; i < per; i++ {
-			k := fmt.Sprintf("t%d-%04d", tbl, i)
-			mustPut(t, db, []byte(k), []byte(k))
-		}
-		if err := db.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flushTables(t, db, 3, per)
 	v, _ := db.acquire()
 	defer v.release()
 	mid := v.tables[1]
@@ -1309,15 +1285,7 @@ func TestFaultTableReplacedByAnother(t *testing.T) {
 			o := Options{Filter: kind, MemtableBytes: 1 << 20, MaxTables: -1}
 			db := open(t, dir, o)
 			const per, tables = 200, 3
-			for tbl := 0; tbl < tables; tbl++ {
-				for i := 0; i < per; i++ {
-					k := fmt.Sprintf("t%d-%04d", tbl, i)
-					mustPut(t, db, []byte(k), []byte(k))
-				}
-				if err := db.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			flushTables(t, db, tables, per)
 			db.Close()
 			man, _ := readManifestFS(vfs.Default, dir)
 			mid, newest := man.Tables[1], man.Tables[2]
@@ -1439,5 +1407,21 @@ func TestFaultLogCutAfterCleanClose(t *testing.T) {
 			db = open(t, dir, Options{}) // the default mode again: the loss was accepted once
 			db.Close()
 		})
+	}
+}
+
+// flushTables writes tables tables of per keys each, "t<table>-<i>" with
+// the key as its value, flushing after each, so that table tbl holds
+// exactly the keys t<tbl>-*.
+func flushTables(t testing.TB, db *DB, tables, per int) {
+	t.Helper()
+	for tbl := 0; tbl < tables; tbl++ {
+		for i := 0; i < per; i++ {
+			k := fmt.Sprintf("t%d-%04d", tbl, i)
+			mustPut(t, db, []byte(k), []byte(k))
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
