@@ -1,0 +1,69 @@
+package kvdemo
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/errorfs"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
+)
+
+// TestSyncAfterFailedFsyncFails: once an fsync of the log has failed, no
+// later Sync or Close may report the log durable. A failed fsync may have
+// dropped the dirty pages and marked them clean (Linux does), so a second
+// fsync can succeed without writing them: the failure must stick.
+func TestSyncAfterFailedFsyncFails(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{NoSyncEachWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLedger()
+	l.put(t, db, "a", "v")
+	efs.Add(&errorfs.Rule{Op: errorfs.OpSync, Match: isExt(extLog), Times: 1, Err: errorfs.EIO})
+	if err := db.Sync(); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Sync whose fsync failed: %v", err)
+	}
+	if err := db.Sync(); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Sync after a failed fsync (the next fsync succeeds): %v; want ErrOutcomeUnknown, never nil", err)
+	}
+	if err := db.Close(); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Close after a failed fsync: %v; want ErrOutcomeUnknown, never nil", err)
+	}
+	db = open(t, dir, Options{})
+	defer db.Close()
+	if got, err := db.Get([]byte("a")); err == nil && string(got) != "v" {
+		t.Fatalf("a (outcome unknown) reads back %q", got)
+	}
+}
+
+// TestUndoneLogWriteStaysUndoneAfterTornCrash: a log write that failed
+// half-way is cut back and reported ErrNotStored, and the store moves on
+// to a new log. The cut must be durable before that (an fsync after the
+// truncate): otherwise a power loss may bring the half-written record
+// back at the end of a log that a later one follows, which Open must
+// treat as damage in the middle of the history, and a failed write could
+// come back as stored. Here the crash tears what was never fsynced.
+func TestUndoneLogWriteStaysUndoneAfterTornCrash(t *testing.T) {
+	dir, efs, db, l := faultStore(t, Options{}, 20)
+	efs.Add(&errorfs.Rule{Op: errorfs.OpWrite, Match: isExt(extLog), Times: 1, Short: true, Err: errorfs.ENOSPC})
+	if err := l.put(t, db, "failed", "v"); !errors.Is(err, ErrNotStored) {
+		t.Fatalf("Put whose log write failed half-way: %v; want ErrNotStored", err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := l.put(t, db, "after"+string(rune('0'+i)), "v"); err != nil {
+			t.Fatalf("Put after the failed write was undone: %v", err)
+		}
+	}
+	if err := efs.CrashTorn(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // fails on the crashed filesystem; the lock goes with it
+	db, err := faultOpen(t, dir, vfs.Default, Options{})
+	if err != nil {
+		t.Fatalf("Open after the undone write and a torn crash: %v", err)
+	}
+	defer db.Close()
+	l.verify(t, db, "after a torn crash")
+}
