@@ -1,7 +1,10 @@
 package kvdemo
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"slices"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/errorfs"
@@ -66,4 +69,79 @@ func TestUndoneLogWriteStaysUndoneAfterTornCrash(t *testing.T) {
 	}
 	defer db.Close()
 	l.verify(t, db, "after a torn crash")
+}
+
+// TestFullLogDurableBeforeTheNext: with NoSyncEachWrite, the log of a
+// memtable that fills up is fsynced before any record goes to the next
+// log, so that a crash can only tear the newest log. Otherwise a power
+// loss while the full memtable's flush is failing could tear the older
+// log (its records never fsynced) under a newer one that holds intact
+// records, which Open must refuse as damage in the middle of the history.
+func TestFullLogDurableBeforeTheNext(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{NoSyncEachWrite: true, MemtableBytes: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flushes fail (the table cannot be created), so the full memtable
+	// and its log stay.
+	efs.Add(&errorfs.Rule{Op: errorfs.OpCreate, Match: isExt(extTable), Err: errorfs.ENOSPC})
+	rotated := func() bool {
+		db.mu.RLock()
+		defer db.mu.RUnlock()
+		return db.cur.imm != nil
+	}
+	i := 0
+	for ; !rotated(); i++ {
+		if i > 1000 {
+			t.Fatal("the memtable never filled")
+		}
+		k, v := kv(i)
+		mustPut(t, db, k, append(v, bytes.Repeat([]byte{'x'}, i%7)...))
+	}
+	first := logsOnDisk(t, dir)[0]
+	data, err := os.ReadFile(fileName(dir, first, extLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := scanLog(data[:len(data)/2], false, func(walRecord) error { return nil }); sc.damageAt < 0 {
+		t.Fatalf("test setup: half of the full log (%d bytes) ends on a record boundary, so a torn crash would not show", len(data))
+	}
+	for j := 0; j < 5; j++ {
+		k, v := kv(i + j)
+		mustPut(t, db, k, v)
+	}
+	if err := efs.CrashTorn(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // fails on the crashed filesystem; the lock goes with it
+	db, err = faultOpen(t, dir, vfs.Default, Options{})
+	if err != nil {
+		t.Fatalf("Open after a torn crash while a full memtable's flush was failing: %v", err)
+	}
+	defer db.Close()
+	for j := 0; j < i+5; j++ {
+		k, _ := kv(j)
+		if _, err := db.Get(k); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get(%s): %v", k, err)
+		}
+	}
+}
+
+// logsOnDisk lists the log numbers in dir, ascending.
+func logsOnDisk(t testing.TB, dir string) []uint64 {
+	t.Helper()
+	var ids []uint64
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if id, ext, ok := parseFileName(e.Name()); ok && ext == extLog {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
