@@ -145,3 +145,46 @@ func logsOnDisk(t testing.TB, dir string) []uint64 {
 	slices.Sort(ids)
 	return ids
 }
+
+// TestCloseWhoseSyncFailedIsNotClean: a Close whose final log fsync
+// fails returns the error and must not record a clean close in the
+// MANIFEST: the writes since the last Sync may then be lost by a crash,
+// and a recorded ClosedSeq would make the next Open refuse the store as
+// damaged at rest instead of recovering what the logs hold.
+func TestCloseWhoseSyncFailedIsNotClean(t *testing.T) {
+	dir := t.TempDir()
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{NoSyncEachWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 10; i < 20; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	efs.Add(&errorfs.Rule{Op: errorfs.OpSync, Match: isExt(extLog), Err: errorfs.EIO})
+	if err := db.Close(); !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("Close whose log fsync failed: %v; want ErrOutcomeUnknown", err)
+	}
+	if err := efs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = faultOpen(t, dir, vfs.Default, Options{})
+	if err != nil {
+		t.Fatalf("Open after a failed Close and a crash: %v", err)
+	}
+	defer db.Close()
+	for i := 0; i < 10; i++ {
+		k, v := kv(i)
+		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("write %d, synced before the failed Close: %q, %v", i, got, err)
+		}
+	}
+}
