@@ -8,10 +8,10 @@
 //   - limit the space writes may use (a full disk: writes beyond the limit
 //     write what fits and fail with ENOSPC), and give space back later;
 //   - crash: drop everything not yet made durable (file data past the last
-//     fsync, creations and renames past the last directory fsync, with
-//     DeferRemoves removals too, and truncations not followed by an fsync
-//     of the file), or tear it (Rule.Torn), after which every operation
-//     fails;
+//     fsync; creations of files and directories, and renames, past the last
+//     fsync of their directory; with DeferRemoves removals too; truncations
+//     not followed by an fsync of the file), or tear it (Rule.Torn), after
+//     which every operation fails;
 //   - flip a bit in what reads return, or fail a read;
 //   - crash at the Nth operation of a kind (a sweep's crash points), and
 //     tell the test what was durable at the moment a rule fired.
@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -124,7 +125,8 @@ type FS struct {
 }
 
 type dirOp struct {
-	create   string // a file created
+	create   string // a file created, or with dir a directory
+	dir      bool
 	from, to string // a rename
 	oldTo    []byte // the rename's target content before it was replaced
 	hadTo    bool
@@ -214,7 +216,7 @@ func (r *Rule) flips() bool { return r.Op == OpRead && r.Err == nil && !r.Crash 
 // at its last fsync (or, for a file this FS never wrote, its length).
 func (fs *FS) durableLocked(path string) (int64, bool) {
 	for _, op := range fs.pending {
-		if op.create == path || op.to == path {
+		if op.create == path || op.to == path || (op.dir && strings.HasPrefix(path, op.create+string(filepath.Separator))) {
 			return 0, false
 		}
 	}
@@ -367,7 +369,24 @@ func (fs *FS) MkdirAll(dir string, perm os.FileMode) error {
 	if _, err := fs.check(0, dir); err != nil {
 		return err
 	}
-	return fs.inner.MkdirAll(dir, perm)
+	// The directories this creates (not those that were there) are, like
+	// files, durable only once their parent is fsynced.
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := fs.inner.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	for i := len(created) - 1; i >= 0; i-- {
+		fs.pending = append(fs.pending, dirOp{create: created[i], dir: true})
+	}
+	fs.mu.Unlock()
+	return nil
 }
 
 func (fs *FS) ReadDir(dir string) ([]os.DirEntry, error) {
@@ -505,6 +524,14 @@ func (fs *FS) undoLocked() error {
 		case op.removed != "":
 			note(writeWhole(op.removed, op.content[:op.durableContent]))
 			fs.synced[op.removed] = op.durableContent
+		case op.create != "" && op.dir:
+			note(fs.inner.RemoveAll(op.create))
+			for path := range fs.synced {
+				if strings.HasPrefix(path, op.create+string(filepath.Separator)) {
+					delete(fs.synced, path)
+					delete(fs.cut, path)
+				}
+			}
 		case op.create != "":
 			note(fs.inner.Remove(op.create))
 			delete(fs.synced, op.create)

@@ -222,3 +222,38 @@ func TestCrashUndoesUnsyncedTruncate(t *testing.T) {
 		t.Errorf("an unsynced cut into durable data survived the crash: %q", b)
 	}
 }
+
+// TestCrashUndoesUnsyncedMkdir: a directory MkdirAll created vanishes in
+// a crash, with what it holds, unless its parent was fsynced; one that
+// was there before stays.
+func TestCrashUndoesUnsyncedMkdir(t *testing.T) {
+	for _, syncParent := range []bool{false, true} {
+		dir := t.TempDir()
+		fs := New(vfs.Default)
+		sub := filepath.Join(dir, "lost")
+		if err := fs.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := fs.Create(filepath.Join(sub, "kept"))
+		f.Write([]byte("x"))
+		f.Sync()
+		fs.SyncDir(sub)
+		if syncParent {
+			fs.SyncDir(dir)
+		}
+		fs.MkdirAll(dir, 0o755) // there already: nothing to undo
+		if err := fs.Crash(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Stat(filepath.Join(sub, "kept"))
+		if syncParent && err != nil {
+			t.Errorf("a file in a directory made durable vanished: %v", err)
+		}
+		if !syncParent && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a directory whose parent was never fsynced survived the crash: %v", err)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("a directory that was there before vanished: %v", err)
+		}
+	}
+}
