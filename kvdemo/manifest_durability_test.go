@@ -2,7 +2,11 @@ package kvdemo
 
 import (
 	"bytes"
+	"errors"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/errorfs"
@@ -121,5 +125,47 @@ func TestRestoredTableServedAgain(t *testing.T) {
 		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
 			t.Fatalf("Get(%s) from the restored table: %q, %v", k, got, err)
 		}
+	}
+}
+
+// TestRefusedOpenOverMissingLogChangesNothing: a log the MANIFEST names
+// as holding records not yet in a table is missing. Open refuses, and
+// (like every refusal) before it changes anything: a file no manifest
+// names stays where it is, not moved to lost/ by an Open that then fails.
+func TestRefusedOpenOverMissingLogChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{})
+	for i := 0; i < 20; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+		if i == 9 {
+			if err := db.Flush(); err != nil { // the MANIFEST now names the log after it
+				t.Fatal(err)
+			}
+		}
+	}
+	db.Close()
+	forgetCleanClose(t, dir) // as after a crash: no mark to find the loss by
+	man, err := readManifestFS(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Log == 0 {
+		t.Fatal("test setup: the MANIFEST names no log")
+	}
+	if err := os.Remove(fileName(dir, man.Log, extLog)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fileName(dir, 0, extTable), []byte("not ours"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotDir(t, dir)
+	_, err = Open(dir, &Options{Logger: quiet()})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("Open with the log the MANIFEST needs missing: %v", err)
+	}
+	after := snapshotDir(t, dir)
+	if !maps.EqualFunc(before, after, bytes.Equal) {
+		t.Fatalf("a refused Open changed the store: files before %v, after %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
 }
