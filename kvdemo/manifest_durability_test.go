@@ -169,3 +169,39 @@ func TestRefusedOpenOverMissingLogChangesNothing(t *testing.T) {
 		t.Fatalf("a refused Open changed the store: files before %v, after %v", slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
 	}
 }
+
+// TestLossOfOneWriteAcceptedOnce: a store closed cleanly whose log lost
+// its last record at rest (cut at a record boundary) is refused by
+// default; opened under point-in-time recovery, the loss is accepted and
+// the clean-close mark dropped, durably, so that a crash afterwards does
+// not make the next Open refuse over the same, accepted loss. One record
+// is the smallest loss the mark must catch.
+func TestLossOfOneWriteAcceptedOnce(t *testing.T) {
+	dir, path, ends := storeWithLog(t, 20)
+	if err := os.Truncate(path, ends[18]); err != nil { // write 20 lost at rest
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, &Options{Logger: quiet()}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("default Open over a log missing the last write of a clean Close: %v", err)
+	}
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{WALRecovery: PointInTimeRecovery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := efs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // fails on the crashed filesystem; the lock goes with it
+	db, err = faultOpen(t, dir, vfs.Default, Options{})
+	if err != nil {
+		t.Fatalf("Open after the loss was accepted and a crash: %v", err)
+	}
+	defer db.Close()
+	for i := 0; i < 19; i++ {
+		k, v := kv(i)
+		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("write %d: %q, %v", i+1, got, err)
+		}
+	}
+}
