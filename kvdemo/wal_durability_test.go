@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/errorfs"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
@@ -186,5 +188,56 @@ func TestCloseWhoseSyncFailedIsNotClean(t *testing.T) {
 		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
 			t.Fatalf("write %d, synced before the failed Close: %q, %v", i, got, err)
 		}
+	}
+}
+
+// TestFlushWaitsForCommittedWrites: a write whose record is in the log
+// but not yet in its memtable when the memtable fills and is flushed
+// must be in the table: once the MANIFEST names the table, the log that
+// also holds the record is removed. Here the write is held at that point
+// while other writers fill the memtable and its flush starts.
+func TestFlushWaitsForCommittedWrites(t *testing.T) {
+	dir := t.TempDir()
+	var armed atomic.Bool
+	release := make(chan struct{})
+	held := make(chan struct{})
+	pause := func(at pausePoint) {
+		if at == pauseWriteCommitted && armed.Swap(false) {
+			close(held)
+			<-release
+		}
+	}
+	db := open(t, dir, Options{MemtableBytes: 4 << 10, MaxTables: -1, pause: pause})
+	armed.Store(true)
+	done := make(chan error)
+	go func() { done <- db.Put([]byte("held"), []byte("v")) }()
+	<-held
+	// Fill the memtable the held write is in; its flush starts.
+	for i := 0; ; i++ {
+		if i > 1000 {
+			t.Fatal("the memtable never filled")
+		}
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+		db.mu.RLock()
+		rotated := db.cur.imm != nil
+		db.mu.RUnlock()
+		if rotated {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // a flush that does not wait finishes meanwhile
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the held Put: %v", err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir, Options{})
+	defer db.Close()
+	if got, err := db.Get([]byte("held")); err != nil || string(got) != "v" {
+		t.Fatalf("acknowledged write held between its log and its memtable during a flush: %q, %v", got, err)
 	}
 }
