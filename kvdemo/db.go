@@ -457,6 +457,7 @@ func (db *DB) write(kind recordKind, key, value []byte) error {
 		}
 		return err
 	}
+	db.pauseAt(pauseWriteCommitted)
 	m.apply(r)
 	for {
 		a := db.acked.Load()
@@ -578,6 +579,9 @@ const (
 	pauseReplacing
 	pauseRebuildTracking // global rebuild: index changes are recorded, its view not taken yet
 	pauseRebuildBuilt    // global rebuild: the new index is built, the changes not replayed yet
+	// A write's record is committed to its log, not yet in its memtable:
+	// a flush of that memtable must wait for it (memtable.writers).
+	pauseWriteCommitted
 )
 
 func (db *DB) pauseAt(at pausePoint) {

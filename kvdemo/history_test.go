@@ -144,7 +144,8 @@ func (h *histRun) opts() Options {
 }
 
 // pauseSometimes holds one Get in eight for up to 3 ms, once it has its
-// view or once it made its index lookup, and the store's own work at each
+// view or once it made its index lookup, one write in 32 between its log
+// and its memtable, and the store's own work at each
 // of its steps (up to 3 ms; a global rebuild's, up to 30 ms): a goroutine
 // descheduled there while the others go on. A Get as fast as the test's
 // otherwise rarely meets a flush, a compaction's Replace or a rebuild
@@ -157,6 +158,12 @@ func (h *histRun) pauseSometimes(at pausePoint) {
 	switch at {
 	case pauseGetView, pauseGetLookup:
 		if rand.IntN(8) != 0 {
+			return
+		}
+	case pauseWriteCommitted:
+		// One write in 32, between its log and its memtable: a flush
+		// of that memtable must wait for it.
+		if rand.IntN(32) != 0 {
 			return
 		}
 	case pauseRebuildTracking, pauseRebuildBuilt:

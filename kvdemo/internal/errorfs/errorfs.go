@@ -8,9 +8,10 @@
 //   - limit the space writes may use (a full disk: writes beyond the limit
 //     write what fits and fail with ENOSPC), and give space back later;
 //   - crash: drop everything not yet made durable (file data past the last
-//     fsync, creations and renames past the last directory fsync, and with
-//     DeferRemoves removals too), or tear it (Rule.Torn), after which
-//     every operation fails;
+//     fsync; creations of files and directories, and renames, past the last
+//     fsync of their directory; with DeferRemoves removals too; truncations
+//     not followed by an fsync of the file), or tear it (Rule.Torn), after
+//     which every operation fails;
 //   - flip a bit in what reads return, or fail a read;
 //   - crash at the Nth operation of a kind (a sweep's crash points), and
 //     tell the test what was durable at the moment a rule fired.
@@ -25,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -113,12 +115,18 @@ type FS struct {
 	lost         bool                                       // the crash's power loss has been applied
 	lossErr      error                                      // what applying it met
 	synced       map[string]int64                           // durable length of files written through us
-	pending      []dirOp                                    // creations and renames not yet made durable
-	counts       map[Op]int
+	// cut: a file's content before a truncation that no fsync of it has
+	// made durable yet. A crash brings it back (and then cuts or tears
+	// what of it was never synced, as for any file): until the fsync, the
+	// disk may still hold the old length and the bytes written before.
+	cut     map[string][]byte
+	pending []dirOp // creations and renames not yet made durable
+	counts  map[Op]int
 }
 
 type dirOp struct {
-	create   string // a file created
+	create   string // a file created, or with dir a directory
+	dir      bool
 	from, to string // a rename
 	oldTo    []byte // the rename's target content before it was replaced
 	hadTo    bool
@@ -131,7 +139,7 @@ type dirOp struct {
 
 // New wraps inner.
 func New(inner vfs.FS) *FS {
-	return &FS{inner: inner, space: -1, synced: map[string]int64{}, counts: map[Op]int{}}
+	return &FS{inner: inner, space: -1, synced: map[string]int64{}, cut: map[string][]byte{}, counts: map[Op]int{}}
 }
 
 // Add installs a rule.
@@ -208,7 +216,7 @@ func (r *Rule) flips() bool { return r.Op == OpRead && r.Err == nil && !r.Crash 
 // at its last fsync (or, for a file this FS never wrote, its length).
 func (fs *FS) durableLocked(path string) (int64, bool) {
 	for _, op := range fs.pending {
-		if op.create == path || op.to == path {
+		if op.create == path || op.to == path || (op.dir && strings.HasPrefix(path, op.create+string(filepath.Separator))) {
 			return 0, false
 		}
 	}
@@ -304,6 +312,7 @@ func (fs *FS) Remove(name string) error {
 			fs.pending = append(fs.pending, op)
 		}
 		delete(fs.synced, name)
+		delete(fs.cut, name) // its durable content is the removal's record
 		fs.mu.Unlock()
 	}
 	return err
@@ -345,6 +354,10 @@ func (fs *FS) Rename(oldname, newname string) error {
 		fs.synced[newname] = n
 		delete(fs.synced, oldname)
 	}
+	if b, ok := fs.cut[oldname]; ok {
+		fs.cut[newname] = b
+		delete(fs.cut, oldname)
+	}
 	fs.pending = append(fs.pending, op)
 	fs.mu.Unlock()
 	return nil
@@ -356,7 +369,24 @@ func (fs *FS) MkdirAll(dir string, perm os.FileMode) error {
 	if _, err := fs.check(0, dir); err != nil {
 		return err
 	}
-	return fs.inner.MkdirAll(dir, perm)
+	// The directories this creates (not those that were there) are, like
+	// files, durable only once their parent is fsynced.
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		created = append(created, d)
+	}
+	if err := fs.inner.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	for i := len(created) - 1; i >= 0; i-- {
+		fs.pending = append(fs.pending, dirOp{create: created[i], dir: true})
+	}
+	fs.mu.Unlock()
+	return nil
 }
 
 func (fs *FS) ReadDir(dir string) ([]os.DirEntry, error) {
@@ -416,12 +446,23 @@ func (fs *FS) Lock(name string) (io.Closer, error) {
 }
 
 // Crash simulates losing power now: renames and creations not made
-// durable by a directory fsync are undone, files are cut back to what
-// their last fsync made durable, and every later operation fails with
-// ErrCrashed. (The test then opens the store again through a new FS.)
+// durable by a directory fsync are undone, truncations not followed by an
+// fsync are undone, files are cut back to what their last fsync made
+// durable, and every later operation fails with ErrCrashed. (The test
+// then opens the store again through a new FS.)
 func (fs *FS) Crash() error {
 	fs.mu.Lock()
 	fs.crashed = true
+	fs.mu.Unlock()
+	return fs.powerLoss()
+}
+
+// CrashTorn is Crash, tearing unsynced data instead of dropping it (as a
+// Rule with Crash and Torn does): each file keeps the first half of what
+// it held past its last fsync.
+func (fs *FS) CrashTorn() error {
+	fs.mu.Lock()
+	fs.crashed, fs.torn = true, true
 	fs.mu.Unlock()
 	return fs.powerLoss()
 }
@@ -483,6 +524,14 @@ func (fs *FS) undoLocked() error {
 		case op.removed != "":
 			note(writeWhole(op.removed, op.content[:op.durableContent]))
 			fs.synced[op.removed] = op.durableContent
+		case op.create != "" && op.dir:
+			note(fs.inner.RemoveAll(op.create))
+			for path := range fs.synced {
+				if strings.HasPrefix(path, op.create+string(filepath.Separator)) {
+					delete(fs.synced, path)
+					delete(fs.cut, path)
+				}
+			}
 		case op.create != "":
 			note(fs.inner.Remove(op.create))
 			delete(fs.synced, op.create)
@@ -496,6 +545,11 @@ func (fs *FS) undoLocked() error {
 				note(writeWhole(op.to, op.oldTo))
 				fs.synced[op.to] = int64(len(op.oldTo))
 			}
+		}
+	}
+	for path, old := range fs.cut {
+		if _, err := os.Stat(path); err == nil {
+			note(writeWhole(path, old))
 		}
 	}
 	for path, n := range fs.synced {
@@ -569,6 +623,7 @@ func (f *file) Sync() error {
 	if _, ok := f.fs.synced[f.path]; ok {
 		f.fs.synced[f.path] = st.Size()
 	}
+	delete(f.fs.cut, f.path)
 	f.fs.mu.Unlock()
 	return nil
 }
@@ -579,7 +634,25 @@ func (f *file) Truncate(size int64) error {
 	if _, err := f.fs.check(OpTruncate, f.path); err != nil {
 		return err
 	}
-	return f.f.Truncate(size)
+	f.fs.mu.Lock()
+	_, noted := f.fs.cut[f.path]
+	f.fs.mu.Unlock()
+	var old []byte
+	if !noted {
+		var err error
+		if old, err = os.ReadFile(f.path); err != nil {
+			return err
+		}
+	}
+	if err := f.f.Truncate(size); err != nil {
+		return err
+	}
+	if !noted {
+		f.fs.mu.Lock()
+		f.fs.cut[f.path] = old
+		f.fs.mu.Unlock()
+	}
+	return nil
 }
 
 func (f *file) Read(p []byte) (int, error) {

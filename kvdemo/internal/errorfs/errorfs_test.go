@@ -165,3 +165,95 @@ func TestDeferRemoves(t *testing.T) {
 		t.Errorf("a removal not made durable: after the crash the file holds %q, want %q", got, "durable")
 	}
 }
+
+// TestCrashUndoesUnsyncedTruncate: a truncation is durable only once the
+// file is fsynced after it. A crash before that brings the cut bytes back,
+// then treats them like any unsynced data (dropped past the last fsync's
+// length, or half kept by a torn crash); after the fsync, the cut stays.
+func TestCrashUndoesUnsyncedTruncate(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		syncAfter bool
+		torn      bool
+		want      string
+	}{
+		{"synced", true, true, "durable"},
+		{"plain crash", false, false, "durable"},   // the cut bytes were never synced
+		{"torn crash", false, true, "durable-uns"}, // half of "-unsynced" comes back
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fs := New(vfs.Default)
+			path := filepath.Join(dir, "log")
+			f, _ := fs.Create(path)
+			f.Write([]byte("durable"))
+			f.Sync()
+			fs.SyncDir(dir)
+			f.Write([]byte("-unsynced"))
+			if err := f.Truncate(int64(len("durable"))); err != nil {
+				t.Fatal(err)
+			}
+			if tc.syncAfter {
+				f.Sync()
+			}
+			crash := fs.Crash
+			if tc.torn {
+				crash = fs.CrashTorn
+			}
+			if err := crash(); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(path); string(b) != tc.want {
+				t.Errorf("after the crash: %q, want %q", b, tc.want)
+			}
+		})
+	}
+	// A cut into what was durable comes back whole without an fsync.
+	dir := t.TempDir()
+	fs := New(vfs.Default)
+	path := filepath.Join(dir, "log")
+	f, _ := fs.Create(path)
+	f.Write([]byte("all-durable"))
+	f.Sync()
+	fs.SyncDir(dir)
+	f.Truncate(3)
+	fs.Crash()
+	if b, _ := os.ReadFile(path); string(b) != "all-durable" {
+		t.Errorf("an unsynced cut into durable data survived the crash: %q", b)
+	}
+}
+
+// TestCrashUndoesUnsyncedMkdir: a directory MkdirAll created vanishes in
+// a crash, with what it holds, unless its parent was fsynced; one that
+// was there before stays.
+func TestCrashUndoesUnsyncedMkdir(t *testing.T) {
+	for _, syncParent := range []bool{false, true} {
+		dir := t.TempDir()
+		fs := New(vfs.Default)
+		sub := filepath.Join(dir, "lost")
+		if err := fs.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := fs.Create(filepath.Join(sub, "kept"))
+		f.Write([]byte("x"))
+		f.Sync()
+		fs.SyncDir(sub)
+		if syncParent {
+			fs.SyncDir(dir)
+		}
+		fs.MkdirAll(dir, 0o755) // there already: nothing to undo
+		if err := fs.Crash(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Stat(filepath.Join(sub, "kept"))
+		if syncParent && err != nil {
+			t.Errorf("a file in a directory made durable vanished: %v", err)
+		}
+		if !syncParent && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a directory whose parent was never fsynced survived the crash: %v", err)
+		}
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("a directory that was there before vanished: %v", err)
+		}
+	}
+}
