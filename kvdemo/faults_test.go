@@ -109,13 +109,17 @@ func isExt(ext string) func(string) bool {
 	return func(p string) bool { return strings.HasSuffix(p, "."+ext) }
 }
 
-// tablesOnDisk lists the .sst files in dir.
-func tablesOnDisk(t testing.TB, dir string) []uint64 {
+// filesOnDisk lists the numbers of dir's files of kind ext (extTable,
+// extLog, ...), ascending. An unreadable dir fails the test.
+func filesOnDisk(t testing.TB, dir, ext string) []uint64 {
 	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var ids []uint64
-	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if id, ext, ok := parseFileName(e.Name()); ok && ext == extTable {
+		if id, x, ok := parseFileName(e.Name()); ok && x == ext {
 			ids = append(ids, id)
 		}
 	}
@@ -171,7 +175,7 @@ func TestFaultFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tablesOnDisk(t, dir); !slices.Equal(got, sortedCopy(man.Tables)) {
+	if got := filesOnDisk(t, dir, extTable); !slices.Equal(got, sortedCopy(man.Tables)) {
 		t.Errorf("tables on disk %v, manifest %v: a failed flush left a file behind", got, man.Tables)
 	}
 	if tmp, _ := os.ReadDir(filepath.Join(dir, tmpDir)); len(tmp) != 0 {
@@ -844,7 +848,7 @@ func TestFaultCrashMidCompaction(t *testing.T) {
 		}
 	}
 	db.Close()
-	before := tablesOnDisk(t, dir)
+	before := filesOnDisk(t, dir, extTable)
 
 	efs := errorfs.New(vfs.Default)
 	var armed atomic.Bool
@@ -961,12 +965,12 @@ func TestFaultTableReadAfterOpen(t *testing.T) {
 			mid := v.tables[1]
 			mid.t.Data[40] ^= 0x04 // inside the first data block
 			checkGetsOrCorrupt(t, db, "t1-%04d", per, mid.id)
-			before := tablesOnDisk(t, dir)
+			before := filesOnDisk(t, dir, extTable)
 			err = db.compactRun(v, 0, len(v.tables))
 			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%06d", mid.id)) {
 				t.Fatalf("compaction over a damaged block: %v", err)
 			}
-			if after := tablesOnDisk(t, dir); !slices.Equal(before, after) {
+			if after := filesOnDisk(t, dir, extTable); !slices.Equal(before, after) {
 				t.Errorf("tables %v after an abandoned compaction, %v before", after, before)
 			}
 			if man, _ := readManifestFS(vfs.Default, dir); !slices.Contains(man.Tables, mid.id) {

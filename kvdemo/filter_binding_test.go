@@ -62,10 +62,7 @@ func TestFilterBoundToTableContent(t *testing.T) {
 	if err := os.WriteFile(fileName(dirA, id, extTable), tableB, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	manA.TableFiles = nil // as written before table_files
-	if err := (&DB{dir: dirA, fs: vfs.Default, opts: Options{Logger: quiet()}}).writeManifest(manA); err != nil {
-		t.Fatal(err)
-	}
+	forgetTableFiles(t, dirA)
 	db := open(t, dirA, o)
 	defer db.Close()
 	for i := 0; i < 100; i++ {

@@ -89,14 +89,7 @@ func TestRestoredTableServedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	man, err := readManifestFS(vfs.Default, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	man.TableFiles = nil // as written before table_files
-	if err := (&DB{dir: dir, fs: vfs.Default, opts: Options{Logger: quiet()}}).writeManifest(man); err != nil {
-		t.Fatal(err)
-	}
+	man := forgetTableFiles(t, dir)
 	path := fileName(dir, man.Tables[0], extTable)
 	good, err := os.ReadFile(path)
 	if err != nil {
@@ -264,4 +257,20 @@ func TestManifestNamingTableAtNextFileRefused(t *testing.T) {
 	if after := snapshotDir(t, dir); !maps.EqualFunc(before, after, bytes.Equal) {
 		t.Fatal("a refused Open changed the store")
 	}
+}
+
+// forgetTableFiles rewrites the MANIFEST of the closed store in dir as
+// stores wrote it before table_files: no table's size and hash recorded.
+// It returns the manifest as written.
+func forgetTableFiles(t testing.TB, dir string) manifest {
+	t.Helper()
+	man, err := readManifestFS(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man.TableFiles = nil
+	if err := (&DB{dir: dir, fs: vfs.Default, opts: Options{Logger: quiet()}}).writeManifest(man); err != nil {
+		t.Fatal(err)
+	}
+	return man
 }

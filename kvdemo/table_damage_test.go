@@ -6,8 +6,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // TestDamageInAnyBlockFound: a table of many blocks damaged in its first
@@ -26,14 +24,7 @@ func TestDamageInAnyBlockFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	man, err := readManifestFS(vfs.Default, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	man.TableFiles = nil // as written before table_files
-	if err := (&DB{dir: dir, fs: vfs.Default, opts: Options{Logger: quiet()}}).writeManifest(man); err != nil {
-		t.Fatal(err)
-	}
+	man := forgetTableFiles(t, dir)
 	path := fileName(dir, man.Tables[0], extTable)
 	b, err := os.ReadFile(path)
 	if err != nil {

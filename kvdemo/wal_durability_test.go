@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,7 +101,7 @@ func TestFullLogDurableBeforeTheNext(t *testing.T) {
 		k, v := kv(i)
 		mustPut(t, db, k, append(v, bytes.Repeat([]byte{'x'}, i%7)...))
 	}
-	first := logsOnDisk(t, dir)[0]
+	first := filesOnDisk(t, dir, extLog)[0]
 	data, err := os.ReadFile(fileName(dir, first, extLog))
 	if err != nil {
 		t.Fatal(err)
@@ -129,23 +128,6 @@ func TestFullLogDurableBeforeTheNext(t *testing.T) {
 			t.Fatalf("Get(%s): %v", k, err)
 		}
 	}
-}
-
-// logsOnDisk lists the log numbers in dir, ascending.
-func logsOnDisk(t testing.TB, dir string) []uint64 {
-	t.Helper()
-	var ids []uint64
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if id, ext, ok := parseFileName(e.Name()); ok && ext == extLog {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // TestCloseWhoseSyncFailedIsNotClean: a Close whose final log fsync
