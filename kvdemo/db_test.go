@@ -55,6 +55,18 @@ func kv(i int) ([]byte, []byte) {
 	return fmt.Appendf(nil, "key%08d", i), fmt.Appendf(nil, "value-%d", i)
 }
 
+// mustHaveKV fails t unless db serves kv(i) for every i < n; what says
+// when, for the message.
+func mustHaveKV(t testing.TB, db *DB, n int, what string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		k, v := kv(i)
+		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
+			t.Fatalf("%s: key %d (%s): %q, %v", what, i, k, got, err)
+		}
+	}
+}
+
 func mustPut(t testing.TB, db *DB, k, v []byte) {
 	t.Helper()
 	if err := db.Put(k, v); err != nil {
@@ -307,12 +319,7 @@ func TestMemtableFilterAndSkiplist(t *testing.T) {
 		k, v := kv(i)
 		mustPut(t, db, k, v)
 	}
-	for i := 0; i < 1000; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("memtable Get(%s) = %q, %v", k, got, err)
-		}
-	}
+	mustHaveKV(t, db, 1000, "memtable Get")
 	for i := 1000; i < 3000; i++ {
 		k, _ := kv(i)
 		db.Get(k)
@@ -341,12 +348,7 @@ func TestWALReplayAndTornTail(t *testing.T) {
 	os.WriteFile(logs[0], append(b[:len(b)-5], 0xde, 0xad), 0o644)
 	var warnings logBuffer
 	db = open(t, dir, Options{Logger: log.New(&warnings, "", 0)})
-	for i := 0; i < 99; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("key %d after replay: %q, %v", i, got, err)
-		}
-	}
+	mustHaveKV(t, db, 99, "after replay")
 	if k, _ := kv(99); true {
 		if _, err := db.Get(k); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("the torn record was replayed: %v", err)
@@ -446,12 +448,7 @@ func TestMissingOrCorruptFilterIsRebuilt(t *testing.T) {
 	o.Logger = log.New(&warnings, "", 0)
 	db = open(t, dir, o)
 	checkAll := func(when string) {
-		for i := 0; i < 3000; i++ {
-			k, v := kv(i)
-			if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-				t.Fatalf("%s: key %d: %q, %v", when, i, got, err)
-			}
-		}
+		mustHaveKV(t, db, 3000, when)
 	}
 	checkAll("while filters are rebuilt")
 	waitFor(t, "filters rebuilt", func() bool { return db.Stats().RebuiltFilters == 3 })
@@ -753,12 +750,7 @@ func TestBatchedSync(t *testing.T) {
 	db.Close()
 	db = open(t, dir, Options{})
 	defer db.Close()
-	for i := 0; i < 100; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("key %d: %q, %v", i, got, err)
-		}
-	}
+	mustHaveKV(t, db, 100, "after Sync and reopen")
 }
 
 // TestLargeValues: values far larger than the memtable go through the
@@ -996,12 +988,7 @@ func TestCloseRacesOperations(t *testing.T) {
 		}
 		wg.Wait()
 		db = open(t, dir, Options{})
-		for i := 0; i < 500; i++ {
-			k, v := kv(i)
-			if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-				t.Fatalf("after Close race: %q, %v", got, err)
-			}
-		}
+		mustHaveKV(t, db, 500, "after Close race")
 		db.Close()
 	}
 }

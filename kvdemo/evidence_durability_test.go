@@ -78,12 +78,7 @@ func TestRecoveredLogKeptAcrossCrash(t *testing.T) {
 	}
 	db = open(t, dir, Options{WALRecovery: PointInTimeRecovery})
 	defer db.Close()
-	for i := 0; i < 20; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("record %d, before the damage: %q, %v", i, got, err)
-		}
-	}
+	mustHaveKV(t, db, 20, "before the damage")
 }
 
 // TestTornTailKeptAcrossCrash: Open keeps a torn tail in lost/ and only

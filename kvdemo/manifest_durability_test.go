@@ -114,12 +114,7 @@ func TestRestoredTableServedAgain(t *testing.T) {
 	}
 	db = open(t, dir, Options{})
 	defer db.Close()
-	for i := 0; i < 50; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("Get(%s) from the restored table: %q, %v", k, got, err)
-		}
-	}
+	mustHaveKV(t, db, 50, "from the restored table")
 }
 
 // TestRefusedOpenOverMissingLogChangesNothing: a log the MANIFEST names
@@ -192,12 +187,7 @@ func TestLossOfOneWriteAcceptedOnce(t *testing.T) {
 		t.Fatalf("Open after the loss was accepted and a crash: %v", err)
 	}
 	defer db.Close()
-	for i := 0; i < 19; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("write %d: %q, %v", i+1, got, err)
-		}
-	}
+	mustHaveKV(t, db, 19, "acknowledged write")
 }
 
 // TestUnexplainedFileBelowNextFileKept: a table file no MANIFEST names,

@@ -165,12 +165,7 @@ func TestCloseWhoseSyncFailedIsNotClean(t *testing.T) {
 		t.Fatalf("Open after a failed Close and a crash: %v", err)
 	}
 	defer db.Close()
-	for i := 0; i < 10; i++ {
-		k, v := kv(i)
-		if got, err := db.Get(k); err != nil || !bytes.Equal(got, v) {
-			t.Fatalf("write %d, synced before the failed Close: %q, %v", i, got, err)
-		}
-	}
+	mustHaveKV(t, db, 10, "synced before the failed Close")
 }
 
 // TestFlushWaitsForCommittedWrites: a write whose record is in the log
