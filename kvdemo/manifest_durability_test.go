@@ -264,3 +264,28 @@ func forgetTableFiles(t testing.TB, dir string) manifest {
 	}
 	return man
 }
+
+// TestNewStoreDirectorySurvivesCrash: Open creates a new store's
+// directory, and its missing parents, and must make each new directory's
+// entry durable in its parent before it acknowledges a write: a crash
+// could otherwise take the whole directory away, acknowledged writes and
+// all.
+func TestNewStoreDirectorySurvivesCrash(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "stores", "new")
+	efs := errorfs.New(vfs.Default)
+	db, err := faultOpen(t, dir, efs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, db, []byte("k"), []byte("v"))
+	if err := efs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db = open(t, dir, Options{})
+	defer db.Close()
+	if got, err := db.Get([]byte("k")); err != nil || string(got) != "v" {
+		t.Fatalf("acknowledged write after a crash of a new store: %q, %v", got, err)
+	}
+}

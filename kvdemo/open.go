@@ -28,7 +28,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
+	if err := makeDir(fs, dir); err != nil {
 		return nil, err
 	}
 	lock, err := fs.Lock(filepath.Join(dir, "LOCK"))
@@ -333,4 +333,33 @@ func (db *DB) startBackground(unfiltered []*sstable) {
 		go db.rebuildFilters(unfiltered)
 	}
 	signal(db.compactCh)
+}
+
+// makeDir creates dir and its missing parents, and fsyncs the parent of
+// each directory it created, top down. A new directory's entry lives in
+// its parent and is durable only once the parent is fsynced: without
+// that, a crash could take a new store's directory away with the
+// acknowledged writes inside it.
+func makeDir(fs vfs.FS, dir string) error {
+	var created []string // deepest first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := fs.SyncDir(filepath.Dir(created[i])); err != nil {
+			return fmt.Errorf("kvdemo: making directory %s durable: %w", created[i], err)
+		}
+	}
+	return nil
 }
