@@ -314,20 +314,7 @@ func TestIndexTagLoads(t *testing.T) {
 			for seed := uint32(1); seed <= 3; seed++ {
 				x := newIndexSeeded(1000, 14, seed)
 				x.w, x.m, x.d = m+idxMinDepth, m, idxMinDepth
-				s := x.newSegment(nb)
-				want := int(float64(nb*idxSlots) * idxTagLoad[m])
-				rng := rand.New(rand.NewPCG(uint64(seed), nb))
-				for placed := 0; placed < want; {
-					p := x.probeOf(rng.Uint64())
-					v := x.slotValue(p, 1, 1)
-					if x.dupOrFree(s, p, v) == idxDuplicate {
-						continue
-					}
-					if !x.insertSegment(s, p, v, true) {
-						t.Fatalf("%d buckets, m=%d, seed %d: an insert failed at load %.4f, sized for %.3f", nb, m, seed, float64(placed)/float64(nb*idxSlots), idxTagLoad[m])
-					}
-					placed++
-				}
+				fillSegmentToTagLoad(t, x, nb, seed, fmt.Sprintf("%d buckets, m=%d, seed %d", nb, m, seed))
 			}
 		}
 	}
@@ -338,20 +325,7 @@ func TestIndexTagLoads(t *testing.T) {
 		for seed := uint32(1); seed <= 4; seed++ {
 			x := newIndexSeeded(1000, 10, seed)
 			x.w, x.m, x.d = idxMinSlot, idxTag, idxMinDepth
-			s := x.newSegment(nb)
-			want := int(float64(nb*idxSlots) * idxTagLoad[idxTag])
-			rng := rand.New(rand.NewPCG(uint64(seed), nb))
-			for placed := 0; placed < want; {
-				p := x.probeOf(rng.Uint64())
-				v := x.slotValue(p, 1, 1)
-				if x.dupOrFree(s, p, v) == idxDuplicate {
-					continue
-				}
-				if !x.insertSegment(s, p, v, true) {
-					t.Fatalf("%d buckets, seed %d: an insert failed at load %.4f, sized for %.3f", nb, seed, float64(placed)/float64(nb*idxSlots), idxTagLoad[idxTag])
-				}
-				placed++
-			}
+			fillSegmentToTagLoad(t, x, nb, seed, fmt.Sprintf("%d buckets, seed %d", nb, seed))
 		}
 	}
 	for bits := 8.0; bits <= 20; bits += 0.25 {
@@ -418,5 +392,27 @@ func TestIndexLengthenMidLookup(t *testing.T) {
 			}
 		}
 		checkCanonical(t, x)
+	}
+}
+
+// fillSegmentToTagLoad fills a new segment of nb buckets of x with
+// distinct random entries up to idxTagLoad for x's tag width, and fails t
+// (naming what) if an insert fails before that load.
+func fillSegmentToTagLoad(t *testing.T, x *Index, nb uint64, seed uint32, what string) {
+	t.Helper()
+	s := x.newSegment(nb)
+	load := idxTagLoad[x.m]
+	want := int(float64(nb*idxSlots) * load)
+	rng := rand.New(rand.NewPCG(uint64(seed), nb))
+	for placed := 0; placed < want; {
+		p := x.probeOf(rng.Uint64())
+		v := x.slotValue(p, 1, 1)
+		if x.dupOrFree(s, p, v) == idxDuplicate {
+			continue
+		}
+		if !x.insertSegment(s, p, v, true) {
+			t.Fatalf("%s: an insert failed at load %.4f, sized for %.3f", what, float64(placed)/float64(nb*idxSlots), load)
+		}
+		placed++
 	}
 }

@@ -63,20 +63,11 @@ func TestRecoveredLogKeptAcrossCrash(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	efs := errorfs.New(vfs.Default)
-	efs.DeferRemoves()
-	db, err := faultOpen(t, dir, efs, Options{WALRecovery: PointInTimeRecovery})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := efs.Crash(); err != nil {
-		t.Fatal(err)
-	}
-	db.Close() // fails on the crashed filesystem; the lock goes with it
+	openAndCrash(t, dir, Options{WALRecovery: PointInTimeRecovery}, (*errorfs.FS).DeferRemoves)
 	if !keptSomewhere(dir, path, b) {
 		t.Fatal("after a crash right after point-in-time recovery, the damaged log is neither in place nor in lost/")
 	}
-	db = open(t, dir, Options{WALRecovery: PointInTimeRecovery})
+	db := open(t, dir, Options{WALRecovery: PointInTimeRecovery})
 	defer db.Close()
 	mustHaveKV(t, db, 20, "before the damage")
 }
@@ -126,4 +117,23 @@ func tornTailLen(t *testing.T, log []byte) int64 {
 		t.Fatalf("no torn tail in the log: %v", err)
 	}
 	return sc.size - sc.damageAt
+}
+
+// openAndCrash opens the store in dir on a fresh errorfs with o, then
+// crashes that filesystem right after Open returned, and closes the store
+// (which fails on the crashed filesystem; the lock goes with it).
+func openAndCrash(t *testing.T, dir string, o Options, prepare func(*errorfs.FS)) {
+	t.Helper()
+	efs := errorfs.New(vfs.Default)
+	if prepare != nil {
+		prepare(efs)
+	}
+	db, err := faultOpen(t, dir, efs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := efs.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 }

@@ -173,16 +173,8 @@ func TestLossOfOneWriteAcceptedOnce(t *testing.T) {
 	if _, err := Open(dir, &Options{Logger: quiet()}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("default Open over a log missing the last write of a clean Close: %v", err)
 	}
-	efs := errorfs.New(vfs.Default)
-	db, err := faultOpen(t, dir, efs, Options{WALRecovery: PointInTimeRecovery})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := efs.Crash(); err != nil {
-		t.Fatal(err)
-	}
-	db.Close() // fails on the crashed filesystem; the lock goes with it
-	db, err = faultOpen(t, dir, vfs.Default, Options{})
+	openAndCrash(t, dir, Options{WALRecovery: PointInTimeRecovery}, nil)
+	db, err := faultOpen(t, dir, vfs.Default, Options{})
 	if err != nil {
 		t.Fatalf("Open after the loss was accepted and a crash: %v", err)
 	}
