@@ -115,6 +115,7 @@ type scratch struct {
 	bucketW []uint64
 	place   placer
 	v2      v2Placer
+	v3      v3Placer
 }
 
 var (
@@ -181,7 +182,7 @@ type BuildStats struct {
 	Seed            uint32  // seed the block was built with
 	Bytes           int     // block size
 
-	// Version 2.
+	// Versions 2 and 3.
 	Lines           int // 64-byte lines
 	WideLines       int // lines holding the wider fingerprints (FingerprintBits+1 bits; 15 when it is 13: FORMAT.md)
 	PrimaryOverflow int // keys that did not fit their primary line
@@ -192,6 +193,11 @@ type BuildStats struct {
 	// a second line: the set overflow bits of each line over its O, averaged.
 	SecondLineShare float64
 	Fallback        bool // placement failed under every cap: the block answers "maybe" for every key
+
+	// Version 3 (FingerprintBits is the remainder width r; OverflowLines
+	// counts lines whose threshold is below Q).
+	Quotients    int // Q, quotients per line
+	LineCapacity int // K, keys a line holds
 
 	// Version 1.
 	Blocks       int     // blocks
@@ -204,7 +210,7 @@ func NewBuilder(o Options) *Builder {
 	if o.FingerprintBits != 0 {
 		o.FingerprintBits = min(max(o.FingerprintBits, minFPBits), maxFPBits)
 	}
-	if o.Version != 1 {
+	if o.Version != 1 && o.Version != 2 {
 		o.Version = FormatVersion
 	}
 	return &Builder{opts: o, blockKeys: defaultBlockKeys, maxLoad: defaultMaxLoad}
@@ -320,7 +326,10 @@ func (b *Builder) Finish(dst []byte) []byte {
 		b.s = nil
 		b.Reset()
 	}()
-	if b.opts.Version == FormatVersion {
+	switch b.opts.Version {
+	case FormatVersion:
+		return b.finishV3(dst)
+	case 2:
 		return b.finishV2(dst)
 	}
 	// Version 1 works on hashes mixed under its seed; a reseed re-mixes

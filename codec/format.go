@@ -13,7 +13,7 @@ import (
 // FormatVersion is the version this package writes by default. Readers
 // read versions 1 and 2 and answer "maybe" for any other; see FORMAT.md for
 // the compatibility promise.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // formatV1 is the version byte of the dense, offset-table layout.
 const formatV1 = 1

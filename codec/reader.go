@@ -25,7 +25,11 @@ import (
 // can make a block look empty) is caught by Decode, and by the block
 // checksums Pebble and Badger verify when they read a block from disk.
 func MayContain(block, key []byte) bool {
-	if maybe, ok := v2Lookup(block, keyhash.MulHash(key), HashKey64); ok {
+	h := keyhash.MulHash(key)
+	if maybe, ok := v3Lookup(block, h, HashKey64); ok {
+		return maybe
+	}
+	if maybe, ok := v2Lookup(block, h, HashKey64); ok {
 		return maybe
 	}
 	return v1MayContain(block, keyhash.Hash(key), HashKey64)
@@ -45,6 +49,9 @@ func v1MayContain(block []byte, h uint64, kind HashKind) bool {
 // the block in place, allocates nothing, is safe for concurrent use, and
 // answers true for a block it cannot trust or of the other hash kind.
 func MayContainHash32(block []byte, h uint32) bool {
+	if maybe, ok := v3Lookup(block, uint64(h), HashHost32); ok {
+		return maybe
+	}
 	if maybe, ok := v2Lookup(block, uint64(h), HashHost32); ok {
 		return maybe
 	}
@@ -152,7 +159,7 @@ type Info struct {
 	Hash            HashKind
 	Keys            int // fingerprints stored (distinct keys)
 	Seed            uint32
-	Lines           int // version 2: 64-byte lines
+	Lines           int // versions 2 and 3: 64-byte lines
 	WideLines       int // version 2: lines holding wider fingerprints (FORMAT.md)
 	Blocks          int // version 1: blocks
 	Buckets         int
@@ -161,7 +168,9 @@ type Info struct {
 	BitsPerKey      float64 // Bytes*8/Keys
 	Load            float64 // Keys / (4·Buckets)
 	ExpectedFPR     float64 // from f and load, before the few second-line reads of version 2
-	AlwaysMaybe     bool    // version 2: the builder fell back to a block that answers "maybe"
+	AlwaysMaybe     bool    // versions 2 and 3: the builder fell back to a block that answers "maybe"
+	Quotients       int     // version 3: Q, quotients per line (FingerprintBits is the remainder width)
+	LineCapacity    int     // version 3: K, keys a line holds
 }
 
 // Decode verifies a whole filter block: header, exact length, checksum,
@@ -170,12 +179,16 @@ type Info struct {
 // or ErrVersion for a block of a version this package does not know, and
 // say what is wrong.
 func Decode(block []byte) (*Filter, error) {
+	var h3 v3Header
+	if readV3(block, &h3) {
+		return decodeV3(block, &h3)
+	}
 	var h2 v2Header
 	if readV2(block, &h2) {
 		return decodeV2(block, &h2)
 	}
 	if len(block) >= v2TrailerSize && binary.LittleEndian.Uint32(block[len(block)-36:]) == magicWord && block[len(block)-32] > FormatVersion {
-		return nil, fmt.Errorf("%w %d (this reader knows 1 and 2)", ErrVersion, block[len(block)-32])
+		return nil, fmt.Errorf("%w %d (this reader knows 1, 2 and 3)", ErrVersion, block[len(block)-32])
 	}
 	h, err := parseHeader(block)
 	if err != nil {
@@ -284,6 +297,87 @@ func decodeV2(block []byte, h *v2Header) (*Filter, error) {
 		info.ExpectedFPR += wide * expectedFPR(uint(wideWidth[g.f]), info.Load)
 	}
 	return &Filter{block: block, info: info}, nil
+}
+
+func decodeV3(block []byte, h *v3Header) (*Filter, error) {
+	n := len(block)
+	if got, want := checksum(block[:n-4]), binary.LittleEndian.Uint32(block[n-4:]); got != want {
+		return nil, fmt.Errorf("%w: checksum mismatch: computed %#08x, stored %#08x", ErrCorrupt, got, want)
+	}
+	keys := binary.LittleEndian.Uint32(block[n-v2TrailerSize:])
+	s := h.shape
+	info := Info{
+		Version:         3,
+		Hash:            h.kind,
+		Keys:            int(keys),
+		Seed:            h.seed,
+		Lines:           int(h.lines),
+		FingerprintBits: int(s.r),
+		Quotients:       int(s.q),
+		LineCapacity:    int(s.k),
+		Bytes:           n,
+		AlwaysMaybe:     h.alwaysMaybe,
+	}
+	if info.AlwaysMaybe {
+		if keys != 0 {
+			return nil, fmt.Errorf("%w: an always-maybe block records %d keys", ErrCorrupt, keys)
+		}
+		info.ExpectedFPR = 1
+		return &Filter{block: block, info: info}, nil
+	}
+	stored := uint64(0)
+	for ln := uint64(0); ln < uint64(h.lines); ln++ {
+		c, err := checkLineV3(block[ln*lineBytes:(ln+1)*lineBytes], s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: line %d: %s", ErrCorrupt, ln, err)
+		}
+		stored += uint64(c)
+	}
+	if stored != uint64(keys) {
+		return nil, fmt.Errorf("%w: %d remainders, trailer says %d keys", ErrCorrupt, stored, keys)
+	}
+	info.Load = float64(keys) / (float64(h.lines) * float64(s.k))
+	info.BitsPerKey = bitsPerKey(uint64(n), keys)
+	info.ExpectedFPR = v3ExpectedFPR(s, float64(keys)/float64(h.lines))
+	return &Filter{block: block, info: info}, nil
+}
+
+// checkLineV3 returns the keys a version-3 line holds, or what is wrong
+// with it: the header must end its Q runs within Q+K bits, every bit the
+// format leaves unused must be zero, no run may exceed v3MaxRun, and the
+// threshold must be at most Q.
+func checkLineV3(line []byte, s v3Shape) (int, error) {
+	bit := func(i uint32) uint64 { return uint64(line[i>>3]>>(i&7)) & 1 }
+	zeros, ones, run := uint32(0), uint32(0), uint32(0)
+	i := uint32(0)
+	for ; zeros < s.q; i++ {
+		if i >= s.q+s.k {
+			return 0, fmt.Errorf("header holds %d of %d quotients' runs", zeros, s.q)
+		}
+		if bit(i) == 1 {
+			ones++
+			run++
+			if run > v3MaxRun {
+				return 0, fmt.Errorf("a run longer than %d", v3MaxRun)
+			}
+		} else {
+			zeros++
+			run = 0
+		}
+	}
+	if ones > s.k {
+		return 0, fmt.Errorf("%d keys, capacity %d", ones, s.k)
+	}
+	end := s.remOff() + ones*s.r
+	for ; i < lineBits-s.tBits(); i++ {
+		if (i < s.remOff() || i >= end) && bit(i) != 0 {
+			return 0, fmt.Errorf("bit %d is set outside the header's runs and the remainders", i)
+		}
+	}
+	if t := binary.LittleEndian.Uint64(line[lineBytes-8:]) >> (64 - s.tBits()); t > uint64(s.q) {
+		return 0, fmt.Errorf("threshold %d above %d quotients", t, s.q)
+	}
+	return int(ones), nil
 }
 
 // checkBucket returns the number of occupied slots of a bucket word, or

@@ -962,14 +962,28 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	return out, true
 }
 
-// PlannedFPR is the false-positive rate that a version-2 filter of keys
-// distinct keys, built with o, is planned to have: from the fingerprint
-// widths and the load the builder will choose, before the few lookups that
-// also read a second line. It is the rate model for callers that choose a
-// budget without building a filter (per-level budgets in tablefilter);
-// Filter.Info().ExpectedFPR is the same figure for a block that exists.
-// o.Version is ignored: the model is version 2's.
+// PlannedFPR is the false-positive rate that a filter of keys distinct
+// keys, built with o, is planned to have, in the format o.Version selects
+// (0 or 3: version 3; 2: version 2; 1 is modelled as version 2, whose
+// bucket rate it shares within a few percent): from the shape and load the
+// builder will choose, before any block exists. It is the rate model for
+// callers that choose a budget without building a filter (per-level
+// budgets in tablefilter); Filter.Info().ExpectedFPR is the same figure
+// for a block that exists. Version 3's model counts its second-line
+// reads; version 2's does not.
 func PlannedFPR(o Options, keys int) float64 {
+	if keys <= 0 {
+		return 0
+	}
+	if o.Version != 1 && o.Version != 2 {
+		p := planV3(&o, keys)
+		return v3ExpectedFPR(p.shape, float64(keys)/float64(p.lines))
+	}
+	return plannedFPRV2(o, keys)
+}
+
+// plannedFPRV2 is PlannedFPR's version-2 model.
+func plannedFPRV2(o Options, keys int) float64 {
 	if keys <= 0 {
 		return 0
 	}

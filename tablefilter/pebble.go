@@ -17,7 +17,7 @@ import (
 func pebbleNamePrefix(version int) string { return fmt.Sprintf("lsmcuckoo.v%d.bpk=", version) }
 
 // pebbleFormats are the format versions a policy can write and PolicyFromName parses.
-var pebbleFormats = [...]int{1, codec.FormatVersion}
+var pebbleFormats = [...]int{1, 2, codec.FormatVersion}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
 // cannot honour the budget at all, and just above it not quite: its
@@ -82,6 +82,17 @@ func NewPolicy(bitsPerKey float64) Policy {
 func NewV1Policy(bitsPerKey float64) Policy {
 	p := NewPolicy(bitsPerKey)
 	p.version = 1
+	return p
+}
+
+// NewV2Policy is NewPolicy for codec format version 2, named
+// "lsmcuckoo.v2.bpk=<bits>": one 64-byte line per lookup like version 3,
+// with lines of semi-sorted four-slot buckets (a higher false-positive
+// rate than version 3 at the same budget; README.md has the figures). It
+// is what every table written by the version-2 releases carries.
+func NewV2Policy(bitsPerKey float64) Policy {
+	p := NewPolicy(bitsPerKey)
+	p.version = 2
 	return p
 }
 
@@ -251,7 +262,7 @@ func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
 	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+2*len(bitsPerKey))
 	maps.Copy(filters, o.Filters)
 	for _, b := range bitsPerKey {
-		for _, p := range []Policy{NewPolicy(b), NewV1Policy(b)} {
+		for _, p := range []Policy{NewPolicy(b), NewV2Policy(b), NewV1Policy(b)} {
 			filters[p.Name()] = p
 		}
 	}

@@ -1,0 +1,468 @@
+package codec
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
+
+// v3MaxLoad is the planned share of a line's capacity K that keys fill on
+// average. Lines receive a Poisson number of keys, so the fullest
+// overflow into their keys' secondary lines, which must have room; the
+// emptier a filter, the fewer lookups read a second line, for a smaller
+// header per key and so fewer quotients or remainder bits
+// (go test ./codec -run TestV3LoadSweep -sweep -v measures the trade).
+var v3MaxLoad = 0.95
+
+// v3Plan is a version-3 filter's shape and line count.
+type v3Plan struct {
+	shape v3Shape
+	lines uint32
+}
+
+// v3BestShape is the shape of lowest modelled false-positive rate for lam
+// keys per line and capacity k, over every remainder width (or only r
+// when it is not 0): for each width, the most quotients that fit.
+func v3BestShape(lam float64, k, r uint32) v3Shape {
+	best, bestFPR := v3Shape{}, math.Inf(1)
+	for w := uint32(1); w <= 16; w++ {
+		if r != 0 && w != r {
+			continue
+		}
+		s := v3Shape{r: w, k: k}
+		free := int(lineBits) - int(k) - int(k*w)
+		q := min(free, v3HeaderMax-int(k))
+		for q > 0 && q+int(v3Shape{q: uint32(q)}.tBits()) > free {
+			q--
+		}
+		if q < 1 || q > 255 {
+			continue
+		}
+		s.q = uint32(q)
+		if f := v3ExpectedFPR(s, lam); f < bestFPR {
+			best, bestFPR = s, f
+		}
+	}
+	return best
+}
+
+// v3ShapeFor is the shape for lam keys per line: capacity for them at
+// v3MaxLoad (one line holds every key of a one-line filter), and the
+// best widths for that capacity. ok is false when no shape holds that
+// many keys (a budget too small for any line).
+func v3ShapeFor(lam float64, lines uint32, r uint32) (v3Shape, bool) {
+	k := uint32(math.Ceil(lam / v3MaxLoad))
+	if lines == 1 {
+		k = uint32(math.Ceil(lam))
+	}
+	k = max(k, 1)
+	if k > v3HeaderMax-1 {
+		return v3Shape{}, false
+	}
+	s := v3BestShape(lam, k, r)
+	return s, s.q > 0
+}
+
+// planV3 sizes a version-3 filter for d keys. With a budget it spends all
+// of it: the lines the budget buys, and the shape of lowest modelled rate
+// for their keys per line. With a target rate it takes the smallest
+// budget whose plan meets it.
+func planV3(o *Options, d int) v3Plan {
+	n := float64(max(d, 1))
+	r := uint32(0)
+	if o.FingerprintBits != 0 {
+		r = uint32(o.FingerprintBits)
+	}
+	forBudget := func(bpk float64) (v3Plan, bool) {
+		trailer := float64(v2TrailerSize * 8)
+		if trailer > 0.05*bpk*n {
+			trailer = 0
+		}
+		lines := uint32(max(1, math.Floor((bpk*n-trailer)/lineBits)))
+		s, ok := v3ShapeFor(n/float64(lines), lines, r)
+		return v3Plan{s, lines}, ok
+	}
+	// The densest plan: the fewest lines any shape fills.
+	densest := func() v3Plan {
+		lines := uint32(max(1, math.Ceil(n/(v3MaxLoad*(v3HeaderMax/3)))))
+		for {
+			if s, ok := v3ShapeFor(n/float64(lines), lines, r); ok {
+				return v3Plan{s, lines}
+			}
+			lines++
+		}
+	}
+	// The sparsest plan worth having: a budget past what 16-bit remainders
+	// at a low load fill buys almost nothing more, so none exceeds it (a
+	// mistyped 1e6 does not become a block of that size).
+	const maxBudget = 48
+	if o.FalsePositiveRate > 0 && !math.IsNaN(o.FalsePositiveRate) {
+		lo, hi := 1.0, float64(maxBudget)
+		if p, ok := forBudget(hi); !ok || v3ExpectedFPR(p.shape, n/float64(p.lines)) > o.FalsePositiveRate {
+			if ok {
+				return p
+			}
+			return densest()
+		}
+		for range 40 {
+			mid := (lo + hi) / 2
+			if p, ok := forBudget(mid); ok && v3ExpectedFPR(p.shape, n/float64(p.lines)) <= o.FalsePositiveRate {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		p, _ := forBudget(hi)
+		return p
+	}
+	budget := o.BitsPerKey
+	if !(budget > 0) { // NaN too
+		budget = DefaultBitsPerKey
+	}
+	if p, ok := forBudget(min(budget, maxBudget)); ok {
+		return p
+	}
+	return densest()
+}
+
+// v3AttemptLines is the line count of placement attempt 0, 1, ...: the
+// plan twice (under two seeds), then geometrically more, as version 2.
+func v3AttemptLines(planned uint32, attempt int) uint32 { return v2AttemptLines(planned, attempt) }
+
+// v3Placer is the placement state of a version-3 build: every line's keys
+// and entries at once, since keys that overflow their primary line are
+// placed after every line has had its primary keys.
+type v3Placer struct {
+	shape v3Shape
+	lines uint32
+	x     []uint64 // position hashes grouped by primary line, each line's sorted by quotient
+	tmp   []uint64
+	pq    []uint32 // one line's keys' packed quotient<<16|remainder, in x's order
+	// slots holds K entries per line (quotient<<16 | remainder): the
+	// line's primary keys from the front, in quotient order, and keys
+	// placed there from their secondary line from the back.
+	slots []uint32
+	kept  []uint16 // primary keys of each line still in it
+	nsec  []uint16 // secondary keys placed in each line
+	thr   []uint16 // each line's threshold T
+	queue []uint64
+	qc    [v3HeaderMax + 1]uint32
+	moves int
+}
+
+// finishV3 encodes the builder's hashes (raw, not yet mixed) as a
+// version-3 block appended to dst. It retries, grows and falls back as
+// finishV2 does, and places the distinct keys again when repeats that
+// did not arrive one after another inflated the plan.
+func (b *Builder) finishV3(dst []byte) []byte {
+	pinned := b.opts.Seed != 0
+	seed := b.opts.Seed
+	if !pinned {
+		seed = randomSeed()
+	}
+	plan := planV3(&b.opts, b.n)
+	b.stats = BuildStats{}
+	out, seed, next, ok := b.placeV3(dst, plan, 0, seed, pinned)
+	if !ok {
+		return b.alwaysMaybeV3(dst, next, v2Attempts)
+	}
+	if b.stats.Keys >= b.n {
+		return out
+	}
+	// Repeats that were not consecutive were found while placing (a
+	// line's keys are sorted and equal hashes are adjacent); the plan
+	// counted them. When the distinct keys would plan materially fewer
+	// lines, place them again in those.
+	p := planV3(&b.opts, b.stats.Keys)
+	if float64(p.lines) >= 0.97*float64(plan.lines) {
+		return out
+	}
+	reseeds := b.stats.Reseeds
+	first := b.stats
+	b.dropRepeats()
+	again, _, _, ok := b.placeV3(dst[:len(dst):len(dst)], p, seed, seed, pinned)
+	if ok {
+		b.stats.Reseeds += reseeds
+		return again
+	}
+	b.stats = first
+	return out
+}
+
+// placeV3 places the builder's hashes, mixed under prevSeed (raw when it
+// is 0), by plan: under seed, then under fresh seeds in the plan's lines,
+// then in geometrically more lines, up to v2Attempts attempts. It returns
+// the block appended to dst, the seed of the last attempt (the one the
+// hashes are now mixed under) and the seed an attempt after it would take;
+// ok is false when every attempt failed.
+func (b *Builder) placeV3(dst []byte, plan v3Plan, prevSeed, seed uint32, pinned bool) (out []byte, last, next uint32, ok bool) {
+	for attempt := 0; attempt < v2Attempts; attempt++ {
+		lines := v3AttemptLines(plan.lines, attempt)
+		if b.rejectSeeds <= 0 {
+			// More lines keep the plan's shape: fewer keys per line.
+			out, ok = b.encodeV3(dst, prevSeed, seed, plan.shape, lines)
+			prevSeed = seed
+			if ok {
+				b.stats.Reseeds = attempt
+				return out, seed, seed, true
+			}
+		}
+		b.rejectSeeds--
+		if pinned {
+			seed = uint32(keyhash.Mix(uint64(seed), uint32(attempt+1))) | 1
+		} else {
+			seed = randomSeed()
+		}
+	}
+	return nil, prevSeed, seed, false
+}
+
+// alwaysMaybeV3 appends the version-3 block that answers "maybe" for
+// every key.
+func (b *Builder) alwaysMaybeV3(dst []byte, seed uint32, attempts int) []byte {
+	out, blk := growBytes(dst, v2TrailerSize)
+	h := v3Header{kind: b.opts.Hash, alwaysMaybe: true, seed: seed}
+	h.put(blk, 0)
+	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
+	b.stats = BuildStats{Reseeds: attempts, Fallback: true, Bytes: v2TrailerSize, Seed: seed}
+	return out
+}
+
+// encodeV3 places every key under one seed, shape and line count and
+// appends the block; ok is false when placement failed (the caller
+// reseeds or grows). The builder's pages hold hashes mixed under prevSeed
+// (raw hashes when prevSeed is 0); they are left mixed under seed.
+func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines uint32) ([]byte, bool) {
+	p := &b.s.v3
+	p.shape, p.lines = s, lines
+	L := uint64(lines)
+	k := s.k
+
+	// Group the position hashes by primary line with a counting sort.
+	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
+	clear(counts)
+	m := v2Multiplier(seed)
+	var prevInv uint64
+	if prevSeed != 0 {
+		prevInv = keyhash.ModInverse(v2Multiplier(prevSeed))
+	}
+	for _, pg := range b.pages {
+		for i, h := range pg {
+			if prevSeed != 0 {
+				h = v2Unposition(h, prevInv)
+			}
+			x := v2Position(h, m)
+			pg[i] = x
+			counts[(x>>32)*L>>32+1]++
+		}
+	}
+	for i := 1; i <= int(lines); i++ {
+		counts[i] += counts[i-1]
+	}
+	b.s.fill = append(b.s.fill[:0], counts[:lines]...)
+	fill := b.s.fill
+	p.x = resize(p.x, b.n)
+	for _, pg := range b.pages {
+		for _, x := range pg {
+			ln := (x >> 32) * L >> 32
+			p.x[fill[ln]] = x
+			fill[ln]++
+		}
+	}
+	b.s.counts = counts
+	p.slots = resize(p.slots, int(lines)*int(k))
+	p.kept = resize(p.kept, int(lines))
+	p.nsec = resize(p.nsec, int(lines))
+	p.thr = resize(p.thr, int(lines))
+	p.queue = p.queue[:0]
+	p.moves = 0
+
+	// Primary placement, a line at a time: sort its keys by quotient
+	// (a counting sort; equal hashes end up adjacent, and a repeat takes
+	// no slot), keep the first K, and send the rest, those of the
+	// highest quotients, to their secondary lines: the threshold T is the
+	// first quotient sent.
+	for ln := uint32(0); ln < lines; ln++ {
+		seg := p.x[counts[ln]:counts[ln+1]]
+		slot := p.slots[int(ln)*int(k) : int(ln+1)*int(k)]
+		p.thr[ln], p.nsec[ln] = uint16(s.q), 0
+		kept := 0
+		switch len(seg) {
+		case 0:
+		case 1:
+			_, q, r := v3Split(seg[0], L, &s)
+			slot[0] = uint32(q<<16 | r)
+			kept = 1
+		default:
+			var thr uint32
+			kept, thr, _ = p.sortLine(seg, slot)
+			p.thr[ln] = uint16(thr)
+		}
+		p.kept[ln] = uint16(kept)
+	}
+
+	// Secondary placement: a key goes to its secondary line if that has
+	// room, or else takes the place of the line's primary key of the
+	// highest quotient, which leaves for its own secondary line and lowers
+	// the line's threshold to its quotient.
+	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
+	for i := 0; i < len(p.queue); i++ {
+		x2 := keyhash.Mix(p.queue[i], secondarySalt)
+		ln, q, r := v3Split(x2, L, &s)
+		base := int(ln) * int(k)
+		if uint32(p.kept[ln])+uint32(p.nsec[ln]) >= k {
+			if p.kept[ln] == 0 || p.moves >= limit {
+				return nil, false // the line holds only secondary keys, or too many moves
+			}
+			p.moves++
+			last := int(p.kept[ln]) - 1
+			p.kept[ln]--
+			v := p.x[int(counts[ln])+last]
+			_, vq, _ := v3Split(v, L, &s)
+			p.thr[ln] = min(p.thr[ln], uint16(vq))
+			p.queue = append(p.queue, v)
+		}
+		p.nsec[ln]++
+		p.slots[base+int(k)-int(p.nsec[ln])] = uint32(q<<16 | r)
+	}
+
+	// Encode each line: its primary entries (in quotient order) merged
+	// with its secondary ones, a header bit set at q_i + i for the i-th
+	// entry (so quotient q's run starts after the q-th zero), and the
+	// remainders in the same order.
+	size := int(lines)*lineBytes + v2TrailerSize
+	out, blk := growBytes(dst, size)
+	stored, ovLines, p2 := 0, 0, 0.0
+	remOff := int(s.remOff())
+	tShift := 64 - s.tBits()
+	var merged [v3HeaderMax]uint32
+	for ln := 0; ln < int(lines); ln++ {
+		slot := p.slots[ln*int(k) : (ln+1)*int(k)]
+		prim := slot[:p.kept[ln]]
+		e := prim
+		if ns := int(p.nsec[ln]); ns > 0 {
+			sec := slot[int(k)-ns:]
+			slices.Sort(sec)
+			e = mergeSorted(merged[:0], prim, sec)
+		}
+		var w [lineBytes / 8]uint64
+		run, prevQ := 0, uint32(1<<31)
+		for i, v := range e {
+			q := v >> 16
+			if q == prevQ {
+				run++
+				if run > v3MaxRun {
+					return nil, false
+				}
+			} else {
+				run, prevQ = 1, q
+			}
+			hb := int(q) + i
+			w[hb>>6] |= 1 << (hb & 63)
+			off := remOff + i*int(s.r)
+			rv := uint64(v & 0xffff)
+			w[off>>6] |= rv << (off & 63)
+			if off&63+int(s.r) > 64 {
+				w[off>>6+1] |= rv >> (64 - off&63)
+			}
+		}
+		stored += len(e)
+		t := p.thr[ln]
+		w[len(w)-1] |= uint64(t) << tShift
+		if uint32(t) < s.q {
+			ovLines++
+			p2 += float64(s.q-uint32(t)) / float64(s.q)
+		}
+		line := blk[ln*lineBytes:]
+		for j, v := range w {
+			binary.LittleEndian.PutUint64(line[j*8:], v)
+		}
+	}
+	h := v3Header{shape: s, kind: b.opts.Hash, lines: lines, seed: seed}
+	h.put(blk[size-v2TrailerSize:], uint32(stored))
+	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
+	b.stats = BuildStats{
+		Keys:            stored,
+		Lines:           int(lines),
+		FingerprintBits: int(s.r),
+		Quotients:       int(s.q),
+		LineCapacity:    int(k),
+		Load:            float64(stored) / (float64(lines) * float64(k)),
+		PrimaryOverflow: len(p.queue) - p.moves,
+		Overflowed:      len(p.queue),
+		OverflowLines:   ovLines,
+		SecondLineShare: p2 / float64(lines),
+		Seed:            seed,
+		Bytes:           size,
+	}
+	return out, true
+}
+
+// sortLine sorts one line's keys seg by quotient with a counting sort,
+// drops repeats (equal hashes share a quotient, so a repeat is in its
+// run, a few keys), writes the first K entries to slot, queues the rest
+// (those of the highest quotients) for their secondary lines, and
+// returns the keys kept, the line's threshold (the first quotient sent,
+// or Q) and the repeats dropped. seg is left holding the distinct keys in
+// quotient order.
+func (p *v3Placer) sortLine(seg []uint64, slot []uint32) (kept int, thr uint32, dups int) {
+	s := &p.shape
+	L := uint64(p.lines)
+	qc := p.qc[:s.q+1]
+	clear(qc)
+	p.pq = resize(p.pq, 2*len(seg))
+	pq, spq := p.pq[:len(seg)], p.pq[len(seg):]
+	for i, x := range seg {
+		_, q, r := v3Split(x, L, s)
+		pq[i] = uint32(q<<16 | r)
+		qc[q+1]++
+	}
+	for i := 1; i < len(qc); i++ {
+		qc[i] += qc[i-1]
+	}
+	p.tmp = resize(p.tmp, len(seg))
+	tmp := p.tmp
+	for i, x := range seg {
+		q := pq[i] >> 16
+		tmp[qc[q]], spq[qc[q]] = x, pq[i]
+		qc[q]++
+	}
+	n, run := 0, 0
+	for i, x := range tmp {
+		v := spq[i]
+		if n == 0 || v>>16 != spq[n-1]>>16 {
+			run = n
+		} else if slices.Contains(tmp[run:n], x) {
+			dups++
+			continue
+		}
+		tmp[n], spq[n] = x, v
+		n++
+	}
+	copy(seg, tmp[:n])
+	k := int(s.k)
+	copy(slot, spq[:min(n, k)])
+	if n <= k {
+		return n, s.q, dups
+	}
+	p.queue = append(p.queue, seg[k:n]...)
+	return k, spq[k] >> 16, dups
+}
+
+// mergeSorted appends to dst the merge of the ascending a and b.
+func mergeSorted(dst, a, b []uint32) []uint32 {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if b[j] < a[i] {
+			dst = append(dst, b[j])
+			j++
+		} else {
+			dst = append(dst, a[i])
+			i++
+		}
+	}
+	dst = append(dst, a[i:]...)
+	return append(dst, b[j:]...)
+}
