@@ -196,8 +196,9 @@ type BuildStats struct {
 
 	// Version 3 (FingerprintBits is the remainder width r; OverflowLines
 	// counts lines whose threshold is below Q).
-	Quotients    int // Q, quotients per line
-	LineCapacity int // K, keys a line holds
+	Quotients    int  // Q, quotients per line
+	LineCapacity int  // K, keys a line holds
+	SeededLines  bool // lines chosen by the seeded hash (keys crowded lines under the fixed one)
 
 	// Version 1.
 	Blocks       int     // blocks

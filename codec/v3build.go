@@ -136,10 +136,12 @@ func v3AttemptLines(planned uint32, attempt int) uint32 { return v2AttemptLines(
 // and entries at once, since keys that overflow their primary line are
 // placed after every line has had its primary keys.
 type v3Placer struct {
-	shape v3Shape
-	lines uint32
-	tmp   []uint64 // a group's keys sorted by line and quotient
-	pq    []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
+	shape       v3Shape
+	lines       uint32
+	m           uint64 // the seed's multiplier
+	seededLines bool
+	tmp         []uint64 // a group's keys sorted by line and quotient
+	pq          []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
 	// slots holds K entries per line (quotient<<16 | remainder): the
 	// line's primary keys from the front, in quotient order, and keys
 	// placed there from their secondary line from the back.
@@ -169,7 +171,7 @@ func (b *Builder) finishV3(dst []byte) []byte {
 	}
 	plan := planV3(&b.opts, b.n)
 	b.stats = BuildStats{}
-	out, seed, next, ok := b.placeV3(dst, plan, 0, seed, pinned)
+	out, seed, next, ok := b.placeV3(dst, plan, seed, pinned)
 	if !ok {
 		return b.alwaysMaybeV3(dst, next, v2Attempts)
 	}
@@ -177,17 +179,20 @@ func (b *Builder) finishV3(dst []byte) []byte {
 		return out
 	}
 	// Repeats that were not consecutive were found while placing (a
-	// line's keys are sorted and equal hashes are adjacent); the plan
-	// counted them. When the distinct keys would plan materially fewer
+	// line's keys are sorted stably by quotient, and a repeat follows its
+	// twin there unless another key of the same quotient came between);
+	// the plan counted them. When the distinct keys would plan materially fewer
 	// lines, place them again in those.
-	p := planV3(&b.opts, b.stats.Keys)
+	// A repeat separated from its twin may have kept a slot, so the
+	// distinct keys are counted exactly: the sort that removes repeats.
+	first := b.stats
+	b.dropRepeats()
+	p := planV3(&b.opts, b.n)
 	if float64(p.lines) >= 0.97*float64(plan.lines) {
 		return out
 	}
 	reseeds := b.stats.Reseeds
-	first := b.stats
-	b.dropRepeats()
-	again, _, _, ok := b.placeV3(dst[:len(dst):len(dst)], p, seed, seed, pinned)
+	again, _, _, ok := b.placeV3(dst[:len(dst):len(dst)], p, seed, pinned)
 	if ok {
 		b.stats.Reseeds += reseeds
 		return again
@@ -196,32 +201,34 @@ func (b *Builder) finishV3(dst []byte) []byte {
 	return out
 }
 
-// placeV3 places the builder's hashes, mixed under prevSeed (raw when it
-// is 0), by plan: under seed, then under fresh seeds in the plan's lines,
-// then in geometrically more lines, up to v2Attempts attempts. It returns
-// the block appended to dst, the seed of the last attempt (the one the
-// hashes are now mixed under) and the seed an attempt after it would take;
-// ok is false when every attempt failed.
-func (b *Builder) placeV3(dst []byte, plan v3Plan, prevSeed, seed uint32, pinned bool) (out []byte, last, next uint32, ok bool) {
+// placeV3 places the builder's key hashes by plan: under seed, then
+// under a fresh seed in the plan's lines, then with seeded lines in
+// geometrically more lines, up to v2Attempts attempts. Only keys chosen
+// against the fixed line hash crowd lines whatever the seed, so the
+// attempts past the second take their lines from the seeded hash, which
+// nobody can aim at. It returns the block appended to dst, the seed of
+// the block and the seed an attempt after it would take; ok is false when
+// every attempt failed.
+func (b *Builder) placeV3(dst []byte, plan v3Plan, seed uint32, pinned bool) (out []byte, last, next uint32, ok bool) {
 	for attempt := 0; attempt < v2Attempts; attempt++ {
 		lines := v3AttemptLines(plan.lines, attempt)
 		if b.rejectSeeds <= 0 {
 			// More lines keep the plan's shape: fewer keys per line.
-			out, ok = b.encodeV3(dst, prevSeed, seed, plan.shape, lines)
-			prevSeed = seed
+			out, ok = b.encodeV3(dst, seed, attempt >= 2, plan.shape, lines)
 			if ok {
 				b.stats.Reseeds = attempt
 				return out, seed, seed, true
 			}
 		}
 		b.rejectSeeds--
+		last = seed
 		if pinned {
 			seed = uint32(keyhash.Mix(uint64(seed), uint32(attempt+1))) | 1
 		} else {
 			seed = randomSeed()
 		}
 	}
-	return nil, prevSeed, seed, false
+	return nil, last, seed, false
 }
 
 // alwaysMaybeV3 appends the version-3 block that answers "maybe" for
@@ -235,13 +242,12 @@ func (b *Builder) alwaysMaybeV3(dst []byte, seed uint32, attempts int) []byte {
 	return out
 }
 
-// encodeV3 places every key under one seed, shape and line count and
-// appends the block; ok is false when placement failed (the caller
-// reseeds or grows). The builder's pages hold hashes mixed under prevSeed
-// (raw hashes when prevSeed is 0); they are left mixed under seed.
-func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines uint32) ([]byte, bool) {
+// encodeV3 places every key hash of the builder's pages under one seed,
+// line hash, shape and line count and appends the block; ok is false when
+// placement failed (the caller reseeds, grows, or seeds the lines).
+func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape, lines uint32) ([]byte, bool) {
 	p := &b.s.v3
-	p.shape, p.lines = s, lines
+	p.shape, p.lines, p.seededLines = s, lines, seededLines
 	L := uint64(lines)
 	k := s.k
 
@@ -260,20 +266,11 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	for g := range gb {
 		gb[g] = slices.Grow(gb[g][:0], per)
 	}
-	m := v2Multiplier(seed)
-	var prevInv uint64
-	if prevSeed != 0 {
-		prevInv = keyhash.ModInverse(v2Multiplier(prevSeed))
-	}
+	p.m = v2Multiplier(seed)
 	for _, pg := range b.pages {
-		for i, h := range pg {
-			if prevSeed != 0 {
-				h = v2Unposition(h, prevInv)
-			}
-			x := v2Position(h, m)
-			pg[i] = x
-			g := ((x >> 32) * L >> 32) >> sh
-			gb[g] = append(gb[g], x)
+		for _, h := range pg {
+			g := v3Line(p.lineHash(h), L) >> sh
+			gb[g] = append(gb[g], h)
 		}
 	}
 	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
@@ -300,8 +297,9 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	// the line's threshold to its quotient.
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
 	for i := 0; i < len(p.queue); i++ {
-		x2 := keyhash.Mix(p.queue[i], secondarySalt)
-		ln, q, r := v3Split(x2, L, &s)
+		x2 := keyhash.Mix(v2Position(p.queue[i], p.m), secondarySalt)
+		ln := v3Line(x2, L)
+		q, r := v3QR(x2, &s)
 		base := int(ln) * int(k)
 		if uint32(p.kept[ln])+uint32(p.nsec[ln]) >= k {
 			if p.kept[ln] == 0 || p.moves >= limit {
@@ -311,7 +309,7 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 			last := int(p.kept[ln]) - 1
 			p.kept[ln]--
 			v := p.groups[ln>>sh][int(counts[ln])+last]
-			_, vq, _ := v3Split(v, L, &s)
+			vq, _ := v3QR(v2Position(v, p.m), &s)
 			p.thr[ln] = min(p.thr[ln], uint16(vq))
 			p.queue = append(p.queue, v)
 		}
@@ -384,7 +382,7 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 			binary.LittleEndian.PutUint64(line[j*8:], v)
 		}
 	}
-	h := v3Header{shape: s, kind: b.opts.Hash, lines: lines, seed: seed}
+	h := v3Header{shape: s, kind: b.opts.Hash, seededLines: seededLines, lines: lines, seed: seed}
 	h.put(blk[size-v2TrailerSize:], uint32(stored))
 	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
 	b.stats = BuildStats{
@@ -398,6 +396,7 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 		Overflowed:      len(p.queue),
 		OverflowLines:   ovLines,
 		SecondLineShare: p2 / float64(lines),
+		SeededLines:     seededLines,
 		Seed:            seed,
 		Bytes:           size,
 	}
@@ -407,6 +406,14 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 // v3GroupLines is the most groups of lines encodeV3 spreads keys over
 // first: few enough write streams for the caches to follow.
 const v3GroupLines = 256
+
+// lineHash is the hash that chooses key hash h's primary line.
+func (p *v3Placer) lineHash(h uint64) uint64 {
+	if p.seededLines {
+		return v2Position(h, p.m)
+	}
+	return v2Position(h, v3LineMultiplier)
+}
 
 // placeGroup places the primary keys of lines [first, end), keys: it
 // sorts them by line and quotient (a counting sort over both at once,
@@ -425,8 +432,9 @@ func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32)
 	pq, spq := p.pq[:len(keys)], p.pq[len(keys):]
 	p.idx = resize(p.idx, len(keys))
 	idx := p.idx
-	for i, x := range keys {
-		ln, q, r := v3Split(x, L, s)
+	for i, h := range keys {
+		ln := v3Line(p.lineHash(h), L)
+		q, r := v3QR(v2Position(h, p.m), s)
 		pq[i] = uint32(q<<16 | r)
 		c := uint32(ln-uint64(first))*uint32(nq) + uint32(q)
 		idx[i] = c
