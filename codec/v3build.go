@@ -17,6 +17,12 @@ import (
 // (go test ./codec -run TestV3LoadSweep -sweep -v measures the trade).
 var v3MaxLoad = 0.95
 
+// v3CrowdedShare is the share of keys overflowing their primary lines
+// past which an attempt under the fixed line hash is abandoned for seeded
+// lines: several times what keys spread at random send at v3MaxLoad, so
+// only keys chosen against that hash reach it.
+const v3CrowdedShare = 0.15
+
 // v3Plan is a version-3 filter's shape and line count.
 type v3Plan struct {
 	shape v3Shape
@@ -140,6 +146,7 @@ type v3Placer struct {
 	lines       uint32
 	m           uint64 // the seed's multiplier
 	seededLines bool
+	crowded     bool     // the last attempt found lines crowded under the fixed line hash
 	tmp         []uint64 // a group's keys sorted by line and quotient
 	pq          []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
 	// slots holds K entries per line (quotient<<16 | remainder): the
@@ -205,16 +212,20 @@ func (b *Builder) finishV3(dst []byte) []byte {
 // under a fresh seed in the plan's lines, then with seeded lines in
 // geometrically more lines, up to v2Attempts attempts. Only keys chosen
 // against the fixed line hash crowd lines whatever the seed, so the
-// attempts past the second take their lines from the seeded hash, which
-// nobody can aim at. It returns the block appended to dst, the seed of
+// attempts past the second, and every attempt after one that found the
+// lines crowded (v3CrowdedShare), take their lines from the seeded hash,
+// which nobody can aim at. It returns the block appended to dst, the seed of
 // the block and the seed an attempt after it would take; ok is false when
 // every attempt failed.
 func (b *Builder) placeV3(dst []byte, plan v3Plan, seed uint32, pinned bool) (out []byte, last, next uint32, ok bool) {
+	seeded := false
 	for attempt := 0; attempt < v2Attempts; attempt++ {
 		lines := v3AttemptLines(plan.lines, attempt)
 		if b.rejectSeeds <= 0 {
 			// More lines keep the plan's shape: fewer keys per line.
-			out, ok = b.encodeV3(dst, seed, attempt >= 2, plan.shape, lines)
+			seeded = seeded || attempt >= 2
+			out, ok = b.encodeV3(dst, seed, seeded, plan.shape, lines)
+			seeded = seeded || b.s.v3.crowded
 			if ok {
 				b.stats.Reseeds = attempt
 				return out, seed, seed, true
@@ -281,6 +292,7 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 	p.thr = resize(p.thr, int(lines))
 	p.queue = p.queue[:0]
 	p.moves = 0
+	p.crowded = false
 
 	// Primary placement, a group at a time: sort its keys by line and
 	// quotient (a counting sort; a key's repeats end up in its run), then
@@ -289,6 +301,13 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 	// threshold T is the first quotient sent.
 	for g := range groups {
 		p.placeGroup(uint32(g)<<sh, min(uint32(g+1)<<sh, lines), gb[g], counts)
+	}
+	if !seededLines && len(p.queue) > int(v3CrowdedShare*float64(b.n))+64 {
+		// Far more keys overflow than lines filled at random send: keys
+		// chosen against the fixed line hash. Their lines would read a
+		// second line on most lookups; the seeded lines spread them.
+		p.crowded = true
+		return nil, false
 	}
 
 	// Secondary placement: a key goes to its secondary line if that has
