@@ -44,7 +44,7 @@ func v3BestShape(lam float64, k, r uint32) v3Shape {
 		for q > 0 && q+int(v3Shape{q: uint32(q)}.tBits()) > free {
 			q--
 		}
-		if q < 1 || q > 255 {
+		if q < 1 || q > 255 || uint32(q)*v3MaxPerQuotient < k {
 			continue
 		}
 		s.q = uint32(q)
@@ -54,6 +54,12 @@ func v3BestShape(lam float64, k, r uint32) v3Shape {
 	}
 	return best
 }
+
+// v3MaxPerQuotient bounds the keys per quotient a shape may be planned
+// for (K/Q): a quotient's run is about Poisson with mean lam/Q, and must
+// stay far below v3MaxRun for keys at random (P(run > 56) is about 1e-13
+// at mean 16), or placement would fail under every seed.
+const v3MaxPerQuotient = 16
 
 // v3ShapeFor is the shape for lam keys per line: capacity for them at
 // v3MaxLoad (one line holds every key of a one-line filter), and the
@@ -82,18 +88,40 @@ func planV3(o *Options, d int) v3Plan {
 	if o.FingerprintBits != 0 {
 		r = uint32(o.FingerprintBits)
 	}
+	// forBudget spends a budget: the shape planned for the keys per line
+	// of a large filter, 512/bpk, in as many lines as the keys need at
+	// that rate, if that costs at most 5% over the budget, so that a small
+	// filter keeps a large one's shape and rate; otherwise the lines the
+	// budget buys, shaped for their keys per line. A tiny filter, whose
+	// 40-byte trailer is over 5% of its budget, may exceed the budget by
+	// the trailer. ok is false when no shape holds the keys per line.
 	forBudget := func(bpk float64) (v3Plan, bool) {
 		trailer := float64(v2TrailerSize * 8)
 		if trailer > 0.05*bpk*n {
 			trailer = 0
 		}
+		perLine := lineBits / bpk
+		if need := max(1, math.Ceil(n/perLine)); need > 1 && need*lineBits+trailer <= 1.05*bpk*n {
+			if s, ok := v3ShapeFor(perLine, 2, r); ok {
+				return v3Plan{s, uint32(need)}, true
+			}
+		}
 		lines := uint32(max(1, math.Floor((bpk*n-trailer)/lineBits)))
 		s, ok := v3ShapeFor(n/float64(lines), lines, r)
 		return v3Plan{s, lines}, ok
 	}
-	// The densest plan: the fewest lines any shape fills.
+	// The densest plan: the fewest lines a shape holds the keys in.
 	densest := func() v3Plan {
-		lines := uint32(max(1, math.Ceil(n/(v3MaxLoad*(v3HeaderMax/3)))))
+		if s, ok := v3ShapeFor(n, 1, r); ok {
+			return v3Plan{s, 1}
+		}
+		perLine := float64(v3HeaderMax)
+		for ; perLine > 1; perLine-- {
+			if _, ok := v3ShapeFor(perLine, 2, r); ok {
+				break
+			}
+		}
+		lines := uint32(max(2, math.Ceil(n/perLine)))
 		for {
 			if s, ok := v3ShapeFor(n/float64(lines), lines, r); ok {
 				return v3Plan{s, lines}
@@ -147,6 +175,7 @@ type v3Placer struct {
 	m           uint64 // the seed's multiplier
 	seededLines bool
 	crowded     bool     // the last attempt found lines crowded under the fixed line hash
+	repeats     int      // repeats dropped, over every attempt of a Finish
 	tmp         []uint64 // a group's keys sorted by line and quotient
 	pq          []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
 	// slots holds K entries per line (quotient<<16 | remainder): the
@@ -178,34 +207,41 @@ func (b *Builder) finishV3(dst []byte) []byte {
 	}
 	plan := planV3(&b.opts, b.n)
 	b.stats = BuildStats{}
+	b.s.v3.repeats = 0
 	out, seed, next, ok := b.placeV3(dst, plan, seed, pinned)
-	if !ok {
-		return b.alwaysMaybeV3(dst, next, v2Attempts)
-	}
-	if b.stats.Keys >= b.n {
+	if b.s.v3.repeats == 0 {
+		if !ok {
+			// Past every cap: a block that honestly answers "maybe".
+			return b.alwaysMaybeV3(dst, next, v2Attempts)
+		}
 		return out
 	}
-	// Repeats that were not consecutive were found while placing (a
-	// line's keys are sorted stably by quotient, and a repeat follows its
-	// twin there unless another key of the same quotient came between);
-	// the plan counted them. When the distinct keys would plan materially fewer
-	// lines, place them again in those.
-	// A repeat separated from its twin may have kept a slot, so the
-	// distinct keys are counted exactly: the sort that removes repeats.
-	first := b.stats
+	// Repeats that did not arrive one after another (keys added out of
+	// order, as from a log). Placement drops a repeat that follows its
+	// twin in their line and quotient's run, and counts it; one separated
+	// from its twin by another key of that run keeps a slot of its own.
+	// The plan counted every hash, and enough repeats of one key could
+	// fill a run past v3MaxRun under any seed. So once any repeat is seen
+	// the repeats are removed (a sort of the hashes), and the distinct
+	// keys placed again, in their own plan, unless the first block holds
+	// exactly them in lines that plan would not cut by 3%: the budget is
+	// per distinct key in any key order.
+	first, firstOK := b.stats, ok
 	b.dropRepeats()
 	p := planV3(&b.opts, b.n)
-	if float64(p.lines) >= 0.97*float64(plan.lines) {
+	if ok && b.stats.Keys == b.n && float64(p.lines) >= 0.97*float64(plan.lines) {
 		return out
 	}
-	reseeds := b.stats.Reseeds
-	again, _, _, ok := b.placeV3(dst[:len(dst):len(dst)], p, seed, pinned)
+	again, _, next, ok := b.placeV3(dst[:len(dst):len(dst)], p, seed, pinned)
 	if ok {
-		b.stats.Reseeds += reseeds
+		b.stats.Reseeds += first.Reseeds
 		return again
 	}
-	b.stats = first
-	return out
+	if firstOK {
+		b.stats = first
+		return out
+	}
+	return b.alwaysMaybeV3(dst, next, 2*v2Attempts)
 }
 
 // placeV3 places the builder's key hashes by plan: under seed, then
@@ -498,6 +534,7 @@ func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32)
 		for i, x := range lt {
 			v := lq[i]
 			if v == prevV && x == prevX && n > 0 {
+				p.repeats++
 				continue
 			}
 			prevV, prevX = v, x

@@ -220,6 +220,11 @@ func v3Lookup(block []byte, h uint64, kind HashKind) (maybe, isV3 bool) {
 		pos = base + b<<3 + uint64(selectByte[(w>>(b<<3&63))&0xff<<3|(jj-before)&7]) + 1
 	}
 	run := uint64(bits.TrailingZeros64(^(binary.LittleEndian.Uint64(l[pos>>3&31:]) >> (pos & 7))))
+	// The run must end inside the header and its slots inside the
+	// capacity: otherwise the line is not one we wrote.
+	if pos+run >= nq+k || pos-q+run > k {
+		return true, true
+	}
 	off := nq + k + (pos-q)*r
 	rw := binary.LittleEndian.Uint64(l[off>>3&63:]) >> (off & 7)
 	nb := run * r
@@ -286,6 +291,9 @@ func v3LineHas(l *[lineBytes + 8]byte, q, r uint64, s *v3Shape) bool {
 		pos = base + select64(w, jj) + 1
 	}
 	run := uint64(bits.TrailingZeros64(^(binary.LittleEndian.Uint64(l[pos>>3&31:]) >> (pos & 7))))
+	if pos+run >= uint64(s.remOff()) || pos-q+run > uint64(s.k) {
+		return true // a run past the header or the capacity: not a line we wrote
+	}
 	off := uint64(s.remOff()) + (pos-q)*uint64(s.r)
 	rw := binary.LittleEndian.Uint64(l[off>>3&63:]) >> (off & 7)
 	nb := run * uint64(s.r)
