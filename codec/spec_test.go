@@ -349,7 +349,7 @@ func TestFormatSpecMatchesCodeV2(t *testing.T) {
 		}
 	}
 	for _, bpk := range []float64{8, 9.6, 12, 15, 16} {
-		block := Build(keys, Options{BitsPerKey: bpk, Seed: 21})
+		block := Build(keys, Options{BitsPerKey: bpk, Seed: 21, Version: 2})
 		check(fmt.Sprintf("lengths-bpk%v", bpk), block, keys, nil)
 	}
 	// Many absent probes against full filters of narrow fingerprints,
@@ -359,7 +359,7 @@ func TestFormatSpecMatchesCodeV2(t *testing.T) {
 	many := testkeys.Random(20_000, 16, 5)
 	probes := testkeys.Absent(100_000, 6)
 	for _, bpk := range []float64{5, 6.5, 8, 10} {
-		block := Build(many, Options{BitsPerKey: bpk, Seed: 9})
+		block := Build(many, Options{BitsPerKey: bpk, Seed: 9, Version: 2})
 		spec := newSpecV2(t, block)
 		for _, k := range many {
 			if !MayContain(block, k) {
