@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
@@ -137,9 +138,8 @@ func v3AttemptLines(planned uint32, attempt int) uint32 { return v2AttemptLines(
 type v3Placer struct {
 	shape v3Shape
 	lines uint32
-	x     []uint64 // position hashes grouped by primary line, each line's sorted by quotient
-	tmp   []uint64
-	pq    []uint32 // one line's keys' packed quotient<<16|remainder, in x's order
+	tmp   []uint64 // a group's keys sorted by line and quotient
+	pq    []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
 	// slots holds K entries per line (quotient<<16 | remainder): the
 	// line's primary keys from the front, in quotient order, and keys
 	// placed there from their secondary line from the back.
@@ -148,8 +148,13 @@ type v3Placer struct {
 	nsec  []uint16 // secondary keys placed in each line
 	thr   []uint16 // each line's threshold T
 	queue []uint64
-	qc    [v3HeaderMax + 1]uint32
-	moves int
+	cq    []uint32 // a group's counts per (line, quotient)
+	idx   []uint32 // a group's keys' (line, quotient) index
+	// groups holds each group of lines' keys, in arrival order until
+	// placeGroup leaves them in line and quotient order, each line's
+	// distinct keys first (counts has where each line starts).
+	groups [][]uint64
+	moves  int
 }
 
 // finishV3 encodes the builder's hashes (raw, not yet mixed) as a
@@ -240,9 +245,21 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	L := uint64(lines)
 	k := s.k
 
-	// Group the position hashes by primary line with a counting sort.
-	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
-	clear(counts)
+	// Mix the hashes under the seed and count them per group of lines:
+	// at most v3GroupLines groups, each a few tens of kilobytes of keys,
+	// so that every later pass over a group stays in the cache.
+	sh := max(0, bits.Len32(lines-1)-bits.Len32(v3GroupLines-1))
+	groups := int((lines-1)>>sh) + 1
+	// Each group's keys go to a buffer of its own as they are mixed: one
+	// pass over the pages, appending to at most v3GroupLines streams.
+	if len(p.groups) < groups {
+		p.groups = append(p.groups, make([][]uint64, groups-len(p.groups))...)
+	}
+	gb := p.groups[:groups]
+	per := b.n/groups + b.n/groups/8 + 16
+	for g := range gb {
+		gb[g] = slices.Grow(gb[g][:0], per)
+	}
 	m := v2Multiplier(seed)
 	var prevInv uint64
 	if prevSeed != 0 {
@@ -255,22 +272,11 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 			}
 			x := v2Position(h, m)
 			pg[i] = x
-			counts[(x>>32)*L>>32+1]++
+			g := ((x >> 32) * L >> 32) >> sh
+			gb[g] = append(gb[g], x)
 		}
 	}
-	for i := 1; i <= int(lines); i++ {
-		counts[i] += counts[i-1]
-	}
-	b.s.fill = append(b.s.fill[:0], counts[:lines]...)
-	fill := b.s.fill
-	p.x = resize(p.x, b.n)
-	for _, pg := range b.pages {
-		for _, x := range pg {
-			ln := (x >> 32) * L >> 32
-			p.x[fill[ln]] = x
-			fill[ln]++
-		}
-	}
+	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
 	b.s.counts = counts
 	p.slots = resize(p.slots, int(lines)*int(k))
 	p.kept = resize(p.kept, int(lines))
@@ -279,28 +285,13 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	p.queue = p.queue[:0]
 	p.moves = 0
 
-	// Primary placement, a line at a time: sort its keys by quotient
-	// (a counting sort; equal hashes end up adjacent, and a repeat takes
-	// no slot), keep the first K, and send the rest, those of the
-	// highest quotients, to their secondary lines: the threshold T is the
-	// first quotient sent.
-	for ln := uint32(0); ln < lines; ln++ {
-		seg := p.x[counts[ln]:counts[ln+1]]
-		slot := p.slots[int(ln)*int(k) : int(ln+1)*int(k)]
-		p.thr[ln], p.nsec[ln] = uint16(s.q), 0
-		kept := 0
-		switch len(seg) {
-		case 0:
-		case 1:
-			_, q, r := v3Split(seg[0], L, &s)
-			slot[0] = uint32(q<<16 | r)
-			kept = 1
-		default:
-			var thr uint32
-			kept, thr, _ = p.sortLine(seg, slot)
-			p.thr[ln] = uint16(thr)
-		}
-		p.kept[ln] = uint16(kept)
+	// Primary placement, a group at a time: sort its keys by line and
+	// quotient (a counting sort; a key's repeats end up in its run), then
+	// in each line drop repeats, keep the first K keys and send the rest,
+	// those of the highest quotients, to their secondary lines: the
+	// threshold T is the first quotient sent.
+	for g := range groups {
+		p.placeGroup(uint32(g)<<sh, min(uint32(g+1)<<sh, lines), gb[g], counts)
 	}
 
 	// Secondary placement: a key goes to its secondary line if that has
@@ -319,7 +310,7 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 			p.moves++
 			last := int(p.kept[ln]) - 1
 			p.kept[ln]--
-			v := p.x[int(counts[ln])+last]
+			v := p.groups[ln>>sh][int(counts[ln])+last]
 			_, vq, _ := v3Split(v, L, &s)
 			p.thr[ln] = min(p.thr[ln], uint16(vq))
 			p.queue = append(p.queue, v)
@@ -337,28 +328,37 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	stored, ovLines, p2 := 0, 0, 0.0
 	remOff := int(s.remOff())
 	tShift := 64 - s.tBits()
-	var merged [v3HeaderMax]uint32
 	for ln := 0; ln < int(lines); ln++ {
 		slot := p.slots[ln*int(k) : (ln+1)*int(k)]
 		prim := slot[:p.kept[ln]]
-		e := prim
+		var sec []uint32
 		if ns := int(p.nsec[ln]); ns > 0 {
-			sec := slot[int(k)-ns:]
-			slices.Sort(sec)
-			e = mergeSorted(merged[:0], prim, sec)
+			sec = slot[int(k)-ns:]
+			if ns > 1 {
+				slices.Sort(sec)
+			}
 		}
 		var w [lineBytes / 8]uint64
-		run, prevQ := 0, uint32(1<<31)
-		for i, v := range e {
-			q := v >> 16
-			if q == prevQ {
-				run++
-				if run > v3MaxRun {
-					return nil, false
-				}
+		// The i-th entry of the merge of prim and sec (both in quotient
+		// order) sets header bit q+i and holds remainder slot i.
+		run, longest, prevQ := uint32(0), uint32(0), uint32(1<<31)
+		a, c := 0, 0
+		for i := 0; i < len(prim)+len(sec); i++ {
+			var v uint32
+			if c < len(sec) && (a == len(prim) || sec[c] < prim[a]) {
+				v = sec[c]
+				c++
 			} else {
-				run, prevQ = 1, q
+				v = prim[a]
+				a++
 			}
+			q := v >> 16
+			// run counts the entries of quotient q so far, without a
+			// branch: same is all ones when q repeats the last quotient.
+			same := uint32(int32((q^prevQ)-1) >> 31)
+			run = run&same + 1
+			longest = max(longest, run)
+			prevQ = q
 			hb := int(q) + i
 			w[hb>>6] |= 1 << (hb & 63)
 			off := remOff + i*int(s.r)
@@ -368,7 +368,11 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 				w[off>>6+1] |= rv >> (64 - off&63)
 			}
 		}
-		stored += len(e)
+		if longest > v3MaxRun {
+			return nil, false
+		}
+		e := len(prim) + len(sec)
+		stored += e
 		t := p.thr[ln]
 		w[len(w)-1] |= uint64(t) << tShift
 		if uint32(t) < s.q {
@@ -400,55 +404,91 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	return out, true
 }
 
-// sortLine sorts one line's keys seg by quotient with a counting sort,
-// drops repeats (equal hashes share a quotient, so a repeat is in its
-// run, a few keys), writes the first K entries to slot, queues the rest
-// (those of the highest quotients) for their secondary lines, and
-// returns the keys kept, the line's threshold (the first quotient sent,
-// or Q) and the repeats dropped. seg is left holding the distinct keys in
-// quotient order.
-func (p *v3Placer) sortLine(seg []uint64, slot []uint32) (kept int, thr uint32, dups int) {
+// v3GroupLines is the most groups of lines encodeV3 spreads keys over
+// first: few enough write streams for the caches to follow.
+const v3GroupLines = 256
+
+// placeGroup places the primary keys of lines [first, end), keys: it
+// sorts them by line and quotient (a counting sort over both at once,
+// through p.tmp and back into keys), records where in keys each line
+// starts in counts, and
+// for each line drops repeats, writes its first K entries to its slots,
+// queues the rest for their secondary lines and sets its threshold.
+func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	s := &p.shape
 	L := uint64(p.lines)
-	qc := p.qc[:s.q+1]
-	clear(qc)
-	p.pq = resize(p.pq, 2*len(seg))
-	pq, spq := p.pq[:len(seg)], p.pq[len(seg):]
-	for i, x := range seg {
-		_, q, r := v3Split(x, L, s)
+	nq := int(s.q)
+	cq := resize(p.cq, int(end-first)*nq)
+	p.cq = cq
+	clear(cq)
+	p.pq = resize(p.pq, 2*len(keys))
+	pq, spq := p.pq[:len(keys)], p.pq[len(keys):]
+	p.idx = resize(p.idx, len(keys))
+	idx := p.idx
+	for i, x := range keys {
+		ln, q, r := v3Split(x, L, s)
 		pq[i] = uint32(q<<16 | r)
-		qc[q+1]++
+		c := uint32(ln-uint64(first))*uint32(nq) + uint32(q)
+		idx[i] = c
+		cq[c]++
 	}
-	for i := 1; i < len(qc); i++ {
-		qc[i] += qc[i-1]
+	// Each (line, quotient)'s first position: a running sum kept in a
+	// register (a sum carried through memory waits on the store before
+	// it), noting where each line starts.
+	sum := uint32(0)
+	for ln := first; ln < end; ln++ {
+		counts[ln] = sum
+		row := cq[int(ln-first)*nq : int(ln-first+1)*nq]
+		for i, c := range row {
+			row[i] = sum
+			sum += c
+		}
 	}
-	p.tmp = resize(p.tmp, len(seg))
+	p.tmp = resize(p.tmp, len(keys))
 	tmp := p.tmp
-	for i, x := range seg {
-		q := pq[i] >> 16
-		tmp[qc[q]], spq[qc[q]] = x, pq[i]
-		qc[q]++
+	for i, x := range keys {
+		at := cq[idx[i]]
+		tmp[at], spq[at] = x, pq[i]
+		cq[idx[i]] = at + 1
 	}
-	n, run := 0, 0
-	for i, x := range tmp {
-		v := spq[i]
-		if n == 0 || v>>16 != spq[n-1]>>16 {
-			run = n
-		} else if slices.Contains(tmp[run:n], x) {
-			dups++
+	k := int(s.k)
+	for ln := first; ln < end; ln++ {
+		from, to := counts[ln], uint32(len(keys))
+		if ln+1 < end {
+			to = counts[ln+1]
+		}
+		// Back into the line's part of keys in quotient order, without
+		// repeats, the first K entries into its slots.
+		seg := keys[from:to]
+		slot := p.slots[int(ln)*k : int(ln+1)*k]
+		lt, lq := tmp[from:to], spq[from:to]
+		// A repeat follows its twin in the run of their quotient (the
+		// sort is stable), unless another key of that line and quotient
+		// arrived between them: then it keeps a slot of its own, which
+		// costs a slot, never a false negative.
+		n := 0
+		prevV, prevX := uint32(0), uint64(0)
+		for i, x := range lt {
+			v := lq[i]
+			if v == prevV && x == prevX && n > 0 {
+				continue
+			}
+			prevV, prevX = v, x
+			seg[n], lq[n] = x, v
+			if n < k {
+				slot[n] = v
+			}
+			n++
+		}
+		p.thr[ln], p.nsec[ln] = uint16(s.q), 0
+		if n <= k {
+			p.kept[ln] = uint16(n)
 			continue
 		}
-		tmp[n], spq[n] = x, v
-		n++
+		p.kept[ln] = uint16(k)
+		p.thr[ln] = uint16(lq[k] >> 16)
+		p.queue = append(p.queue, seg[k:n]...)
 	}
-	copy(seg, tmp[:n])
-	k := int(s.k)
-	copy(slot, spq[:min(n, k)])
-	if n <= k {
-		return n, s.q, dups
-	}
-	p.queue = append(p.queue, seg[k:n]...)
-	return k, spq[k] >> 16, dups
 }
 
 // mergeSorted appends to dst the merge of the ascending a and b.

@@ -131,8 +131,10 @@ func v3Split(x uint64, lines uint64, s *v3Shape) (line, q, r uint64) {
 
 // v3Lookup answers a lookup of key hash h (of the given kind) in block.
 // isV3 is false when block has no well-formed version-3 trailer (the
-// caller then tries the older versions). The trailer checks (readV3's)
-// are repeated here, flat, because they run on every lookup.
+// caller then tries the older versions). It is one flat function, the
+// trailer checks (readV3's) and the primary line's probe (v3LineHas's)
+// written out, because a lookup is a few dozen instructions and every call
+// costs.
 func v3Lookup(block []byte, h uint64, kind HashKind) (maybe, isV3 bool) {
 	n := len(block)
 	if n < v2TrailerSize {
@@ -145,22 +147,73 @@ func v3Lookup(block []byte, h uint64, kind HashKind) (maybe, isV3 bool) {
 		return true, false
 	}
 	b5 := w0 >> 40 & 0xff
-	s := v3Shape{r: uint32(b5 & 31), k: uint32(w0 >> 48 & 0xff), q: uint32(w0 >> 56)}
+	r := b5 & 31
+	k := w0 >> 48 & 0xff
+	nq := w0 >> 56
+	tb := uint64(bits.Len64(nq))
 	lines := uint64(uint32(w1))
 	// b5>>5 holds the kind, the always-maybe flag and the zero bit 7: one
-	// compare checks all three.
-	if b5>>v3KindShift != uint64(kind) || !s.valid() || uint64(n) != lines*lineBytes+v2TrailerSize || lines == 0 {
+	// compare checks all three. The rest is v3Shape.valid.
+	if b5>>v3KindShift != uint64(kind) || r-1 >= 16 || k == 0 || nq == 0 || nq+k > v3HeaderMax ||
+		nq+k+k*r+tb > lineBits || uint64(n) != lines*lineBytes+v2TrailerSize || lines == 0 {
 		return true, true
 	}
 	x := v2Position(h, v2Multiplier(uint32(w1>>32)))
-	line, q, r := v3Split(x, lines, &s)
-	l := (*[lineBytes + 8]byte)(block[line*lineBytes:])
-	if v3LineHas(l, q, r, &s) {
-		return true, true
+	p := (x >> 32) * lines
+	q := (uint64(uint32(p)) * nq) >> 32
+	rem := x & (1<<r - 1)
+	l := (*[lineBytes + 8]byte)(block[(p>>32)*lineBytes:])
+
+	// v3LineHas, written out.
+	h0 := binary.LittleEndian.Uint64(l[0:])
+	h1 := binary.LittleEndian.Uint64(l[8:])
+	h2 := binary.LittleEndian.Uint64(l[16:])
+	thr := binary.LittleEndian.Uint64(l[lineBytes-8:]) >> (64 - tb)
+	pos := uint64(0)
+	if q > 0 {
+		// The word holding the zero, chosen by masks rather than
+		// branches: which word it is depends on the key, so a branch
+		// would be mispredicted about every other lookup.
+		c0 := uint64(bits.OnesCount64(^h0))
+		c01 := c0 + uint64(bits.OnesCount64(^h1))
+		j := q - 1
+		m1 := uint64(int64(c0-1-j) >> 63)  // all ones when the zero is past word 0
+		m2 := uint64(int64(c01-1-j) >> 63) // all ones when it is past word 1
+		w := ^h0&^m1 | ^h1&m1&^m2 | ^h2&m2
+		base := 64&m1 + 64&m2
+		jj := j - c0&(m1&^m2) - c01&m2
+		// select64(w, jj), written out.
+		const ones8, high8 = 0x0101_0101_0101_0101, 0x8080_8080_8080_8080
+		s := w - w>>1&0x5555_5555_5555_5555
+		s = s&0x3333_3333_3333_3333 + s>>2&0x3333_3333_3333_3333
+		s = (s + s>>4) & 0x0f0f_0f0f_0f0f_0f0f
+		s *= ones8
+		if jj >= s>>56 {
+			return true, true // fewer zeros than quotients: not a block we wrote
+		}
+		b := uint64(bits.OnesCount64((jj*ones8 | high8 - s) & high8))
+		before := (s << 8) >> (b << 3 & 63) & 0xff
+		pos = base + b<<3 + uint64(selectByte[(w>>(b<<3&63))&0xff<<3|(jj-before)&7]) + 1
 	}
-	if q < binary.LittleEndian.Uint64(l[lineBytes-8:])>>(64-s.tBits()) {
+	run := uint64(bits.TrailingZeros64(^(binary.LittleEndian.Uint64(l[pos>>3&31:]) >> (pos & 7))))
+	off := nq + k + (pos-q)*r
+	rw := binary.LittleEndian.Uint64(l[off>>3&63:]) >> (off & 7)
+	nb := run * r
+	if nb > 56 {
+		if v3RunHas(l, off, run, rem, r) {
+			return true, true
+		}
+	} else {
+		lo := v3Lanes[r&31]
+		v := rw ^ rem*lo
+		if (v-lo)&^v&(lo<<(r-1))&(1<<nb-1) != 0 {
+			return true, true
+		}
+	}
+	if q < thr {
 		return false, true
 	}
+	s := v3Shape{r: uint32(r), k: uint32(k), q: uint32(nq)}
 	return v3SecondaryHas(block, x, lines, &s), true
 }
 
@@ -209,7 +262,7 @@ func v3LineHas(l *[lineBytes + 8]byte, q, r uint64, s *v3Shape) bool {
 	rw := binary.LittleEndian.Uint64(l[off>>3&63:]) >> (off & 7)
 	nb := run * uint64(s.r)
 	if nb > 56 {
-		return v3RunHas(l, off, run, r, s)
+		return v3RunHas(l, off, run, r, uint64(s.r))
 	}
 	// A SWAR compare of every remainder of the run at once: lanes of r
 	// bits, those past the run masked off. (v-lo)&^v&hi is non-zero
@@ -222,8 +275,9 @@ func v3LineHas(l *[lineBytes + 8]byte, q, r uint64, s *v3Shape) bool {
 
 // v3RunHas is v3LineHas's compare for a run longer than one 8-byte load
 // reaches (only in lines with many keys of one quotient).
-func v3RunHas(l *[lineBytes + 8]byte, off, run, r uint64, s *v3Shape) bool {
-	rb := uint64(s.r)
+//
+//go:noinline
+func v3RunHas(l *[lineBytes + 8]byte, off, run, r, rb uint64) bool {
 	for i := uint64(0); i < run; i++ {
 		o := off + i*rb
 		if o+rb > lineBits {
