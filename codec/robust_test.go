@@ -614,6 +614,11 @@ func FuzzBuildOptions(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("x\x00y"), 200), 0.0, 1e-300, int8(0), uint8(2), uint32(0))
 	f.Add([]byte("only"), 0.0, 0.5, int8(16), uint8(1), uint32(9))
 	f.Add([]byte("p\x00q"), math.Inf(1), math.NaN(), int8(-7), uint8(7), uint32(0))
+	// Version 3 (version%4 == 3): a low budget, a forced remainder width,
+	// and a target.
+	f.Add(bytes.Repeat([]byte("q\x00"), 400), 3.0, 0.0, int8(0), uint8(3), uint32(11))
+	f.Add(bytes.Repeat([]byte("ab\x00ba\x00"), 300), 0.0, 0.0, int8(9), uint8(3), uint32(12))
+	f.Add(bytes.Repeat([]byte("z\x00"), 100), 0.0, 0.02, int8(0), uint8(3), uint32(0))
 	f.Fuzz(func(t *testing.T, data []byte, bpk, fpr float64, fbits int8, version uint8, seed uint32) {
 		keys := bytes.Split(data, []byte{0})
 		o := Options{BitsPerKey: bpk, FalsePositiveRate: fpr, FingerprintBits: int(fbits), Version: int(version % 4), Seed: seed}

@@ -96,8 +96,11 @@ func checkV3Bounded(t *testing.T, name string, block []byte, st BuildStats, p v3
 func TestV3AdversarialOneLine(t *testing.T) {
 	const seed = 0x5eed
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, n := range []int{1000, 20_000} {
+	for _, n := range []int{1000, 20_000, 200_000} {
 		for _, bpk := range []float64{6, 10, 16} {
+			if n > 20_000 && bpk != 10 {
+				continue
+			}
 			o := Options{BitsPerKey: bpk, Seed: seed, Version: 3}
 			p := v3PlanFor(t, o, n)
 			hashes := craft(t, n/2, seed, inLines(r, p.lines, 1), func(x uint64) bool {
