@@ -611,11 +611,21 @@ func TestFormatSpecMatchesCodeV3(t *testing.T) {
 			keys = append(keys, k)
 		}
 	}
-	for _, o := range []Options{{BitsPerKey: 3}, {BitsPerKey: 4}, {BitsPerKey: 6}, {BitsPerKey: 8}, {BitsPerKey: 9.6}, {BitsPerKey: 12},
-		{BitsPerKey: 16}, {BitsPerKey: 24}, {BitsPerKey: 48}, {FalsePositiveRate: 0.3}, {FingerprintBits: 5}, {FingerprintBits: 16}} {
+	settings := []Options{{BitsPerKey: 24}, {BitsPerKey: 48}, {FalsePositiveRate: 0.3}, {FingerprintBits: 5}, {FingerprintBits: 16}}
+	for bpk := 2.5; bpk <= 21; bpk += 0.25 {
+		settings = append(settings, Options{BitsPerKey: bpk})
+	}
+	widths := map[int]bool{}
+	for _, o := range settings {
 		o.Seed, o.Version = 21, 3
 		block := Build(keys, o)
 		check(fmt.Sprintf("lengths %+v", o), block, keys, nil, absent)
+		widths[mustInfo(t, block).FingerprintBits] = true
+	}
+	for r := 1; r <= 16; r++ {
+		if !widths[r] {
+			t.Errorf("no block of %d-bit remainders was checked", r)
+		}
 	}
 	// Many absent probes against large filters of narrow and wide
 	// remainders, where runs are long and the lookup's SWAR compare and
