@@ -60,6 +60,22 @@ func v3BestShape(lam float64, k, r uint32) v3Shape {
 	return best
 }
 
+// v3DenserShape is s, or a shape of smaller capacity, down to lam keys
+// at v3HardLoad, whose modelled rate is lower: a fuller line leaves more
+// bits to quotients and remainders, and the model counts the second-line
+// reads it adds.
+func v3DenserShape(s v3Shape, lam float64, r uint32) v3Shape {
+	best := v3ExpectedFPR(s, lam)
+	for k := uint32(math.Ceil(lam / v3HardLoad)); k < s.k; k++ {
+		if c := v3BestShape(lam, k, r); c.q > 0 {
+			if f := v3ExpectedFPR(c, lam); f < best {
+				s, best = c, f
+			}
+		}
+	}
+	return s
+}
+
 // v3MaxPerQuotient bounds the keys per quotient a shape may be planned
 // for (K/Q): a quotient's run is about Poisson with mean lam/Q, and must
 // stay far below v3MaxRun for keys at random (P(run > 56) is about 1e-13
@@ -109,7 +125,7 @@ func planV3(o *Options, d int) v3Plan {
 		need := max(1, math.Ceil(n/perLine))
 		if need > 1 && need*lineBits+trailer <= 1.05*bpk*n {
 			if s, ok := v3ShapeFor(perLine, 2, r); ok {
-				return v3Plan{s, uint32(need)}, true
+				return v3Plan{v3DenserShape(s, perLine, r), uint32(need)}, true
 			}
 		}
 		// Fewer lines than a large filter's rate needs: as many as 5%
@@ -121,12 +137,8 @@ func planV3(o *Options, d int) v3Plan {
 		}
 		lam := n / float64(lines)
 		s, ok := v3ShapeFor(lam, lines, r)
-		if lines > 1 {
-			for k := uint32(math.Ceil(lam / v3HardLoad)); ok && k < s.k; k++ {
-				if c := v3BestShape(lam, k, r); c.q > 0 && v3ExpectedFPR(c, lam) < v3ExpectedFPR(s, lam) {
-					s = c
-				}
-			}
+		if ok && lines > 1 {
+			s = v3DenserShape(s, lam, r)
 		}
 		return v3Plan{s, lines}, ok
 	}
