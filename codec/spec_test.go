@@ -418,13 +418,13 @@ func TestFormatSpecMatchesCode(t *testing.T) {
 }
 
 // specV3 reads a version-3 block from FORMAT.md alone: the trailer's
-// fields, the position hash, the unary header walked bit by bit, the
-// remainders and the threshold.
+// fields, the line and position hashes, the unary header walked bit by
+// bit, the remainders and the threshold.
 type specV3 struct {
-	b                      []byte
-	r, kind, k, q, t       uint64
-	alwaysMaybe            bool
-	lines, seed, remOffset uint64
+	b                        []byte
+	r, kind, k, q, t         uint64
+	alwaysMaybe, seededLines bool
+	lines, seed, remOffset   uint64
 }
 
 func newSpecV3(t *testing.T, b []byte) *specV3 {
@@ -442,11 +442,8 @@ func newSpecV3(t *testing.T, b []byte) *specV3 {
 	if string(tr[4:8]) != "LSMC" || tr[8] != 3 {
 		t.Fatal("not a v3 trailer")
 	}
-	if tr[9]&0x80 != 0 {
-		t.Fatal("byte 5 bit 7 set")
-	}
 	r := &specV3{b: b, r: uint64(tr[9] & 31), kind: uint64(tr[9] >> 5 & 1), alwaysMaybe: tr[9]>>6&1 == 1,
-		k: uint64(tr[10]), q: uint64(tr[11])}
+		seededLines: tr[9]>>7 == 1, k: uint64(tr[10]), q: uint64(tr[11])}
 	r.lines = uint64(binary.LittleEndian.Uint32(tr[12:]))
 	r.seed = uint64(binary.LittleEndian.Uint32(tr[16:]))
 	crc := crc32.Checksum(b[:n-4], crc32.MakeTable(crc32.Castagnoli))
@@ -454,7 +451,7 @@ func newSpecV3(t *testing.T, b []byte) *specV3 {
 		t.Fatal("CRC-32C mismatch")
 	}
 	if r.alwaysMaybe {
-		if n != 40 || r.r != 0 || r.k != 0 || r.q != 0 || r.lines != 0 || binary.LittleEndian.Uint32(tr) != 0 {
+		if n != 40 || r.r != 0 || r.k != 0 || r.q != 0 || r.lines != 0 || r.seededLines || binary.LittleEndian.Uint32(tr) != 0 {
 			t.Fatal("an always-maybe trailer with fields set")
 		}
 		return r
@@ -502,10 +499,12 @@ func (r *specV3) runs(line uint64) (c []uint64, ok bool) {
 // threshold is the line's T, the top bits.Len(Q) bits of its 512.
 func (r *specV3) threshold(line uint64) uint64 { return r.field(line*512+512-r.t, r.t) }
 
-// split is a position hash's line, quotient and remainder.
-func (r *specV3) split(x uint64) (line, q, rem uint64) {
-	p := (x >> 32) * r.lines
-	return p >> 32, (p & 0xffffffff) * r.q >> 32, x & (1<<r.r - 1)
+// line is the line of a line hash z.
+func (r *specV3) line(z uint64) uint64 { return (z >> 32) * r.lines >> 32 }
+
+// qr is a position hash's quotient and remainder.
+func (r *specV3) qr(x uint64) (q, rem uint64) {
+	return ((x >> 16) & 0xffff) * r.q >> 16, x & (1<<r.r - 1)
 }
 
 func (r *specV3) lineHas(line, q, rem uint64) bool {
@@ -532,15 +531,22 @@ func (r *specV3) contains(h uint64) bool {
 	m := (r.seed+1)*0x9e3779b97f4a7c15 | 1
 	y := h * m
 	x := y ^ y>>32
-	line, q, rem := r.split(x)
+	yl := h * 0xd6e8feb86659fd93
+	z := yl ^ yl>>32
+	if r.seededLines {
+		z = x
+	}
+	line := r.line(z)
+	q, rem := r.qr(x)
 	if r.lineHas(line, q, rem) {
 		return true
 	}
 	if q < r.threshold(line) {
 		return false
 	}
-	s, q2, rem2 := r.split(specMix(x, 0x5ec011d2))
-	return r.lineHas(s, q2, rem2)
+	x2 := specMix(x, 0x5ec011d2)
+	q2, rem2 := r.qr(x2)
+	return r.lineHas(r.line(x2), q2, rem2)
 }
 
 // TestFormatSpecMatchesCodeV3 checks every version-3 golden block, and

@@ -66,8 +66,8 @@ func testV3TrailerFlips(t *testing.T, name string, block []byte, keys [][]byte) 
 func resealV3(block []byte, edit func(id []byte)) []byte { return resealV2(block, edit) }
 
 // TestV3TrailerRulesAnswerMaybe forges self-consistent trailers (copy and
-// CRC agree) that break one rule each: the zero bit 7 of byte 5, the
-// always-maybe flag beside lines or fields, an always-maybe trailer after
+// CRC agree) that break one rule each: the always-maybe flag beside
+// lines, beside other fields or with the seeded-lines flag, an always-maybe trailer after
 // a line, zero lines without the flag, every out-of-range r, K and Q, a
 // shape whose header leaves three words or whose fields overflow a line,
 // and lengths other than 64·L + 40. Each must answer "maybe" for every key
@@ -94,7 +94,6 @@ func TestV3TrailerRulesAnswerMaybe(t *testing.T) {
 		name  string
 		block []byte
 	}{
-		{"byte 5 bit 7 set", resealV3(normal, func(id []byte) { id[5] |= 0x80 })},
 		{"always-maybe flag beside lines", resealV3(normal, func(id []byte) { id[5] |= v3FlagAlwaysIn })},
 		{"always-maybe trailer after a line", resealV3(withGap(am, lineBytes), func([]byte) {})},
 		{"always-maybe trailer with r set", resealV3(am, func(id []byte) { id[5] |= 3 })},
@@ -208,9 +207,14 @@ func TestV3DecodeRejectsSealedInconsistencies(t *testing.T) {
 		}
 	})
 	add("a remainder bit past the stored keys", func(b []byte) {
-		line := b[lineBytes : 2*lineBytes]
-		c, _ := checkLineV3(line, s)
-		setBit(line, s.remOff()+uint32(c)*s.r)
+		for ln := 0; ln < int(h.lines); ln++ {
+			line := b[ln*lineBytes : (ln+1)*lineBytes]
+			if c, err := checkLineV3(line, s); err == nil && uint32(c) < s.k {
+				setBit(line, s.remOff()+uint32(c)*s.r)
+				return
+			}
+		}
+		t.Fatal("no line below capacity")
 	})
 	add("a header bit between the last run and the remainders", func(b []byte) {
 		line := b[2*lineBytes : 3*lineBytes]
