@@ -25,7 +25,7 @@ func TestPlacementSweep(t *testing.T) {
 	fmt.Printf("%-6s %-6s %-7s %-7s %-8s %-8s %-8s\n", "blkKey", "plan", "load", "bumped", "bits/key", "FPR%", "ns/key")
 	for _, bk := range []int{64, 128, 256, 512, 1024} {
 		for _, load := range []float64{0.94, 0.95, 0.955, 0.96, 0.97} {
-			b := NewBuilder(Options{FingerprintBits: 10})
+			b := NewBuilder(Options{FingerprintBits: 10, Version: 1})
 			b.blockKeys, b.maxLoad = bk, load
 			start := time.Now()
 			for _, k := range keys {
@@ -56,7 +56,7 @@ func TestV2LoadSweep(t *testing.T) {
 	for _, load := range []float64{0.91, 0.93, 0.95, 0.97} {
 		v2MaxLoad = load
 		for _, bpk := range []float64{8, 10, 12, 16} {
-			b := NewBuilder(Options{BitsPerKey: bpk, Seed: 1})
+			b := NewBuilder(Options{BitsPerKey: bpk, Seed: 1, Version: 2})
 			for _, k := range keys {
 				b.Add(k)
 			}
@@ -66,6 +66,37 @@ func TestV2LoadSweep(t *testing.T) {
 			st := b.Stats()
 			fmt.Printf("%-5.2f %-4v %-3d %-5.2f %-8.4f %-6.3f %-7.1f\n", load, bpk, st.FingerprintBits,
 				float64(st.WideLines)/float64(st.Lines), 100*measureFPR(blk, absent), st.SecondLineShare, ns)
+		}
+	}
+}
+
+// TestV3LoadSweep prints, for several planned loads of version 3
+// (v3MaxLoad), the shape the planner picks (remainder bits r, capacity K,
+// quotients Q), the false-positive rate measured on absent keys and
+// modelled, the share of negative lookups that read a second line, and
+// build time, at several budgets. It backs v3MaxLoad; run with -sweep -v.
+func TestV3LoadSweep(t *testing.T) {
+	if !*sweep {
+		t.Skip("run with -sweep")
+	}
+	keys := testkeys.Random(300_000, 16, 1)
+	absent := testkeys.Absent(1_000_000, 2)
+	defer func(l float64) { v3MaxLoad = l }(v3MaxLoad)
+	fmt.Printf("%-5s %-4s %-3s %-4s %-4s %-8s %-8s %-6s %-7s\n", "load", "bpk", "r", "K", "Q", "FPR%", "model%", "P2", "ns/key")
+	for _, load := range []float64{0.85, 0.9, 0.93, 0.95, 0.97} {
+		v3MaxLoad = load
+		for _, bpk := range []float64{8, 10, 12, 16} {
+			b := NewBuilder(Options{BitsPerKey: bpk, Seed: 1, Version: 3})
+			for _, k := range keys {
+				b.Add(k)
+			}
+			start := time.Now()
+			blk := b.Finish(nil)
+			ns := float64(time.Since(start).Nanoseconds()) / float64(len(keys))
+			st := b.Stats()
+			info := mustInfo(t, blk)
+			fmt.Printf("%-5.2f %-4v %-3d %-4d %-4d %-8.4f %-8.4f %-6.3f %-7.1f\n", load, bpk, st.FingerprintBits, st.LineCapacity, st.Quotients,
+				100*measureFPR(blk, absent), 100*info.ExpectedFPR, st.SecondLineShare, ns)
 		}
 	}
 }
