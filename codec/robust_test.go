@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -58,7 +59,7 @@ func goldenCases(version int) []goldenCase {
 	// Versions 2 and 3 share their corpus: the same keys under the same
 	// pinned seeds, in each version's format.
 	pin := func(o Options) Options { o.Version = version; return o }
-	return []goldenCase{
+	cases := []goldenCase{
 		{"empty-seed1", nil, pin(Options{Seed: 1}), nil},
 		{"one-key-seed1", [][]byte{[]byte("lsmcuckoo")}, pin(Options{Seed: 1}), nil},
 		{"seq100-bpk10-seed2", testkeys.Sequential("user", 0, 100), pin(Options{BitsPerKey: 10, Seed: 2}), nil},
@@ -68,6 +69,21 @@ func goldenCases(version int) []goldenCase {
 		{"host32-300-seed5", nil, pin(Options{BitsPerKey: 10, Hash: HashHost32, Seed: 5}), h32},
 		{"seq3000-bpk15-seed6", testkeys.Sequential("w", 0, 3000), pin(Options{BitsPerKey: 15, Seed: 6}), nil},
 	}
+	if version == 3 {
+		// And a block with the seeded-lines flag: host hashes that all
+		// fall in line 0 under the fixed line hash.
+		o := Options{BitsPerKey: 10, Hash: HashHost32, Seed: 9, Version: 3}
+		lines := uint64(planV3(&o, 300).lines)
+		var crowded []uint32
+		for i := uint32(0); len(crowded) < 300; i++ {
+			h := i * 2654435761
+			if v3Line(v2Position(uint64(h), v3LineMultiplier), lines) == 0 {
+				crowded = append(crowded, h)
+			}
+		}
+		cases = append(cases, goldenCase{"host32-crowded-seed9", nil, o, crowded})
+	}
+	return cases
 }
 
 func TestGoldenBlocks(t *testing.T) {
@@ -115,6 +131,9 @@ func testGoldenBlocks(t *testing.T, version int) {
 		}
 		if f.Info().Version != version || f.Info().Keys != len(c.keys)+len(c.h32) {
 			t.Fatalf("%s: %d keys recorded", c.name, f.Info().Keys)
+		}
+		if strings.Contains(c.name, "crowded") != f.Info().SeededLines {
+			t.Fatalf("%s: seeded lines %v", c.name, f.Info().SeededLines)
 		}
 	}
 }

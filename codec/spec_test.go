@@ -642,6 +642,17 @@ func TestFormatSpecMatchesCodeV3(t *testing.T) {
 		block := Build(many, Options{BitsPerKey: bpk, Seed: 9, Version: 3})
 		check(fmt.Sprintf("20k keys bpk %v", bpk), block, many, nil, probes)
 	}
+	// Seeded lines: the third attempt always takes them.
+	sb := NewBuilder(Options{BitsPerKey: 10, Seed: 5, Version: 3})
+	sb.rejectSeeds = 2
+	for _, k := range many {
+		sb.Add(k)
+	}
+	seeded := sb.Finish(nil)
+	if !mustInfo(t, seeded).SeededLines {
+		t.Fatal("the third attempt's block has no seeded lines")
+	}
+	check("seeded lines", seeded, many, nil, probes)
 	// Host hashes.
 	h32 := make([]uint32, 5000)
 	for i := range h32 {
