@@ -568,3 +568,60 @@ func TestV3ReseedKeepsEveryKey(t *testing.T) {
 		t.Fatalf("third attempt used %d lines, plan %d", info.Lines, planned)
 	}
 }
+
+// TestV3AdversarialPinnedSeedFallsBack: an attacker who knows a pinned
+// seed also knows the seeds of the retries, so with a filter small
+// enough the keys can be aimed, under every attempt, at one line as
+// primary and as secondary line (under the fixed line hash, then under
+// the seeded lines of the grown attempts). Every attempt must fail, the
+// builder must write the always-maybe block (40 bytes, every key "maybe")
+// within its bounded attempts, and the same keys under a random seed
+// must build a filter that excludes absent keys.
+func TestV3AdversarialPinnedSeedFallsBack(t *testing.T) {
+	const seed, n = 0x1234, 100
+	o := Options{BitsPerKey: 10, Seed: seed, Version: 3}
+	p := v3PlanFor(t, o, n)
+	seeds := []uint32{seed}
+	for a := 0; a+1 < v2Attempts; a++ {
+		seeds = append(seeds, uint32(keyhash.Mix(uint64(seeds[a]), uint32(a+1)))|1)
+	}
+	r := rand.New(rand.NewPCG(41, 42))
+	hashes := craftV3(t, n, inFixedLines(r, p.lines, 1), func(h uint64) bool {
+		for a, s := range seeds {
+			pa := v3Plan{p.shape, v3AttemptLines(p.lines, a)}
+			prim, sec := v3Where(h, s, pa, a >= 2)
+			if prim.line != 0 || sec.line != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	block, st := buildHashes(o, hashes)
+	if !st.Fallback || len(block) != v2TrailerSize || st.Reseeds != v2Attempts {
+		t.Fatalf("keys aimed at every attempt: stats %+v, %d bytes; want the always-maybe block after %d attempts", st, len(block), v2Attempts)
+	}
+	info := mustHoldHashesV3(t, "pinned seed", block, hashes, HashKey64)
+	if !info.AlwaysMaybe {
+		t.Fatalf("info %+v", info)
+	}
+	for i := range 1000 {
+		if maybe, _ := v3Lookup(block, uint64(i)*0x9e3779b97f4a7c15+7, HashKey64); !maybe {
+			t.Fatal("the always-maybe block answered absent")
+		}
+	}
+	// Under a seed the attacker cannot know, the same keys build.
+	block, st = buildHashes(Options{BitsPerKey: 10, Version: 3}, hashes)
+	mustHoldHashesV3(t, "random seed", block, hashes, HashKey64)
+	if st.Fallback {
+		t.Fatalf("random seed: %+v", st)
+	}
+	absent := 0
+	for i := range 10_000 {
+		if maybe, _ := v3Lookup(block, uint64(i)*0x9e3779b97f4a7c15+7, HashKey64); !maybe {
+			absent++
+		}
+	}
+	if absent < 9000 {
+		t.Errorf("random seed: only %d of 10000 absent keys excluded", absent)
+	}
+}
