@@ -344,15 +344,29 @@ func FuzzV3TrailerDamage(f *testing.F) {
 // FuzzV3LineContents writes fuzzer-chosen bytes over one line of a valid
 // version-3 block and reseals its checksum. Whatever the bytes, a lookup
 // must not panic; when Decode accepts the line, the package's lookup must
-// answer exactly as FORMAT.md's reader (spec_test.go) for every probe,
+// answer exactly as FORMAT.md's reader (spec_test.go) for every probe
+// whose primary or secondary line it is (present keys and absent ones),
 // and the headers must hold the keys the trailer counts. Mutations of a
 // valid line (a flipped remainder bit, a moved run boundary) are what it
 // explores: the seeds are the block's own lines.
 func FuzzV3LineContents(f *testing.F) {
 	keys := testkeys.Random(3000, 16, 7)
 	block := Build(keys, Options{BitsPerKey: 8, Seed: 13, Version: 3})
-	probes := testkeys.Absent(3000, 8)
 	lines := (len(block) - v2TrailerSize) / lineBytes
+	// The probes that read each line, as primary or secondary line.
+	var h v3Header
+	if !readV3(block, &h) || h.seededLines {
+		f.Fatal("want a version-3 block under the fixed line hash")
+	}
+	reading := make([][][]byte, lines)
+	for _, k := range append(testkeys.Absent(30_000, 8), keys...) {
+		hk := keyhash.MulHash(k)
+		prim, sec := v3Where(hk, h.seed, v3Plan{h.shape, h.lines}, false)
+		reading[prim.line] = append(reading[prim.line], k)
+		if sec.line != prim.line {
+			reading[sec.line] = append(reading[sec.line], k)
+		}
+	}
 	for _, ln := range []int{0, 1, lines / 2, lines - 1} {
 		f.Add(uint16(ln), bytes.Clone(block[ln*lineBytes:(ln+1)*lineBytes]))
 	}
@@ -363,7 +377,7 @@ func FuzzV3LineContents(f *testing.F) {
 		bad := bytes.Clone(block)
 		copy(bad[ln*lineBytes:(ln+1)*lineBytes], data)
 		bad = resealV3(bad, func([]byte) {})
-		for _, k := range probes[:200] {
+		for _, k := range reading[ln] {
 			MayContain(bad, k)
 		}
 		flt, err := Decode(bad)
@@ -371,7 +385,7 @@ func FuzzV3LineContents(f *testing.F) {
 			return
 		}
 		spec := newSpecV3(t, bad)
-		for _, k := range append(probes, keys...) {
+		for _, k := range reading[ln] {
 			if got, want := MayContain(bad, k), spec.contains(specMulHash(k)); got != want || flt.MayContain(k) != got {
 				t.Fatalf("line %d: MayContain(%q) = %v, FORMAT.md's reader says %v", ln, k, got, want)
 			}
