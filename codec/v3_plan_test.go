@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
@@ -40,5 +41,37 @@ func TestV3RandomKeysNeverFallBack(t *testing.T) {
 	}
 	if reseeds > builds/100 {
 		t.Errorf("%d reseeds in %d builds of random keys", reseeds, builds)
+	}
+}
+
+// TestV3SecondLineShareMatchesStats: BuildStats.SecondLineShare is the
+// expected share of negative lookups that read a second line (those whose
+// quotient is at or past their primary line's threshold); measured with
+// FORMAT.md's reader's thresholds over absent keys it must agree.
+func TestV3SecondLineShareMatchesStats(t *testing.T) {
+	keys := testkeys.Random(100_000, 16, 51)
+	absent := testkeys.Absent(200_000, 52)
+	for _, bpk := range []float64{6, 10, 16} {
+		b := NewBuilder(Options{BitsPerKey: bpk, Seed: 53, Version: 3})
+		for _, k := range keys {
+			b.Add(k)
+		}
+		block := b.Finish(nil)
+		st := b.Stats()
+		spec := newSpecV3(t, block)
+		second := 0
+		for _, k := range absent {
+			h := specMulHash(k)
+			prim, _ := v3Where(h, st.Seed, v3Plan{v3Shape{r: uint32(spec.r), k: uint32(spec.k), q: uint32(spec.q)}, uint32(spec.lines)}, spec.seededLines)
+			if prim.q >= spec.threshold(prim.line) {
+				second++
+			}
+		}
+		got := float64(second) / float64(len(absent))
+		sigma := math.Sqrt(st.SecondLineShare * (1 - st.SecondLineShare) / float64(len(absent)))
+		t.Logf("bpk %v: %.4f of negative lookups read a second line, stats say %.4f", bpk, got, st.SecondLineShare)
+		if math.Abs(got-st.SecondLineShare) > 5*sigma+0.002 {
+			t.Errorf("bpk %v: %.4f of negative lookups read a second line, stats say %.4f", bpk, got, st.SecondLineShare)
+		}
 	}
 }
