@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -624,4 +625,60 @@ func TestV3AdversarialPinnedSeedFallsBack(t *testing.T) {
 	if absent < 9000 {
 		t.Errorf("random seed: only %d of 10000 absent keys excluded", absent)
 	}
+}
+
+// FuzzV3BuildCraftedHashes builds version-3 blocks from key hashes the
+// fuzzer shapes directly: each 8 bytes of data is a fixed line hash (mode
+// 0: the fuzzer picks the keys' primary lines, as anyone can) or a seeded
+// position hash under the pinned seed (mode 1: it picks quotients,
+// remainders and secondary lines too, as one who knows the seed can),
+// inverted to the key hash. Repeats and equal hashes come for free.
+// Whatever the hashes: the block decodes, holds every key (through the
+// lookup and FORMAT.md's reader), and is within the size cap of its plan
+// or the always-maybe block.
+func FuzzV3BuildCraftedHashes(f *testing.F) {
+	f.Add([]byte{0, 10}, bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 64))
+	f.Add([]byte{1, 8}, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}, 100))
+	f.Add([]byte{0, 3}, make([]byte, 8*300))
+	f.Add([]byte{1, 16}, []byte("0123456789abcdef0123456789abcdefzzzzzzzz"))
+	f.Fuzz(func(t *testing.T, mode, data []byte) {
+		if len(mode) < 2 || len(data) > 8*20_000 {
+			return
+		}
+		const seed = 0x77
+		o := Options{BitsPerKey: float64(mode[1]%48) + 1, Seed: seed, Version: 3}
+		inv := keyhash.ModInverse(v3LineMultiplier)
+		if mode[0]&1 == 1 {
+			inv = keyhash.ModInverse(v2Multiplier(seed))
+		}
+		var hashes []uint64
+		for i := 0; i+8 <= len(data); i += 8 {
+			hashes = append(hashes, v2Unposition(binary.LittleEndian.Uint64(data[i:]), inv))
+		}
+		block, st := buildHashes(o, hashes)
+		info := mustHoldHashesV3(t, "crafted", block, hashes, HashKey64)
+		spec := newSpecV3(t, block)
+		for _, h := range hashes {
+			if !spec.contains(h) {
+				t.Fatalf("FORMAT.md's reader misses %#x", h)
+			}
+		}
+		distinct := map[uint64]bool{}
+		for _, h := range hashes {
+			distinct[h] = true
+		}
+		if !info.AlwaysMaybe {
+			// The first plan counts every hash added (repeats that are not
+			// consecutive included), and no plan is larger.
+			p := planV3(&o, len(hashes))
+			if float64(len(block)) > v2SizeCap(p.lines)*lineBytes+v2TrailerSize {
+				t.Fatalf("%d distinct hashes: %d bytes, past the size cap of a %d-line plan (stats %+v)", len(distinct), len(block), p.lines, st)
+			}
+			// A repeat separated from its twin in their run by another key
+			// keeps a slot of its own (FORMAT.md): a slot, never a key.
+			if info.Keys < len(distinct) || info.Keys > len(hashes) {
+				t.Fatalf("%d keys stored for %d hashes, %d distinct", info.Keys, len(hashes), len(distinct))
+			}
+		}
+	})
 }
