@@ -55,8 +55,8 @@ func inLines(r *rand.Rand, lines uint32, count uint32) func() uint64 {
 	return func() uint64 { return r.Uint64N(span)<<32 | uint64(r.Uint32()) }
 }
 
-// buildHashes builds a version-2 block from key hashes as Add would
-// record them.
+// buildHashes builds a block (of the version o names) from key hashes as
+// Add would record them.
 func buildHashes(o Options, hashes []uint64) ([]byte, BuildStats) {
 	b := NewBuilder(o)
 	for _, h := range hashes {
@@ -83,7 +83,7 @@ func TestAdversarialOneLine(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{1000, 20_000} {
 		for _, bpk := range []float64{8, 10, 16} {
-			o := Options{BitsPerKey: bpk, Seed: seed}
+			o := Options{BitsPerKey: bpk, Seed: seed, Version: 2}
 			plan := planV2(&o, n)
 			g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
 			// Every key in line 0, half of them also on one bucket pair and
@@ -121,7 +121,7 @@ func TestAdversarialNeighbours(t *testing.T) {
 	const seed = 77
 	r := rand.New(rand.NewPCG(3, 4))
 	n := 30_000
-	o := Options{BitsPerKey: 10, Seed: seed}
+	o := Options{BitsPerKey: 10, Seed: seed, Version: 2}
 	plan := planV2(&o, n)
 	g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
 	hashes := craft(t, n, seed, inLines(r, plan.lines, 8), func(x uint64) bool {
@@ -140,14 +140,14 @@ func TestAdversarialNeighbours(t *testing.T) {
 func TestAdversarialRandomSeedDefeatsCrafting(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	n := 20_000
-	o := Options{BitsPerKey: 10, Seed: 99}
+	o := Options{BitsPerKey: 10, Seed: 99, Version: 2}
 	plan := planV2(&o, n)
 	g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
 	hashes := craft(t, n, 99, inLines(r, plan.lines, 1), func(x uint64) bool {
 		p := v2Primary(x, g)
 		return p.line == 0 && p.i1 < 2
 	})
-	block, st := buildHashes(Options{BitsPerKey: 10}, hashes)
+	block, st := buildHashes(Options{BitsPerKey: 10, Version: 2}, hashes)
 	mustHoldHashes(t, "random seed", block, hashes)
 	if st.Reseeds != 0 || st.Fallback || st.Seed == 99 {
 		t.Errorf("random seed: %+v", st)
@@ -161,7 +161,7 @@ func TestAdversarialRandomSeedDefeatsCrafting(t *testing.T) {
 // so, decode, and answer "maybe" for every key, present or not.
 func TestFallbackAnswersMaybe(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 41)
-	b := NewBuilder(Options{BitsPerKey: 10, Seed: 3})
+	b := NewBuilder(Options{BitsPerKey: 10, Seed: 3, Version: 2})
 	b.rejectSeeds = v2Attempts
 	for _, k := range keys {
 		b.Add(k)
@@ -183,7 +183,7 @@ func TestFallbackAnswersMaybe(t *testing.T) {
 		}
 	}
 	// The same under a host hash.
-	b = NewBuilder(Options{Hash: HashHost32, Seed: 3})
+	b = NewBuilder(Options{Hash: HashHost32, Seed: 3, Version: 2})
 	b.rejectSeeds = v2Attempts
 	b.AddHash32(7)
 	if block := b.Finish(nil); !MayContainHash32(block, 8) || !MayContainHash32(block, 7) {
@@ -197,7 +197,7 @@ func TestFallbackAnswersMaybe(t *testing.T) {
 func TestReseedV2(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 31)
 	build := func() ([]byte, BuildStats) {
-		b := NewBuilder(Options{BitsPerKey: 10, Seed: 11})
+		b := NewBuilder(Options{BitsPerKey: 10, Seed: 11, Version: 2})
 		b.rejectSeeds = 2
 		for _, k := range keys {
 			b.Add(k)
@@ -214,7 +214,7 @@ func TestReseedV2(t *testing.T) {
 		t.Fatalf("block records seed %d, stats say %d", got, st.Seed)
 	}
 	// After two failures the line count grows: the third attempt is larger.
-	planned := planV2(&Options{BitsPerKey: 10}, len(keys)).lines
+	planned := planV2(&Options{BitsPerKey: 10, Version: 2}, len(keys)).lines
 	if lines := mustInfo(t, block).Lines; lines != int(v2AttemptLines(planned, 2)) || lines <= int(planned) {
 		t.Fatalf("third attempt used %d lines, plan %d", lines, planned)
 	}
@@ -237,7 +237,7 @@ func TestExactHashCollisions(t *testing.T) {
 			stream = append(stream, hashes[i/2])
 		}
 	}
-	block, st := buildHashes(Options{BitsPerKey: 10, Seed: 5}, stream)
+	block, st := buildHashes(Options{BitsPerKey: 10, Seed: 5, Version: 2}, stream)
 	mustHoldHashes(t, "collisions", block, hashes)
 	if st.Keys != len(hashes) {
 		t.Fatalf("%d slots used for %d distinct hashes", st.Keys, len(hashes))
@@ -249,10 +249,13 @@ func TestTinyTables(t *testing.T) {
 	for n := 1; n <= 100; n++ {
 		keys := testkeys.Random(n, 16, uint64(n))
 		for _, o := range []Options{{BitsPerKey: 4}, {BitsPerKey: 10}, {BitsPerKey: 16}, {BitsPerKey: 64}, {FalsePositiveRate: 0.001}, {FingerprintBits: 16}} {
-			block := Build(keys, o)
-			mustNotMiss(t, fmt.Sprintf("n=%d %+v", n, o), block, keys)
-			if info := mustInfo(t, block); info.Keys != n || info.AlwaysMaybe {
-				t.Fatalf("n=%d %+v: %+v", n, o, info)
+			for _, v := range []int{1, 2, 3} {
+				o.Version = v
+				block := Build(keys, o)
+				mustNotMiss(t, fmt.Sprintf("n=%d %+v", n, o), block, keys)
+				if info := mustInfo(t, block); info.Keys != n || info.AlwaysMaybe || info.Version != v {
+					t.Fatalf("n=%d %+v: %+v", n, o, info)
+				}
 			}
 		}
 	}
@@ -265,20 +268,22 @@ func TestSmallTablesSameBitsPerKey(t *testing.T) {
 		t.Skip("1M keys")
 	}
 	absent := testkeys.Absent(400_000, 9)
-	for _, bpk := range []float64{10, 16} {
-		big := Build(testkeys.Random(1_000_000, 16, 2), Options{BitsPerKey: bpk, Seed: 1})
-		bigInfo, bigFPR := mustInfo(t, big), measureFPR(big, absent)
-		for _, n := range []int{1000, 10_000} {
-			var bits, fpr float64
-			const reps = 10
-			for r := range reps {
-				small := Build(testkeys.Random(n, 16, uint64(10+r)), Options{BitsPerKey: bpk})
-				bits += mustInfo(t, small).BitsPerKey / reps
-				fpr += measureFPR(small, absent[:100_000]) / reps
-			}
-			t.Logf("bpk=%v n=%d: %.2f bits/key, FPR %.4f%%; 1M keys: %.2f bits/key, %.4f%%", bpk, n, bits, 100*fpr, bigInfo.BitsPerKey, 100*bigFPR)
-			if bits > 1.05*bigInfo.BitsPerKey || fpr > 1.25*bigFPR+3*math.Sqrt(bigFPR/1e5) {
-				t.Errorf("bpk=%v n=%d: %.2f bits/key at %.4f%%, 1M keys %.2f at %.4f%%", bpk, n, bits, 100*fpr, bigInfo.BitsPerKey, 100*bigFPR)
+	for _, v := range []int{2, 3} {
+		for _, bpk := range []float64{10, 16} {
+			big := Build(testkeys.Random(1_000_000, 16, 2), Options{BitsPerKey: bpk, Seed: 1, Version: v})
+			bigInfo, bigFPR := mustInfo(t, big), measureFPR(big, absent)
+			for _, n := range []int{1000, 10_000} {
+				var bits, fpr float64
+				const reps = 10
+				for r := range reps {
+					small := Build(testkeys.Random(n, 16, uint64(10+r)), Options{BitsPerKey: bpk, Version: v})
+					bits += mustInfo(t, small).BitsPerKey / reps
+					fpr += measureFPR(small, absent[:100_000]) / reps
+				}
+				t.Logf("v%d bpk=%v n=%d: %.2f bits/key, FPR %.4f%%; 1M keys: %.2f bits/key, %.4f%%", v, bpk, n, bits, 100*fpr, bigInfo.BitsPerKey, 100*bigFPR)
+				if bits > 1.05*bigInfo.BitsPerKey || fpr > 1.25*bigFPR+3*math.Sqrt(bigFPR/1e5) {
+					t.Errorf("v%d bpk=%v n=%d: %.2f bits/key at %.4f%%, 1M keys %.2f at %.4f%%", v, bpk, n, bits, 100*fpr, bigInfo.BitsPerKey, 100*bigFPR)
+				}
 			}
 		}
 	}
@@ -366,9 +371,13 @@ func testV1Crafted(t *testing.T, hashes []uint64, spread bool) {
 	}
 }
 
-// mayContainHash is MayContain for a key hash: the version-2 lookup, or
-// the version-1 one when the block has no version-2 trailer.
+// mayContainHash is MayContain for a key hash: the version-3 lookup, the
+// version-2 one when the block has no version-3 trailer, or the version-1
+// one when it has neither.
 func mayContainHash(block []byte, h uint64, kind HashKind) bool {
+	if maybe, ok := v3Lookup(block, h, kind); ok {
+		return maybe
+	}
 	if maybe, ok := v2Lookup(block, h, kind); ok {
 		return maybe
 	}

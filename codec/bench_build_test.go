@@ -12,7 +12,7 @@ import (
 func BenchmarkBuildProfile(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := testkeys.Random(n, 16, 11)
-		for _, v := range []int{1, 2} {
+		for _, v := range []int{1, 2, 3} {
 			b.Run(fmt.Sprintf("n=%d/v%d", n, v), func(b *testing.B) {
 				bl := NewBuilder(Options{BitsPerKey: 10, Version: v})
 				var out []byte
@@ -32,7 +32,7 @@ func BenchmarkBuildProfile(b *testing.B) {
 func BenchmarkLookupProfile(b *testing.B) {
 	keys := testkeys.Random(100_000, 16, 11)
 	absent := testkeys.Absent(1<<16, 3)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		block := Build(keys, Options{BitsPerKey: 10, Version: v})
 		b.Run(fmt.Sprintf("v%d", v), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

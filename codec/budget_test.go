@@ -18,7 +18,7 @@ func TestFalsePositiveTargetMonotone(t *testing.T) {
 		keys[i] = fmt.Appendf(nil, "user%08d", i)
 	}
 	floor := expectedFPR(maxFPBits, minLoad)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		prev := 1.0
 		for _, p := range []float64{1e-2, 1e-3, 1e-4, 5e-5, 3e-5, 2.5e-5, 2e-5, 1e-5, 1e-7, 1e-300} {
 			f, err := Decode(Build(keys, Options{FalsePositiveRate: p, Version: v, Seed: 1}))
@@ -45,7 +45,7 @@ func TestFalsePositiveTargetOutsideRange(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "order/%d", i)
 	}
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		unset := len(Build(keys, Options{Version: v, Seed: 3}))
 		smallest := len(Build(keys, Options{Version: v, Seed: 3, BitsPerKey: 1}))
 		for _, c := range []struct {
@@ -110,7 +110,7 @@ func TestRepeatsAnyOrderKeepBudget(t *testing.T) {
 	for range 100 {
 		stream = append(stream, distinct...)
 	}
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		for _, bpk := range []float64{10, 16} {
 			block := Build(stream, Options{BitsPerKey: bpk, Version: v})
 			f, err := Decode(block)

@@ -37,28 +37,30 @@ type Options struct {
 	// fingerprints at the lowest planned load), and a target of 1 or more
 	// the smallest filter. 0, a negative rate or NaN counts as not set.
 	FalsePositiveRate float64
-	// FingerprintBits forces the fingerprint width (5..16, a value
-	// outside that range is clamped into it); 0 lets the builder choose.
+	// FingerprintBits forces the fingerprint width (version 3: the
+	// remainder width; 5..16, a value outside that range is clamped into
+	// it); 0 lets the builder choose.
 	FingerprintBits int
 	// Seed perturbs every hash-derived position; blocks record it. For
-	// version 2, 0 (the default) draws a fresh seed from crypto/rand for
-	// every block, so that nobody can choose keys that collide in a filter
-	// before it is built; set it only to make blocks reproducible (tests,
-	// golden files). Version 1 builds under the value as given, 0
-	// included, and retries a failed placement (only keys aimed at a
-	// known seed fail) under seeds from crypto/rand, or under Seed+1,
-	// Seed+2, ... when Seed is not 0.
+	// versions 2 and 3, 0 (the default) draws a fresh seed from
+	// crypto/rand for every block, so that nobody can choose keys that
+	// collide in a filter before it is built; set it only to make blocks
+	// reproducible (tests, golden files). Version 1 builds under the
+	// value as given, 0 included, and retries a failed placement (only
+	// keys aimed at a known seed fail) under seeds from crypto/rand, or
+	// under Seed+1, Seed+2, ... when Seed is not 0.
 	Seed uint32
 	// Hash says what the builder receives: HashKey64 (the default) for
 	// keys (Add), HashHost32 for a host's 32-bit key hashes (AddHash32).
 	// Calling the other method, or either under any other value, panics:
 	// it is a programming error, not a property of the keys.
 	Hash HashKind
-	// Version selects the block format: 0 or 2 for version 2 (one cache
-	// line per lookup, the default), 1 for the denser version-1 layout
-	// whose lookups read an offset table and then the buckets. Any
-	// other value also builds version 2, FormatVersion: a writer cannot
-	// ask this package for a format it does not know.
+	// Version selects the block format: 0 or 3 for version 3 (one cache
+	// line per lookup, quotient lines, the default), 2 for version 2 (one
+	// cache line per lookup, buckets of semi-sorted fingerprints), 1 for
+	// the denser version-1 layout whose lookups read an offset table and
+	// then the buckets. Any other value also builds FormatVersion: a
+	// writer cannot ask this package for a format it does not know.
 	Version int
 }
 
@@ -196,8 +198,9 @@ type BuildStats struct {
 
 	// Version 3 (FingerprintBits is the remainder width r; OverflowLines
 	// counts lines whose threshold is below Q).
-	Quotients    int // Q, quotients per line
-	LineCapacity int // K, keys a line holds
+	Quotients    int  // Q, quotients per line
+	LineCapacity int  // K, keys a line holds
+	SeededLines  bool // lines chosen by the seeded hash (keys crowded lines under the fixed one)
 
 	// Version 1.
 	Blocks       int     // blocks

@@ -12,7 +12,7 @@ import (
 // repeat; across Finish (or Reset) there is no "before", and dropping it
 // would lose the key from the second filter.
 func TestBuilderReuseKeepsFirstKey(t *testing.T) {
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		for _, kind := range []HashKind{HashKey64, HashHost32} {
 			for _, reset := range []bool{false, true} {
 				name := fmt.Sprintf("v%d kind %d reset=%v", v, kind, reset)

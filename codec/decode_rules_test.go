@@ -165,7 +165,7 @@ func TestDecodeRejectsSealedInconsistencies(t *testing.T) {
 func TestOtherHashKindAnswersMaybe(t *testing.T) {
 	keys := testkeys.Random(3000, 16, 73)
 	absent := testkeys.Absent(2000, 74)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		key64 := Build(keys, Options{Version: v, BitsPerKey: 10})
 		b := NewBuilder(Options{Version: v, Hash: HashHost32, BitsPerKey: 10})
 		for _, k := range keys {

@@ -37,7 +37,7 @@ func ExampleNewBuilder() {
 	}
 	fmt.Println("most absent keys rejected:", rejected > 9800)
 	// Output:
-	// distinct keys: 10000 format version: 2
+	// distinct keys: 10000 format version: 3
 	// user:04711 present: true
 	// most absent keys rejected: true
 }

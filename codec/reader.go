@@ -171,6 +171,7 @@ type Info struct {
 	AlwaysMaybe     bool    // versions 2 and 3: the builder fell back to a block that answers "maybe"
 	Quotients       int     // version 3: Q, quotients per line (FingerprintBits is the remainder width)
 	LineCapacity    int     // version 3: K, keys a line holds
+	SeededLines     bool    // version 3: lines chosen by the seeded hash (FORMAT.md)
 }
 
 // Decode verifies a whole filter block: header, exact length, checksum,
@@ -315,6 +316,7 @@ func decodeV3(block []byte, h *v3Header) (*Filter, error) {
 		FingerprintBits: int(s.r),
 		Quotients:       int(s.q),
 		LineCapacity:    int(s.k),
+		SeededLines:     h.seededLines,
 		Bytes:           n,
 		AlwaysMaybe:     h.alwaysMaybe,
 	}

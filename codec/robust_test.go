@@ -55,20 +55,23 @@ func goldenCases(version int) []goldenCase {
 			{"host32-300", nil, v1(Options{BitsPerKey: 10, Hash: HashHost32}), h32},
 		}
 	}
+	// Versions 2 and 3 share their corpus: the same keys under the same
+	// pinned seeds, in each version's format.
+	pin := func(o Options) Options { o.Version = version; return o }
 	return []goldenCase{
-		{"empty-seed1", nil, Options{Seed: 1}, nil},
-		{"one-key-seed1", [][]byte{[]byte("lsmcuckoo")}, Options{Seed: 1}, nil},
-		{"seq100-bpk10-seed2", testkeys.Sequential("user", 0, 100), Options{BitsPerKey: 10, Seed: 2}, nil},
-		{"seq1000-bpk16-seed3", testkeys.Sequential("k", 0, 1000), Options{BitsPerKey: 16, Seed: 3}, nil},
-		{"seq5000-bpk10-seed4", testkeys.Sequential("s", 0, 5000), Options{BitsPerKey: 10, Seed: 4}, nil},
-		{"seq700-fpr1pct-seed7", testkeys.Sequential("v", 0, 700), Options{FalsePositiveRate: 0.01, Seed: 7}, nil},
-		{"host32-300-seed5", nil, Options{BitsPerKey: 10, Hash: HashHost32, Seed: 5}, h32},
-		{"seq3000-bpk15-seed6", testkeys.Sequential("w", 0, 3000), Options{BitsPerKey: 15, Seed: 6}, nil},
+		{"empty-seed1", nil, pin(Options{Seed: 1}), nil},
+		{"one-key-seed1", [][]byte{[]byte("lsmcuckoo")}, pin(Options{Seed: 1}), nil},
+		{"seq100-bpk10-seed2", testkeys.Sequential("user", 0, 100), pin(Options{BitsPerKey: 10, Seed: 2}), nil},
+		{"seq1000-bpk16-seed3", testkeys.Sequential("k", 0, 1000), pin(Options{BitsPerKey: 16, Seed: 3}), nil},
+		{"seq5000-bpk10-seed4", testkeys.Sequential("s", 0, 5000), pin(Options{BitsPerKey: 10, Seed: 4}), nil},
+		{"seq700-fpr1pct-seed7", testkeys.Sequential("v", 0, 700), pin(Options{FalsePositiveRate: 0.01, Seed: 7}), nil},
+		{"host32-300-seed5", nil, pin(Options{BitsPerKey: 10, Hash: HashHost32, Seed: 5}), h32},
+		{"seq3000-bpk15-seed6", testkeys.Sequential("w", 0, 3000), pin(Options{BitsPerKey: 15, Seed: 6}), nil},
 	}
 }
 
 func TestGoldenBlocks(t *testing.T) {
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		testGoldenBlocks(t, v)
 	}
 }
@@ -130,12 +133,14 @@ func TestDeterministicAcrossInputOrder(t *testing.T) {
 	if b := Build(rev, Options{BitsPerKey: 10, Version: 1}); !bytes.Equal(a, b) {
 		t.Fatal("v1: the same key set in another order encoded differently")
 	}
-	if !bytes.Equal(Build(keys, Options{Seed: 9}), Build(keys, Options{Seed: 9})) {
-		t.Fatal("v2: the same keys and seed encoded differently")
-	}
-	x, y := Build(keys, Options{}), Build(keys, Options{})
-	if mustInfo(t, x).Seed == mustInfo(t, y).Seed {
-		t.Fatal("v2: two blocks drew the same random seed")
+	for _, v := range []int{2, 3} {
+		if !bytes.Equal(Build(keys, Options{Seed: 9, Version: v}), Build(keys, Options{Seed: 9, Version: v})) {
+			t.Fatalf("v%d: the same keys and seed encoded differently", v)
+		}
+		x, y := Build(keys, Options{Version: v}), Build(keys, Options{Version: v})
+		if mustInfo(t, x).Seed == mustInfo(t, y).Seed {
+			t.Fatalf("v%d: two blocks drew the same random seed", v)
+		}
 	}
 }
 
@@ -188,7 +193,7 @@ func TestReseedKeepsEveryKey(t *testing.T) {
 // report corruption.
 func TestEveryTruncationAnswersMaybe(t *testing.T) {
 	keys := testkeys.Sequential("t", 0, 300)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		block := Build(keys, Options{BitsPerKey: 10, Version: v})
 		probe := testkeys.Absent(50, 1)
 		for n := 0; n < len(block); n++ {
@@ -220,10 +225,10 @@ func TestEveryTruncationAnswersMaybe(t *testing.T) {
 // block checksum's.
 func TestEveryByteCorruption(t *testing.T) {
 	keys := testkeys.Sequential("c", 0, 400)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		block := Build(keys, Options{BitsPerKey: 12, Version: v, Seed: 3})
 		critical := func(i int) bool { return i < headerSize }
-		if v == 2 {
+		if v >= 2 {
 			critical = func(i int) bool { return i >= len(block)-v2TrailerSize+4 && i < len(block)-4 }
 		}
 		for i := range block {
@@ -243,14 +248,13 @@ func TestEveryByteCorruption(t *testing.T) {
 	}
 }
 
-// TestEveryHeaderBitFlip flips every bit of the v2 trailer, alone and in
-// pairs with its complemented copy's twin bit (which keeps the two copies
-// consistent): a lone flip must always answer "maybe"; a consistent pair
-// may change the filter only where the length check or a range check
-// rejects it, or where it changes no lookup-critical field.
+// TestEveryHeaderBitFlip flips every bit of the v2 trailer alone: the
+// flip must always answer "maybe" for every key, never read as a valid
+// trailer, and Decode must reject it. (TestV3EveryTrailerBitFlip is its
+// version-3 twin.)
 func TestEveryHeaderBitFlip(t *testing.T) {
 	keys := testkeys.Random(3000, 16, 12)
-	block := Build(keys, Options{BitsPerKey: 10, Seed: 77})
+	block := Build(keys, Options{BitsPerKey: 10, Seed: 77, Version: 2})
 	n := len(block)
 	for bit := 0; bit < 8*(v2TrailerSize-4); bit++ {
 		bad := bytes.Clone(block)
@@ -273,7 +277,7 @@ func TestEveryHeaderBitFlip(t *testing.T) {
 
 func TestUnknownVersionAnswersMaybe(t *testing.T) {
 	keys := testkeys.Sequential("u", 0, 100)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		block := Build(keys, Options{Version: v})
 		bad := bytes.Clone(block)
 		if v == 1 {
@@ -298,7 +302,7 @@ func TestUnknownVersionAnswersMaybe(t *testing.T) {
 func TestMayContainDoesNotAllocate(t *testing.T) {
 	keys := testkeys.Random(10_000, 16, 4)
 	probe := append(testkeys.Absent(100, 5), keys[:100]...)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		block := Build(keys, Options{Version: v})
 		i := 0
 		if a := testing.AllocsPerRun(1000, func() {
@@ -313,14 +317,22 @@ func TestMayContainDoesNotAllocate(t *testing.T) {
 
 func TestUnalignedBlock(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 8)
-	block := Build(keys, Options{})
-	for shift := 1; shift < 64; shift++ {
-		buf := make([]byte, len(block)+shift)
-		moved := buf[shift:]
-		copy(moved, block)
-		for _, k := range keys {
-			if !MayContain(moved, k) {
-				t.Fatalf("shifted by %d: false negative", shift)
+	absent := testkeys.Absent(2000, 9)
+	for _, v := range []int{2, 3} {
+		block := Build(keys, Options{Version: v})
+		for shift := 1; shift < 64; shift++ {
+			buf := make([]byte, len(block)+shift)
+			moved := buf[shift:]
+			copy(moved, block)
+			for _, k := range keys {
+				if !MayContain(moved, k) {
+					t.Fatalf("v%d shifted by %d: false negative", v, shift)
+				}
+			}
+			for _, k := range absent {
+				if MayContain(moved, k) != MayContain(block, k) {
+					t.Fatalf("v%d shifted by %d: an absent key answers differently", v, shift)
+				}
 			}
 		}
 	}
@@ -337,9 +349,13 @@ func FuzzBuildNoFalseNegatives(f *testing.F) {
 	f.Add([]byte("\x00\x00\x00same\x00same\x00same"), uint8(5), uint32(3))
 	f.Add(bytes.Repeat([]byte("k\x00"), 500), uint8(16), uint32(9))
 	f.Add([]byte{}, uint8(0), uint32(0))
+	// bpk's top two bits choose the version (1, 2, 3, 1).
+	f.Add(bytes.Repeat([]byte("k\x00"), 500), uint8(64+10), uint32(9))
+	f.Add([]byte("\x00\x00\x00same\x00same\x00same"), uint8(128+5), uint32(3))
+	f.Add(bytes.Repeat([]byte("key\x00yek\x00"), 400), uint8(128+16), uint32(0))
 	f.Fuzz(func(t *testing.T, data []byte, bpk uint8, seed uint32) {
 		keys := splitKeys(data)
-		block := Build(keys, Options{BitsPerKey: float64(bpk%24) + 0.5, Seed: seed, Version: 1 + int(bpk>>7)})
+		block := Build(keys, Options{BitsPerKey: float64(bpk%24) + 0.5, Seed: seed, Version: 1 + int(bpk>>6)%3})
 		if _, err := Decode(block); err != nil {
 			t.Fatalf("fresh block does not decode: %v", err)
 		}
@@ -352,7 +368,7 @@ func FuzzBuildNoFalseNegatives(f *testing.F) {
 }
 
 func FuzzMayContain(f *testing.F) {
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		for _, c := range goldenCases(v) {
 			f.Add(c.build(), []byte("user0000000007"))
 		}
@@ -370,16 +386,31 @@ func FuzzMayContain(f *testing.F) {
 			t.Fatalf("Decode'd filter and raw reader disagree on %q", key)
 		}
 		info := flt.Info()
-		if info.Keys > 4*info.Buckets && !info.AlwaysMaybe || info.FingerprintBits < minFPBits || info.FingerprintBits > maxFPBits {
-			t.Fatalf("decoded nonsense: %+v", info)
+		switch {
+		case info.AlwaysMaybe:
+			if info.Keys != 0 || info.Lines != 0 || len(block) != v2TrailerSize {
+				t.Fatalf("decoded nonsense: %+v", info)
+			}
+		case info.Version == 3:
+			s := v3Shape{r: uint32(info.FingerprintBits), k: uint32(info.LineCapacity), q: uint32(info.Quotients)}
+			if !s.valid() || info.Lines < 1 || info.Keys > info.Lines*info.LineCapacity || len(block) != info.Lines*lineBytes+v2TrailerSize {
+				t.Fatalf("decoded nonsense: %+v", info)
+			}
+		default:
+			if info.Keys > 4*info.Buckets || info.FingerprintBits < minFPBits || info.FingerprintBits > maxFPBits {
+				t.Fatalf("decoded nonsense: %+v", info)
+			}
 		}
 	})
 }
 
 func FuzzDecode(f *testing.F) {
 	f.Add(Build(testkeys.Sequential("d", 0, 50), Options{Version: 1}))
-	f.Add(Build(testkeys.Sequential("d", 0, 50), Options{Seed: 1}))
-	f.Add(Build(testkeys.Sequential("d", 0, 5000), Options{Seed: 2, BitsPerKey: 16}))
+	for _, v := range []int{2, 3} {
+		f.Add(Build(testkeys.Sequential("d", 0, 50), Options{Seed: 1, Version: v}))
+		f.Add(Build(testkeys.Sequential("d", 0, 5000), Options{Seed: 2, BitsPerKey: 16, Version: v}))
+		f.Add(Build(testkeys.Sequential("d", 0, 3000), Options{Seed: 3, BitsPerKey: 6, Version: v}))
+	}
 	f.Add([]byte{})
 	f.Add(bytes.Repeat([]byte{0xff}, 64))
 	f.Fuzz(func(t *testing.T, block []byte) {
@@ -424,7 +455,7 @@ func TestConcurrentReaders(t *testing.T) {
 // Decode must reject the block.
 func FuzzV2TrailerDamage(f *testing.F) {
 	keys := testkeys.Random(2000, 16, 5)
-	block := Build(keys, Options{BitsPerKey: 10, Seed: 8})
+	block := Build(keys, Options{BitsPerKey: 10, Seed: 8, Version: 2})
 	f.Add(uint8(12), uint8(1), uint8(28), uint8(1))
 	f.Add(uint8(16), uint8(0x80), uint8(0), uint8(0))
 	f.Add(uint8(4), uint8(0xff), uint8(20), uint8(0xff))
@@ -469,7 +500,7 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 	var cases []built
 	for _, n := range []int{1, 5, 100} {
 		for _, kind := range []HashKind{HashKey64, HashHost32} {
-			for _, v := range []int{1, 2} {
+			for _, v := range []int{1, 2, 3} {
 				b := NewBuilder(Options{Version: v, Hash: kind, BitsPerKey: 12})
 				var hs []uint64
 				for i := range n {
@@ -484,10 +515,12 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 			}
 		}
 	}
-	b := NewBuilder(Options{})
-	b.rejectSeeds = v2Attempts
-	b.addHash(7)
-	cases = append(cases, built{"always-maybe", b.Finish(nil), []uint64{7}, HashKey64})
+	for _, v := range []int{2, 3} {
+		b := NewBuilder(Options{Version: v})
+		b.rejectSeeds = v2Attempts
+		b.addHash(7)
+		cases = append(cases, built{fmt.Sprintf("v%d always-maybe", v), b.Finish(nil), []uint64{7}, HashKey64})
+	}
 
 	for _, c := range cases {
 		for _, h := range c.hashes {
@@ -497,8 +530,9 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 		}
 		lo, hi := 0, headerSize // version 1: the header
 		var h v2Header
-		if readV2(c.block, &h) {
-			lo, hi = len(c.block)-v2TrailerSize+4, len(c.block)-4 // version 2: the trailer's two id copies
+		var h3 v3Header
+		if readV2(c.block, &h) || readV3(c.block, &h3) {
+			lo, hi = len(c.block)-v2TrailerSize+4, len(c.block)-4 // versions 2 and 3: the trailer's two id copies
 		}
 		for bit := 8 * lo; bit < 8*hi; bit++ {
 			bad := bytes.Clone(c.block)
@@ -535,7 +569,7 @@ func TestHugeBudgetBounded(t *testing.T) {
 	most := float64(lineBits)/(v2Slots(maxFPBits)*minLoad)*1.05 + float64(8*v2TrailerSize)/float64(len(keys))
 	check := func(budgets []float64) {
 		for _, bpk := range budgets {
-			for _, v := range []int{1, 2} {
+			for _, v := range []int{1, 2, 3} {
 				block := Build(keys, Options{BitsPerKey: bpk, Version: v})
 				bits := float64(8*len(block)) / float64(len(keys))
 				if bits > most || math.IsNaN(bits) {
@@ -553,7 +587,7 @@ func TestHugeBudgetBounded(t *testing.T) {
 	// What Options.BitsPerKey documents: NaN or a budget of 0 or less
 	// means DefaultBitsPerKey, in both versions. (Version 1 used to plan
 	// NaN as its smallest filter, about 4 bits per key.)
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 3} {
 		def := len(Build(keys, Options{Version: v, Seed: 3}))
 		for _, bpk := range []float64{math.NaN(), 0, -1, math.Inf(-1)} {
 			if got := len(Build(keys, Options{BitsPerKey: bpk, Version: v, Seed: 3})); got != def {
@@ -580,6 +614,11 @@ func FuzzBuildOptions(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("x\x00y"), 200), 0.0, 1e-300, int8(0), uint8(2), uint32(0))
 	f.Add([]byte("only"), 0.0, 0.5, int8(16), uint8(1), uint32(9))
 	f.Add([]byte("p\x00q"), math.Inf(1), math.NaN(), int8(-7), uint8(7), uint32(0))
+	// Version 3 (version%4 == 3): a low budget, a forced remainder width,
+	// and a target.
+	f.Add(bytes.Repeat([]byte("q\x00"), 400), 3.0, 0.0, int8(0), uint8(3), uint32(11))
+	f.Add(bytes.Repeat([]byte("ab\x00ba\x00"), 300), 0.0, 0.0, int8(9), uint8(3), uint32(12))
+	f.Add(bytes.Repeat([]byte("z\x00"), 100), 0.0, 0.02, int8(0), uint8(3), uint32(0))
 	f.Fuzz(func(t *testing.T, data []byte, bpk, fpr float64, fbits int8, version uint8, seed uint32) {
 		keys := bytes.Split(data, []byte{0})
 		o := Options{BitsPerKey: bpk, FalsePositiveRate: fpr, FingerprintBits: int(fbits), Version: int(version % 4), Seed: seed}

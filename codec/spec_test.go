@@ -349,7 +349,7 @@ func TestFormatSpecMatchesCodeV2(t *testing.T) {
 		}
 	}
 	for _, bpk := range []float64{8, 9.6, 12, 15, 16} {
-		block := Build(keys, Options{BitsPerKey: bpk, Seed: 21})
+		block := Build(keys, Options{BitsPerKey: bpk, Seed: 21, Version: 2})
 		check(fmt.Sprintf("lengths-bpk%v", bpk), block, keys, nil)
 	}
 	// Many absent probes against full filters of narrow fingerprints,
@@ -359,7 +359,7 @@ func TestFormatSpecMatchesCodeV2(t *testing.T) {
 	many := testkeys.Random(20_000, 16, 5)
 	probes := testkeys.Absent(100_000, 6)
 	for _, bpk := range []float64{5, 6.5, 8, 10} {
-		block := Build(many, Options{BitsPerKey: bpk, Seed: 9})
+		block := Build(many, Options{BitsPerKey: bpk, Seed: 9, Version: 2})
 		spec := newSpecV2(t, block)
 		for _, k := range many {
 			if !MayContain(block, k) {
@@ -415,4 +415,235 @@ func TestFormatSpecMatchesCode(t *testing.T) {
 			}
 		}
 	}
+}
+
+// specV3 reads a version-3 block from FORMAT.md alone: the trailer's
+// fields, the position hash, the unary header walked bit by bit, the
+// remainders and the threshold.
+type specV3 struct {
+	b                      []byte
+	r, kind, k, q, t       uint64
+	alwaysMaybe            bool
+	lines, seed, remOffset uint64
+}
+
+func newSpecV3(t *testing.T, b []byte) *specV3 {
+	t.Helper()
+	n := len(b)
+	if n < 40 {
+		t.Fatal("shorter than the trailer")
+	}
+	tr := b[n-40:]
+	for i := 0; i < 16; i++ {
+		if tr[4+i] != ^tr[20+i] {
+			t.Fatalf("trailer byte n-%d is not the inverse of its copy", 36-i)
+		}
+	}
+	if string(tr[4:8]) != "LSMC" || tr[8] != 3 {
+		t.Fatal("not a v3 trailer")
+	}
+	if tr[9]&0x80 != 0 {
+		t.Fatal("byte 5 bit 7 set")
+	}
+	r := &specV3{b: b, r: uint64(tr[9] & 31), kind: uint64(tr[9] >> 5 & 1), alwaysMaybe: tr[9]>>6&1 == 1,
+		k: uint64(tr[10]), q: uint64(tr[11])}
+	r.lines = uint64(binary.LittleEndian.Uint32(tr[12:]))
+	r.seed = uint64(binary.LittleEndian.Uint32(tr[16:]))
+	crc := crc32.Checksum(b[:n-4], crc32.MakeTable(crc32.Castagnoli))
+	if crc != binary.LittleEndian.Uint32(b[n-4:]) {
+		t.Fatal("CRC-32C mismatch")
+	}
+	if r.alwaysMaybe {
+		if n != 40 || r.r != 0 || r.k != 0 || r.q != 0 || r.lines != 0 || binary.LittleEndian.Uint32(tr) != 0 {
+			t.Fatal("an always-maybe trailer with fields set")
+		}
+		return r
+	}
+	if uint64(n) != 64*r.lines+40 {
+		t.Fatalf("length %d does not match FORMAT.md's 64·L+40", n)
+	}
+	if r.r < 1 || r.r > 16 || r.k < 1 || r.q < 1 || r.q+r.k > 192 || r.q+r.k+r.k*r.r+uint64(bits.Len64(r.q)) > 512 {
+		t.Fatalf("shape r=%d K=%d Q=%d breaks FORMAT.md's constraints", r.r, r.k, r.q)
+	}
+	r.t = uint64(bits.Len64(r.q))
+	r.remOffset = r.q + r.k
+	return r
+}
+
+func (r *specV3) bit(off uint64) uint64 { return uint64(r.b[off/8] >> (off % 8) & 1) }
+
+func (r *specV3) field(off, n uint64) uint64 {
+	var v uint64
+	for i := uint64(0); i < n; i++ {
+		v |= r.bit(off+i) << i
+	}
+	return v
+}
+
+// runs walks a line's unary header: for each quotient, how many keys it
+// holds. ok is false when the header does not end Q runs within Q+K bits.
+func (r *specV3) runs(line uint64) (c []uint64, ok bool) {
+	base := line * 512
+	i := uint64(0)
+	for j := uint64(0); j < r.q; j++ {
+		n := uint64(0)
+		for ; i < r.q+r.k && r.bit(base+i) == 1; i++ {
+			n++
+		}
+		if i >= r.q+r.k {
+			return nil, false
+		}
+		i++ // the zero that ends the run
+		c = append(c, n)
+	}
+	return c, true
+}
+
+// threshold is the line's T, the top bits.Len(Q) bits of its 512.
+func (r *specV3) threshold(line uint64) uint64 { return r.field(line*512+512-r.t, r.t) }
+
+// split is a position hash's line, quotient and remainder.
+func (r *specV3) split(x uint64) (line, q, rem uint64) {
+	p := (x >> 32) * r.lines
+	return p >> 32, (p & 0xffffffff) * r.q >> 32, x & (1<<r.r - 1)
+}
+
+func (r *specV3) lineHas(line, q, rem uint64) bool {
+	c, ok := r.runs(line)
+	if !ok {
+		return true // not a block a writer makes: "maybe"
+	}
+	first := uint64(0)
+	for j := uint64(0); j < q; j++ {
+		first += c[j]
+	}
+	for i := first; i < first+c[q]; i++ {
+		if r.field(line*512+r.remOffset+i*r.r, r.r) == rem {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *specV3) contains(h uint64) bool {
+	if r.alwaysMaybe {
+		return true
+	}
+	m := (r.seed+1)*0x9e3779b97f4a7c15 | 1
+	y := h * m
+	x := y ^ y>>32
+	line, q, rem := r.split(x)
+	if r.lineHas(line, q, rem) {
+		return true
+	}
+	if q < r.threshold(line) {
+		return false
+	}
+	s, q2, rem2 := r.split(specMix(x, 0x5ec011d2))
+	return r.lineHas(s, q2, rem2)
+}
+
+// TestFormatSpecMatchesCodeV3 checks every version-3 golden block, and
+// fresh blocks of many shapes and key lengths, against the specification
+// reader: it finds every key, agrees with MayContain on absent probes,
+// and reads from each line's header exactly the keys the trailer counts.
+func TestFormatSpecMatchesCodeV3(t *testing.T) {
+	absent := testkeys.Absent(2000, 79)
+	check := func(name string, block []byte, keys [][]byte, h32 []uint32, probes [][]byte) {
+		t.Helper()
+		spec := newSpecV3(t, block)
+		stored := uint64(0)
+		for line := uint64(0); line < spec.lines; line++ {
+			c, ok := spec.runs(line)
+			if !ok {
+				t.Fatalf("%s: line %d's header is malformed", name, line)
+			}
+			for _, n := range c {
+				stored += n
+			}
+			if th := spec.threshold(line); th > spec.q {
+				t.Fatalf("%s: line %d's threshold %d is above Q=%d", name, line, th, spec.q)
+			}
+		}
+		if want := uint64(binary.LittleEndian.Uint32(block[len(block)-40:])); stored != want {
+			t.Fatalf("%s: the headers hold %d keys, the trailer says %d", name, stored, want)
+		}
+		for _, k := range keys {
+			if !spec.contains(specMulHash(k)) {
+				t.Fatalf("%s: spec reader misses %q", name, k)
+			}
+		}
+		for _, h := range h32 {
+			if !spec.contains(uint64(h)) {
+				t.Fatalf("%s: spec reader misses host hash %#x", name, h)
+			}
+		}
+		for i, k := range probes {
+			if len(h32) > 0 {
+				h := uint32(i)*2654435761 + 1
+				if spec.contains(uint64(h)) != MayContainHash32(block, h) {
+					t.Fatalf("%s: spec and code disagree on %#x", name, h)
+				}
+				continue
+			}
+			if spec.contains(specMulHash(k)) != MayContain(block, k) {
+				t.Fatalf("%s: spec and code disagree on %q", name, k)
+			}
+		}
+	}
+	for _, c := range goldenCases(3) {
+		block, err := os.ReadFile(filepath.Join("..", "testdata", "codec", "v3", c.name+".bin"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c.name, block, c.keys, c.h32, absent)
+	}
+	// Keys of every length 0..40 (MulHash's branches), at budgets that
+	// give remainders of 1 to 16 bits, few and many quotients, and lines
+	// that overflow.
+	var keys [][]byte
+	for l := 0; l <= 40; l++ {
+		for i := 0; i < 50; i++ {
+			k := make([]byte, l)
+			for j := range k {
+				k[j] = byte(i*31 + j*7 + l)
+			}
+			keys = append(keys, k)
+		}
+	}
+	settings := []Options{{BitsPerKey: 24}, {BitsPerKey: 48}, {FalsePositiveRate: 0.3}, {FingerprintBits: 5}, {FingerprintBits: 16}}
+	for bpk := 2.5; bpk <= 21; bpk += 0.25 {
+		settings = append(settings, Options{BitsPerKey: bpk})
+	}
+	widths := map[int]bool{}
+	for _, o := range settings {
+		o.Seed, o.Version = 21, 3
+		block := Build(keys, o)
+		check(fmt.Sprintf("lengths %+v", o), block, keys, nil, absent)
+		widths[mustInfo(t, block).FingerprintBits] = true
+	}
+	for r := 1; r <= 16; r++ {
+		if !widths[r] {
+			t.Errorf("no block of %d-bit remainders was checked", r)
+		}
+	}
+	// Many absent probes against large filters of narrow and wide
+	// remainders, where runs are long and the lookup's SWAR compare and
+	// its long-run loop both answer: they must answer as the spec.
+	many := testkeys.Random(20_000, 16, 5)
+	probes := testkeys.Absent(100_000, 6)
+	for _, bpk := range []float64{4, 6.5, 8, 10, 16} {
+		block := Build(many, Options{BitsPerKey: bpk, Seed: 9, Version: 3})
+		check(fmt.Sprintf("20k keys bpk %v", bpk), block, many, nil, probes)
+	}
+	// Host hashes.
+	h32 := make([]uint32, 5000)
+	for i := range h32 {
+		h32[i] = uint32(i)*0x9e3779b9 + 7
+	}
+	b := NewBuilder(Options{Hash: HashHost32, BitsPerKey: 10, Seed: 4, Version: 3})
+	for _, h := range h32 {
+		b.AddHash32(h)
+	}
+	check("host32", b.Finish(nil), nil, h32, absent)
 }

@@ -37,9 +37,9 @@ func resealV2(block []byte, edit func(id []byte)) []byte {
 func TestV2TrailerRulesAnswerMaybe(t *testing.T) {
 	keys := testkeys.Random(2000, 16, 41)
 	absent := testkeys.Absent(2000, 42)
-	normal := Build(keys, Options{BitsPerKey: 10, Seed: 5})
-	wide16 := Build(keys, Options{FingerprintBits: 16, Seed: 6})
-	b := NewBuilder(Options{})
+	normal := Build(keys, Options{BitsPerKey: 10, Seed: 5, Version: 2})
+	wide16 := Build(keys, Options{FingerprintBits: 16, Seed: 6, Version: 2})
+	b := NewBuilder(Options{Version: 2})
 	b.rejectSeeds = v2Attempts
 	b.Add([]byte("k"))
 	alwaysMaybe := b.Finish(nil)

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
@@ -15,6 +16,12 @@ import (
 // header per key and so fewer quotients or remainder bits
 // (go test ./codec -run TestV3LoadSweep -sweep -v measures the trade).
 var v3MaxLoad = 0.95
+
+// v3CrowdedShare is the share of keys overflowing their primary lines
+// past which an attempt under the fixed line hash is abandoned for seeded
+// lines: several times what keys spread at random send at v3MaxLoad, so
+// only keys chosen against that hash reach it.
+const v3CrowdedShare = 0.15
 
 // v3Plan is a version-3 filter's shape and line count.
 type v3Plan struct {
@@ -37,7 +44,7 @@ func v3BestShape(lam float64, k, r uint32) v3Shape {
 		for q > 0 && q+int(v3Shape{q: uint32(q)}.tBits()) > free {
 			q--
 		}
-		if q < 1 || q > 255 {
+		if q < 1 || q > 255 || uint32(q)*v3MaxPerQuotient < k {
 			continue
 		}
 		s.q = uint32(q)
@@ -47,6 +54,12 @@ func v3BestShape(lam float64, k, r uint32) v3Shape {
 	}
 	return best
 }
+
+// v3MaxPerQuotient bounds the keys per quotient a shape may be planned
+// for (K/Q): a quotient's run is about Poisson with mean lam/Q, and must
+// stay far below v3MaxRun for keys at random (P(run > 56) is about 1e-13
+// at mean 16), or placement would fail under every seed.
+const v3MaxPerQuotient = 16
 
 // v3ShapeFor is the shape for lam keys per line: capacity for them at
 // v3MaxLoad (one line holds every key of a one-line filter), and the
@@ -75,18 +88,40 @@ func planV3(o *Options, d int) v3Plan {
 	if o.FingerprintBits != 0 {
 		r = uint32(o.FingerprintBits)
 	}
+	// forBudget spends a budget: the shape planned for the keys per line
+	// of a large filter, 512/bpk, in as many lines as the keys need at
+	// that rate, if that costs at most 5% over the budget, so that a small
+	// filter keeps a large one's shape and rate; otherwise the lines the
+	// budget buys, shaped for their keys per line. A tiny filter, whose
+	// 40-byte trailer is over 5% of its budget, may exceed the budget by
+	// the trailer. ok is false when no shape holds the keys per line.
 	forBudget := func(bpk float64) (v3Plan, bool) {
 		trailer := float64(v2TrailerSize * 8)
 		if trailer > 0.05*bpk*n {
 			trailer = 0
 		}
+		perLine := lineBits / bpk
+		if need := max(1, math.Ceil(n/perLine)); need > 1 && need*lineBits+trailer <= 1.05*bpk*n {
+			if s, ok := v3ShapeFor(perLine, 2, r); ok {
+				return v3Plan{s, uint32(need)}, true
+			}
+		}
 		lines := uint32(max(1, math.Floor((bpk*n-trailer)/lineBits)))
 		s, ok := v3ShapeFor(n/float64(lines), lines, r)
 		return v3Plan{s, lines}, ok
 	}
-	// The densest plan: the fewest lines any shape fills.
+	// The densest plan: the fewest lines a shape holds the keys in.
 	densest := func() v3Plan {
-		lines := uint32(max(1, math.Ceil(n/(v3MaxLoad*(v3HeaderMax/3)))))
+		if s, ok := v3ShapeFor(n, 1, r); ok {
+			return v3Plan{s, 1}
+		}
+		perLine := float64(v3HeaderMax)
+		for ; perLine > 1; perLine-- {
+			if _, ok := v3ShapeFor(perLine, 2, r); ok {
+				break
+			}
+		}
+		lines := uint32(max(2, math.Ceil(n/perLine)))
 		for {
 			if s, ok := v3ShapeFor(n/float64(lines), lines, r); ok {
 				return v3Plan{s, lines}
@@ -135,11 +170,14 @@ func v3AttemptLines(planned uint32, attempt int) uint32 { return v2AttemptLines(
 // and entries at once, since keys that overflow their primary line are
 // placed after every line has had its primary keys.
 type v3Placer struct {
-	shape v3Shape
-	lines uint32
-	x     []uint64 // position hashes grouped by primary line, each line's sorted by quotient
-	tmp   []uint64
-	pq    []uint32 // one line's keys' packed quotient<<16|remainder, in x's order
+	shape       v3Shape
+	lines       uint32
+	m           uint64 // the seed's multiplier
+	seededLines bool
+	crowded     bool     // the last attempt found lines crowded under the fixed line hash
+	repeats     int      // repeats dropped, over every attempt of a Finish
+	tmp         []uint64 // a group's keys sorted by line and quotient
+	pq          []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
 	// slots holds K entries per line (quotient<<16 | remainder): the
 	// line's primary keys from the front, in quotient order, and keys
 	// placed there from their secondary line from the back.
@@ -148,8 +186,13 @@ type v3Placer struct {
 	nsec  []uint16 // secondary keys placed in each line
 	thr   []uint16 // each line's threshold T
 	queue []uint64
-	qc    [v3HeaderMax + 1]uint32
-	moves int
+	cq    []uint32 // a group's counts per (line, quotient)
+	idx   []uint32 // a group's keys' (line, quotient) index
+	// groups holds each group of lines' keys, in arrival order until
+	// placeGroup leaves them in line and quotient order, each line's
+	// distinct keys first (counts has where each line starts).
+	groups [][]uint64
+	moves  int
 }
 
 // finishV3 encodes the builder's hashes (raw, not yet mixed) as a
@@ -164,59 +207,75 @@ func (b *Builder) finishV3(dst []byte) []byte {
 	}
 	plan := planV3(&b.opts, b.n)
 	b.stats = BuildStats{}
-	out, seed, next, ok := b.placeV3(dst, plan, 0, seed, pinned)
-	if !ok {
-		return b.alwaysMaybeV3(dst, next, v2Attempts)
-	}
-	if b.stats.Keys >= b.n {
+	b.s.v3.repeats = 0
+	out, seed, next, ok := b.placeV3(dst, plan, seed, pinned)
+	if b.s.v3.repeats == 0 {
+		if !ok {
+			// Past every cap: a block that honestly answers "maybe".
+			return b.alwaysMaybeV3(dst, next, v2Attempts)
+		}
 		return out
 	}
-	// Repeats that were not consecutive were found while placing (a
-	// line's keys are sorted and equal hashes are adjacent); the plan
-	// counted them. When the distinct keys would plan materially fewer
-	// lines, place them again in those.
-	p := planV3(&b.opts, b.stats.Keys)
-	if float64(p.lines) >= 0.97*float64(plan.lines) {
-		return out
-	}
-	reseeds := b.stats.Reseeds
-	first := b.stats
+	// Repeats that did not arrive one after another (keys added out of
+	// order, as from a log). Placement drops a repeat that follows its
+	// twin in their line and quotient's run, and counts it; one separated
+	// from its twin by another key of that run keeps a slot of its own.
+	// The plan counted every hash, and enough repeats of one key could
+	// fill a run past v3MaxRun under any seed. So once any repeat is seen
+	// the repeats are removed (a sort of the hashes), and the distinct
+	// keys placed again, in their own plan, unless the first block holds
+	// exactly them in lines that plan would not cut by 3%: the budget is
+	// per distinct key in any key order.
+	first, firstOK := b.stats, ok
 	b.dropRepeats()
-	again, _, _, ok := b.placeV3(dst[:len(dst):len(dst)], p, seed, seed, pinned)
+	p := planV3(&b.opts, b.n)
+	if ok && b.stats.Keys == b.n && float64(p.lines) >= 0.97*float64(plan.lines) {
+		return out
+	}
+	again, _, next, ok := b.placeV3(dst[:len(dst):len(dst)], p, seed, pinned)
 	if ok {
-		b.stats.Reseeds += reseeds
+		b.stats.Reseeds += first.Reseeds
 		return again
 	}
-	b.stats = first
-	return out
+	if firstOK {
+		b.stats = first
+		return out
+	}
+	return b.alwaysMaybeV3(dst, next, 2*v2Attempts)
 }
 
-// placeV3 places the builder's hashes, mixed under prevSeed (raw when it
-// is 0), by plan: under seed, then under fresh seeds in the plan's lines,
-// then in geometrically more lines, up to v2Attempts attempts. It returns
-// the block appended to dst, the seed of the last attempt (the one the
-// hashes are now mixed under) and the seed an attempt after it would take;
-// ok is false when every attempt failed.
-func (b *Builder) placeV3(dst []byte, plan v3Plan, prevSeed, seed uint32, pinned bool) (out []byte, last, next uint32, ok bool) {
+// placeV3 places the builder's key hashes by plan: under seed, then
+// under a fresh seed in the plan's lines, then with seeded lines in
+// geometrically more lines, up to v2Attempts attempts. Only keys chosen
+// against the fixed line hash crowd lines whatever the seed, so the
+// attempts past the second, and every attempt after one that found the
+// lines crowded (v3CrowdedShare), take their lines from the seeded hash,
+// which nobody can aim at. It returns the block appended to dst, the seed of
+// the block and the seed an attempt after it would take; ok is false when
+// every attempt failed.
+func (b *Builder) placeV3(dst []byte, plan v3Plan, seed uint32, pinned bool) (out []byte, last, next uint32, ok bool) {
+	seeded := false
 	for attempt := 0; attempt < v2Attempts; attempt++ {
 		lines := v3AttemptLines(plan.lines, attempt)
 		if b.rejectSeeds <= 0 {
 			// More lines keep the plan's shape: fewer keys per line.
-			out, ok = b.encodeV3(dst, prevSeed, seed, plan.shape, lines)
-			prevSeed = seed
+			seeded = seeded || attempt >= 2
+			out, ok = b.encodeV3(dst, seed, seeded, plan.shape, lines)
+			seeded = seeded || b.s.v3.crowded
 			if ok {
 				b.stats.Reseeds = attempt
 				return out, seed, seed, true
 			}
 		}
 		b.rejectSeeds--
+		last = seed
 		if pinned {
 			seed = uint32(keyhash.Mix(uint64(seed), uint32(attempt+1))) | 1
 		} else {
 			seed = randomSeed()
 		}
 	}
-	return nil, prevSeed, seed, false
+	return nil, last, seed, false
 }
 
 // alwaysMaybeV3 appends the version-3 block that answers "maybe" for
@@ -230,47 +289,38 @@ func (b *Builder) alwaysMaybeV3(dst []byte, seed uint32, attempts int) []byte {
 	return out
 }
 
-// encodeV3 places every key under one seed, shape and line count and
-// appends the block; ok is false when placement failed (the caller
-// reseeds or grows). The builder's pages hold hashes mixed under prevSeed
-// (raw hashes when prevSeed is 0); they are left mixed under seed.
-func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines uint32) ([]byte, bool) {
+// encodeV3 places every key hash of the builder's pages under one seed,
+// line hash, shape and line count and appends the block; ok is false when
+// placement failed (the caller reseeds, grows, or seeds the lines).
+func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape, lines uint32) ([]byte, bool) {
 	p := &b.s.v3
-	p.shape, p.lines = s, lines
+	p.shape, p.lines, p.seededLines = s, lines, seededLines
 	L := uint64(lines)
 	k := s.k
 
-	// Group the position hashes by primary line with a counting sort.
+	// Mix the hashes under the seed and count them per group of lines:
+	// at most v3GroupLines groups, each a few tens of kilobytes of keys,
+	// so that every later pass over a group stays in the cache.
+	sh := max(0, bits.Len32(lines-1)-bits.Len32(v3GroupLines-1))
+	groups := int((lines-1)>>sh) + 1
+	// Each group's keys go to a buffer of its own as they are mixed: one
+	// pass over the pages, appending to at most v3GroupLines streams.
+	if len(p.groups) < groups {
+		p.groups = append(p.groups, make([][]uint64, groups-len(p.groups))...)
+	}
+	gb := p.groups[:groups]
+	per := b.n/groups + b.n/groups/8 + 16
+	for g := range gb {
+		gb[g] = slices.Grow(gb[g][:0], per)
+	}
+	p.m = v2Multiplier(seed)
+	for _, pg := range b.pages {
+		for _, h := range pg {
+			g := v3Line(p.lineHash(h), L) >> sh
+			gb[g] = append(gb[g], h)
+		}
+	}
 	counts := slices.Grow(b.s.counts[:0], int(lines)+1)[:lines+1]
-	clear(counts)
-	m := v2Multiplier(seed)
-	var prevInv uint64
-	if prevSeed != 0 {
-		prevInv = keyhash.ModInverse(v2Multiplier(prevSeed))
-	}
-	for _, pg := range b.pages {
-		for i, h := range pg {
-			if prevSeed != 0 {
-				h = v2Unposition(h, prevInv)
-			}
-			x := v2Position(h, m)
-			pg[i] = x
-			counts[(x>>32)*L>>32+1]++
-		}
-	}
-	for i := 1; i <= int(lines); i++ {
-		counts[i] += counts[i-1]
-	}
-	b.s.fill = append(b.s.fill[:0], counts[:lines]...)
-	fill := b.s.fill
-	p.x = resize(p.x, b.n)
-	for _, pg := range b.pages {
-		for _, x := range pg {
-			ln := (x >> 32) * L >> 32
-			p.x[fill[ln]] = x
-			fill[ln]++
-		}
-	}
 	b.s.counts = counts
 	p.slots = resize(p.slots, int(lines)*int(k))
 	p.kept = resize(p.kept, int(lines))
@@ -278,29 +328,22 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	p.thr = resize(p.thr, int(lines))
 	p.queue = p.queue[:0]
 	p.moves = 0
+	p.crowded = false
 
-	// Primary placement, a line at a time: sort its keys by quotient
-	// (a counting sort; equal hashes end up adjacent, and a repeat takes
-	// no slot), keep the first K, and send the rest, those of the
-	// highest quotients, to their secondary lines: the threshold T is the
-	// first quotient sent.
-	for ln := uint32(0); ln < lines; ln++ {
-		seg := p.x[counts[ln]:counts[ln+1]]
-		slot := p.slots[int(ln)*int(k) : int(ln+1)*int(k)]
-		p.thr[ln], p.nsec[ln] = uint16(s.q), 0
-		kept := 0
-		switch len(seg) {
-		case 0:
-		case 1:
-			_, q, r := v3Split(seg[0], L, &s)
-			slot[0] = uint32(q<<16 | r)
-			kept = 1
-		default:
-			var thr uint32
-			kept, thr, _ = p.sortLine(seg, slot)
-			p.thr[ln] = uint16(thr)
-		}
-		p.kept[ln] = uint16(kept)
+	// Primary placement, a group at a time: sort its keys by line and
+	// quotient (a counting sort; a key's repeats end up in its run), then
+	// in each line drop repeats, keep the first K keys and send the rest,
+	// those of the highest quotients, to their secondary lines: the
+	// threshold T is the first quotient sent.
+	for g := range groups {
+		p.placeGroup(uint32(g)<<sh, min(uint32(g+1)<<sh, lines), gb[g], counts)
+	}
+	if !seededLines && len(p.queue) > int(v3CrowdedShare*float64(b.n))+64 {
+		// Far more keys overflow than lines filled at random send: keys
+		// chosen against the fixed line hash. Their lines would read a
+		// second line on most lookups; the seeded lines spread them.
+		p.crowded = true
+		return nil, false
 	}
 
 	// Secondary placement: a key goes to its secondary line if that has
@@ -309,8 +352,9 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	// the line's threshold to its quotient.
 	limit := int(v2EvictionsPerKey*float64(b.n)) + 64
 	for i := 0; i < len(p.queue); i++ {
-		x2 := keyhash.Mix(p.queue[i], secondarySalt)
-		ln, q, r := v3Split(x2, L, &s)
+		x2 := keyhash.Mix(v2Position(p.queue[i], p.m), secondarySalt)
+		ln := v3Line(x2, L)
+		q, r := v3QR(x2, &s)
 		base := int(ln) * int(k)
 		if uint32(p.kept[ln])+uint32(p.nsec[ln]) >= k {
 			if p.kept[ln] == 0 || p.moves >= limit {
@@ -319,8 +363,8 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 			p.moves++
 			last := int(p.kept[ln]) - 1
 			p.kept[ln]--
-			v := p.x[int(counts[ln])+last]
-			_, vq, _ := v3Split(v, L, &s)
+			v := p.groups[ln>>sh][int(counts[ln])+last]
+			vq, _ := v3QR(v2Position(v, p.m), &s)
 			p.thr[ln] = min(p.thr[ln], uint16(vq))
 			p.queue = append(p.queue, v)
 		}
@@ -337,28 +381,37 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 	stored, ovLines, p2 := 0, 0, 0.0
 	remOff := int(s.remOff())
 	tShift := 64 - s.tBits()
-	var merged [v3HeaderMax]uint32
 	for ln := 0; ln < int(lines); ln++ {
 		slot := p.slots[ln*int(k) : (ln+1)*int(k)]
 		prim := slot[:p.kept[ln]]
-		e := prim
+		var sec []uint32
 		if ns := int(p.nsec[ln]); ns > 0 {
-			sec := slot[int(k)-ns:]
-			slices.Sort(sec)
-			e = mergeSorted(merged[:0], prim, sec)
+			sec = slot[int(k)-ns:]
+			if ns > 1 {
+				slices.Sort(sec)
+			}
 		}
 		var w [lineBytes / 8]uint64
-		run, prevQ := 0, uint32(1<<31)
-		for i, v := range e {
-			q := v >> 16
-			if q == prevQ {
-				run++
-				if run > v3MaxRun {
-					return nil, false
-				}
+		// The i-th entry of the merge of prim and sec (both in quotient
+		// order) sets header bit q+i and holds remainder slot i.
+		run, longest, prevQ := uint32(0), uint32(0), uint32(1<<31)
+		a, c := 0, 0
+		for i := 0; i < len(prim)+len(sec); i++ {
+			var v uint32
+			if c < len(sec) && (a == len(prim) || sec[c] < prim[a]) {
+				v = sec[c]
+				c++
 			} else {
-				run, prevQ = 1, q
+				v = prim[a]
+				a++
 			}
+			q := v >> 16
+			// run counts the entries of quotient q so far, without a
+			// branch: same is all ones when q repeats the last quotient.
+			same := uint32(int32((q^prevQ)-1) >> 31)
+			run = run&same + 1
+			longest = max(longest, run)
+			prevQ = q
 			hb := int(q) + i
 			w[hb>>6] |= 1 << (hb & 63)
 			off := remOff + i*int(s.r)
@@ -368,7 +421,11 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 				w[off>>6+1] |= rv >> (64 - off&63)
 			}
 		}
-		stored += len(e)
+		if longest > v3MaxRun {
+			return nil, false
+		}
+		e := len(prim) + len(sec)
+		stored += e
 		t := p.thr[ln]
 		w[len(w)-1] |= uint64(t) << tShift
 		if uint32(t) < s.q {
@@ -380,7 +437,7 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 			binary.LittleEndian.PutUint64(line[j*8:], v)
 		}
 	}
-	h := v3Header{shape: s, kind: b.opts.Hash, lines: lines, seed: seed}
+	h := v3Header{shape: s, kind: b.opts.Hash, seededLines: seededLines, lines: lines, seed: seed}
 	h.put(blk[size-v2TrailerSize:], uint32(stored))
 	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
 	b.stats = BuildStats{
@@ -394,61 +451,108 @@ func (b *Builder) encodeV3(dst []byte, prevSeed, seed uint32, s v3Shape, lines u
 		Overflowed:      len(p.queue),
 		OverflowLines:   ovLines,
 		SecondLineShare: p2 / float64(lines),
+		SeededLines:     seededLines,
 		Seed:            seed,
 		Bytes:           size,
 	}
 	return out, true
 }
 
-// sortLine sorts one line's keys seg by quotient with a counting sort,
-// drops repeats (equal hashes share a quotient, so a repeat is in its
-// run, a few keys), writes the first K entries to slot, queues the rest
-// (those of the highest quotients) for their secondary lines, and
-// returns the keys kept, the line's threshold (the first quotient sent,
-// or Q) and the repeats dropped. seg is left holding the distinct keys in
-// quotient order.
-func (p *v3Placer) sortLine(seg []uint64, slot []uint32) (kept int, thr uint32, dups int) {
+// v3GroupLines is the most groups of lines encodeV3 spreads keys over
+// first: few enough write streams for the caches to follow.
+const v3GroupLines = 256
+
+// lineHash is the hash that chooses key hash h's primary line.
+func (p *v3Placer) lineHash(h uint64) uint64 {
+	if p.seededLines {
+		return v2Position(h, p.m)
+	}
+	return v2Position(h, v3LineMultiplier)
+}
+
+// placeGroup places the primary keys of lines [first, end), keys: it
+// sorts them by line and quotient (a counting sort over both at once,
+// through p.tmp and back into keys), records where in keys each line
+// starts in counts, and
+// for each line drops repeats, writes its first K entries to its slots,
+// queues the rest for their secondary lines and sets its threshold.
+func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	s := &p.shape
 	L := uint64(p.lines)
-	qc := p.qc[:s.q+1]
-	clear(qc)
-	p.pq = resize(p.pq, 2*len(seg))
-	pq, spq := p.pq[:len(seg)], p.pq[len(seg):]
-	for i, x := range seg {
-		_, q, r := v3Split(x, L, s)
+	nq := int(s.q)
+	cq := resize(p.cq, int(end-first)*nq)
+	p.cq = cq
+	clear(cq)
+	p.pq = resize(p.pq, 2*len(keys))
+	pq, spq := p.pq[:len(keys)], p.pq[len(keys):]
+	p.idx = resize(p.idx, len(keys))
+	idx := p.idx
+	for i, h := range keys {
+		ln := v3Line(p.lineHash(h), L)
+		q, r := v3QR(v2Position(h, p.m), s)
 		pq[i] = uint32(q<<16 | r)
-		qc[q+1]++
+		c := uint32(ln-uint64(first))*uint32(nq) + uint32(q)
+		idx[i] = c
+		cq[c]++
 	}
-	for i := 1; i < len(qc); i++ {
-		qc[i] += qc[i-1]
+	// Each (line, quotient)'s first position: a running sum kept in a
+	// register (a sum carried through memory waits on the store before
+	// it), noting where each line starts.
+	sum := uint32(0)
+	for ln := first; ln < end; ln++ {
+		counts[ln] = sum
+		row := cq[int(ln-first)*nq : int(ln-first+1)*nq]
+		for i, c := range row {
+			row[i] = sum
+			sum += c
+		}
 	}
-	p.tmp = resize(p.tmp, len(seg))
+	p.tmp = resize(p.tmp, len(keys))
 	tmp := p.tmp
-	for i, x := range seg {
-		q := pq[i] >> 16
-		tmp[qc[q]], spq[qc[q]] = x, pq[i]
-		qc[q]++
+	for i, x := range keys {
+		at := cq[idx[i]]
+		tmp[at], spq[at] = x, pq[i]
+		cq[idx[i]] = at + 1
 	}
-	n, run := 0, 0
-	for i, x := range tmp {
-		v := spq[i]
-		if n == 0 || v>>16 != spq[n-1]>>16 {
-			run = n
-		} else if slices.Contains(tmp[run:n], x) {
-			dups++
+	k := int(s.k)
+	for ln := first; ln < end; ln++ {
+		from, to := counts[ln], uint32(len(keys))
+		if ln+1 < end {
+			to = counts[ln+1]
+		}
+		// Back into the line's part of keys in quotient order, without
+		// repeats, the first K entries into its slots.
+		seg := keys[from:to]
+		slot := p.slots[int(ln)*k : int(ln+1)*k]
+		lt, lq := tmp[from:to], spq[from:to]
+		// A repeat follows its twin in the run of their quotient (the
+		// sort is stable), unless another key of that line and quotient
+		// arrived between them: then it keeps a slot of its own, which
+		// costs a slot, never a false negative.
+		n := 0
+		prevV, prevX := uint32(0), uint64(0)
+		for i, x := range lt {
+			v := lq[i]
+			if v == prevV && x == prevX && n > 0 {
+				p.repeats++
+				continue
+			}
+			prevV, prevX = v, x
+			seg[n], lq[n] = x, v
+			if n < k {
+				slot[n] = v
+			}
+			n++
+		}
+		p.thr[ln], p.nsec[ln] = uint16(s.q), 0
+		if n <= k {
+			p.kept[ln] = uint16(n)
 			continue
 		}
-		tmp[n], spq[n] = x, v
-		n++
+		p.kept[ln] = uint16(k)
+		p.thr[ln] = uint16(lq[k] >> 16)
+		p.queue = append(p.queue, seg[k:n]...)
 	}
-	copy(seg, tmp[:n])
-	k := int(s.k)
-	copy(slot, spq[:min(n, k)])
-	if n <= k {
-		return n, s.q, dups
-	}
-	p.queue = append(p.queue, seg[k:n]...)
-	return k, spq[k] >> 16, dups
 }
 
 // mergeSorted appends to dst the merge of the ascending a and b.

@@ -32,9 +32,16 @@ const (
 	// from any bit offset). Only keys aimed at a known seed come near it.
 	v3MaxRun = 56
 	// v3Byte5 layout: bits 0..4 r, bit 5 the hash kind, bit 6 always
-	// maybe, bit 7 zero.
+	// maybe, bit 7 seeded lines.
 	v3KindShift    = 5
 	v3FlagAlwaysIn = 1 << 6
+	// v3FlagSeededLines: the primary line comes from the seeded position
+	// hash, not from the fixed line hash (see v3Lines). The builder sets
+	// it only when keys crowd lines under the fixed hash, which only keys
+	// chosen against that hash do.
+	v3FlagSeededLines = 1 << 7
+	// v3LineMultiplier is the line hash's fixed odd multiplier.
+	v3LineMultiplier = 0xd6e8_feb8_6659_fd93
 )
 
 // v3Shape is how every line of a version-3 filter is cut.
@@ -62,6 +69,7 @@ type v3Header struct {
 	shape       v3Shape
 	kind        HashKind
 	alwaysMaybe bool
+	seededLines bool
 	lines, seed uint32
 }
 
@@ -80,6 +88,9 @@ func (h *v3Header) put(t []byte, keys uint32) {
 	b5 := byte(h.shape.r) | byte(h.kind)<<v3KindShift
 	if h.alwaysMaybe {
 		b5 |= v3FlagAlwaysIn
+	}
+	if h.seededLines {
+		b5 |= v3FlagSeededLines
 	}
 	id[5] = b5
 	id[6] = byte(h.shape.k)
@@ -110,33 +121,47 @@ func readV3(block []byte, h *v3Header) bool {
 	h.shape = v3Shape{r: uint32(b5 & 31), k: uint32(uint8(w0 >> 48)), q: uint32(uint8(w0 >> 56))}
 	h.kind = HashKind(b5 >> v3KindShift & 1)
 	h.alwaysMaybe = b5&v3FlagAlwaysIn != 0
+	h.seededLines = b5&v3FlagSeededLines != 0
 	h.lines, h.seed = uint32(w1), uint32(w1>>32)
-	if b5&0x80 != 0 {
-		return false
-	}
 	if h.alwaysMaybe {
 		return b5 == v3FlagAlwaysIn|byte(h.kind)<<v3KindShift && h.shape == v3Shape{} && h.lines == 0 && n == v2TrailerSize
 	}
 	return h.shape.valid() && h.lines > 0 && uint64(n) == uint64(h.lines)*lineBytes+v2TrailerSize
 }
 
-// v3Split cuts a position hash into its line, quotient and remainder, for
-// a filter of lines lines of shape s: the line from the high 32 bits by
-// multiply-shift, the quotient from the low half of that product, the
-// remainder from the low r bits, which choose nothing else.
-func v3Split(x uint64, lines uint64, s *v3Shape) (line, q, r uint64) {
-	p := (x >> 32) * lines
-	return p >> 32, (uint64(uint32(p)) * uint64(s.q)) >> 32, x & (1<<s.r - 1)
+// v3Line is the line of line hash z in a filter of lines lines: its high
+// 32 bits by multiply-shift. A key's primary line hash is its key hash
+// under a fixed multiplier (v2Position(h, v3LineMultiplier)), which needs
+// nothing from the block: a lookup computes the line from the key and the
+// block's length alone, and loads it while it loads and checks the
+// trailer, so the two cache misses of a cold lookup overlap instead of
+// following one another. (Under the flag v3FlagSeededLines, and always
+// for the secondary line, the line hash is the seeded position hash.)
+func v3Line(z, lines uint64) uint64 { return (z >> 32) * lines >> 32 }
+
+// v3QR is the quotient and remainder of position hash x (seeded): the
+// quotient from bits 16..31 by multiply-shift, the remainder the low r
+// bits. Neither shares a bit with the line, nor with each other.
+func v3QR(x uint64, s *v3Shape) (q, r uint64) {
+	return (x >> 16 & 0xffff) * uint64(s.q) >> 16, x & (1<<s.r - 1)
 }
 
 // v3Lookup answers a lookup of key hash h (of the given kind) in block.
 // isV3 is false when block has no well-formed version-3 trailer (the
-// caller then tries the older versions). The trailer checks (readV3's)
-// are repeated here, flat, because they run on every lookup.
+// caller then tries the older versions). It is one flat function, the
+// trailer checks (readV3's) and the primary line's probe (v3LineHas's)
+// written out, because a lookup is a few dozen instructions and every call
+// costs.
 func v3Lookup(block []byte, h uint64, kind HashKind) (maybe, isV3 bool) {
 	n := len(block)
 	if n < v2TrailerSize {
 		return true, false
+	}
+	// The line first, from the key and the block's length: its load does
+	// not wait for the trailer's.
+	var l *[lineBytes + 8]byte
+	if n >= lineBytes+v2TrailerSize {
+		l = (*[lineBytes + 8]byte)(block[v3Line(v2Position(h, v3LineMultiplier), uint64(n-v2TrailerSize)/lineBytes)*lineBytes:])
 	}
 	t := block[n-36 : n-4]
 	w0 := binary.LittleEndian.Uint64(t[0:])
@@ -145,32 +170,93 @@ func v3Lookup(block []byte, h uint64, kind HashKind) (maybe, isV3 bool) {
 		return true, false
 	}
 	b5 := w0 >> 40 & 0xff
-	s := v3Shape{r: uint32(b5 & 31), k: uint32(w0 >> 48 & 0xff), q: uint32(w0 >> 56)}
+	r := b5 & 31
+	k := w0 >> 48 & 0xff
+	nq := w0 >> 56
+	tb := uint64(bits.Len64(nq))
 	lines := uint64(uint32(w1))
-	// b5>>5 holds the kind, the always-maybe flag and the zero bit 7: one
-	// compare checks all three.
-	if b5>>v3KindShift != uint64(kind) || !s.valid() || uint64(n) != lines*lineBytes+v2TrailerSize || lines == 0 {
+	// b5>>5&3 holds the kind and the always-maybe flag: one compare checks
+	// both. The rest is v3Shape.valid.
+	if b5>>v3KindShift&3 != uint64(kind) || r-1 >= 16 || k == 0 || nq == 0 || nq+k > v3HeaderMax ||
+		nq+k+k*r+tb > lineBits || uint64(n) != lines*lineBytes+v2TrailerSize || lines == 0 {
 		return true, true
 	}
 	x := v2Position(h, v2Multiplier(uint32(w1>>32)))
-	line, q, r := v3Split(x, lines, &s)
-	l := (*[lineBytes + 8]byte)(block[line*lineBytes:])
-	if v3LineHas(l, q, r, &s) {
+	if b5&v3FlagSeededLines != 0 {
+		l = (*[lineBytes + 8]byte)(block[v3Line(x, lines)*lineBytes:])
+	}
+	q := (x >> 16 & 0xffff) * nq >> 16
+	rem := x & (1<<r - 1)
+
+	// v3LineHas, written out.
+	h0 := binary.LittleEndian.Uint64(l[0:])
+	h1 := binary.LittleEndian.Uint64(l[8:])
+	h2 := binary.LittleEndian.Uint64(l[16:])
+	thr := binary.LittleEndian.Uint64(l[lineBytes-8:]) >> (64 - tb)
+	pos := uint64(0)
+	if q > 0 {
+		// The word holding the zero, chosen by masks rather than
+		// branches: which word it is depends on the key, so a branch
+		// would be mispredicted about every other lookup.
+		c0 := uint64(bits.OnesCount64(^h0))
+		c01 := c0 + uint64(bits.OnesCount64(^h1))
+		j := q - 1
+		m1 := uint64(int64(c0-1-j) >> 63)  // all ones when the zero is past word 0
+		m2 := uint64(int64(c01-1-j) >> 63) // all ones when it is past word 1
+		w := ^h0&^m1 | ^h1&m1&^m2 | ^h2&m2
+		base := 64&m1 + 64&m2
+		jj := j - c0&(m1&^m2) - c01&m2
+		// select64(w, jj), written out.
+		const ones8, high8 = 0x0101_0101_0101_0101, 0x8080_8080_8080_8080
+		s := w - w>>1&0x5555_5555_5555_5555
+		s = s&0x3333_3333_3333_3333 + s>>2&0x3333_3333_3333_3333
+		s = (s + s>>4) & 0x0f0f_0f0f_0f0f_0f0f
+		s *= ones8
+		if jj >= s>>56 {
+			return true, true // fewer zeros than quotients: not a block we wrote
+		}
+		b := uint64(bits.OnesCount64((jj*ones8 | high8 - s) & high8))
+		before := (s << 8) >> (b << 3 & 63) & 0xff
+		pos = base + b<<3 + uint64(selectByte[(w>>(b<<3&63))&0xff<<3|(jj-before)&7]) + 1
+	}
+	run := uint64(bits.TrailingZeros64(^(binary.LittleEndian.Uint64(l[pos>>3&31:]) >> (pos & 7))))
+	// The run must end inside the header and its slots inside the
+	// capacity: otherwise the line is not one we wrote.
+	if pos+run >= nq+k || pos-q+run > k {
 		return true, true
 	}
-	if q < binary.LittleEndian.Uint64(l[lineBytes-8:])>>(64-s.tBits()) {
+	off := nq + k + (pos-q)*r
+	rw := binary.LittleEndian.Uint64(l[off>>3&63:]) >> (off & 7)
+	nb := run * r
+	if nb > 56 {
+		if v3RunHas(l, off, run, rem, r) {
+			return true, true
+		}
+	} else {
+		lo := v3Lanes[r&31]
+		v := rw ^ rem*lo
+		if (v-lo)&^v&(lo<<(r-1))&(1<<nb-1) != 0 {
+			return true, true
+		}
+	}
+	if q < thr {
 		return false, true
 	}
-	return v3SecondaryHas(block, x, lines, &s), true
+	return v3SecondaryHas(block, x, w0), true
 }
 
 // v3SecondaryHas probes the key's secondary line: the rare path, kept out
-// of line so that v3Lookup stays small.
+// of line so that v3Lookup stays small. w0 is the verified trailer's
+// first id word, which holds the shape; the block's length gives the
+// line count.
 //
 //go:noinline
-func v3SecondaryHas(block []byte, x, lines uint64, s *v3Shape) bool {
-	line, q, r := v3Split(keyhash.Mix(x, secondarySalt), lines, s)
-	return v3LineHas((*[lineBytes + 8]byte)(block[line*lineBytes:]), q, r, s)
+func v3SecondaryHas(block []byte, x, w0 uint64) bool {
+	s := v3Shape{r: uint32(w0 >> 40 & 31), k: uint32(w0 >> 48 & 0xff), q: uint32(w0 >> 56)}
+	lines := uint64(len(block)-v2TrailerSize) / lineBytes
+	x2 := keyhash.Mix(x, secondarySalt)
+	q, r := v3QR(x2, &s)
+	return v3LineHas((*[lineBytes + 8]byte)(block[v3Line(x2, lines)*lineBytes:]), q, r, &s)
 }
 
 // v3LineHas reports whether the line l (viewed with the 8 bytes after it:
@@ -205,11 +291,14 @@ func v3LineHas(l *[lineBytes + 8]byte, q, r uint64, s *v3Shape) bool {
 		pos = base + select64(w, jj) + 1
 	}
 	run := uint64(bits.TrailingZeros64(^(binary.LittleEndian.Uint64(l[pos>>3&31:]) >> (pos & 7))))
+	if pos+run >= uint64(s.remOff()) || pos-q+run > uint64(s.k) {
+		return true // a run past the header or the capacity: not a line we wrote
+	}
 	off := uint64(s.remOff()) + (pos-q)*uint64(s.r)
 	rw := binary.LittleEndian.Uint64(l[off>>3&63:]) >> (off & 7)
 	nb := run * uint64(s.r)
 	if nb > 56 {
-		return v3RunHas(l, off, run, r, s)
+		return v3RunHas(l, off, run, r, uint64(s.r))
 	}
 	// A SWAR compare of every remainder of the run at once: lanes of r
 	// bits, those past the run masked off. (v-lo)&^v&hi is non-zero
@@ -222,8 +311,9 @@ func v3LineHas(l *[lineBytes + 8]byte, q, r uint64, s *v3Shape) bool {
 
 // v3RunHas is v3LineHas's compare for a run longer than one 8-byte load
 // reaches (only in lines with many keys of one quotient).
-func v3RunHas(l *[lineBytes + 8]byte, off, run, r uint64, s *v3Shape) bool {
-	rb := uint64(s.r)
+//
+//go:noinline
+func v3RunHas(l *[lineBytes + 8]byte, off, run, r, rb uint64) bool {
 	for i := uint64(0); i < run; i++ {
 		o := off + i*rb
 		if o+rb > lineBits {
