@@ -174,8 +174,10 @@ func testPebbleWriterVersions(t *testing.T, p Policy) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := info.Info(); got.Keys != len(prefixes) || got.BitsPerKey > 10.01 {
-			t.Fatalf("round %d: %d keys at %.2f bits/key, want %d at <= 10", round, got.Keys, got.BitsPerKey, len(prefixes))
+		// The codec may spend up to 5% over the budget to keep a large
+		// filter's shape (codec.Options.BitsPerKey).
+		if got := info.Info(); got.Keys != len(prefixes) || got.BitsPerKey > 10*1.05 {
+			t.Fatalf("round %d: %d keys at %.2f bits/key, want %d at <= 10 (+5%%)", round, got.Keys, got.BitsPerKey, len(prefixes))
 		}
 	}
 	// Finish appends.
