@@ -23,6 +23,11 @@ var v3MaxLoad = 0.95
 // only keys chosen against that hash reach it.
 const v3CrowdedShare = 0.15
 
+// v3HardLoad is the highest load a small filter's lines may be planned at,
+// to keep the rate of a large filter within a budget whose whole lines
+// and trailer it cannot quite buy.
+const v3HardLoad = 0.97
+
 // v3Plan is a version-3 filter's shape and line count.
 type v3Plan struct {
 	shape v3Shape
@@ -53,6 +58,22 @@ func v3BestShape(lam float64, k, r uint32) v3Shape {
 		}
 	}
 	return best
+}
+
+// v3DenserShape is s, or a shape of smaller capacity, down to lam keys
+// at v3HardLoad, whose modelled rate is lower: a fuller line leaves more
+// bits to quotients and remainders, and the model counts the second-line
+// reads it adds.
+func v3DenserShape(s v3Shape, lam float64, r uint32) v3Shape {
+	best := v3ExpectedFPR(s, lam)
+	for k := uint32(math.Ceil(lam / v3HardLoad)); k < s.k; k++ {
+		if c := v3BestShape(lam, k, r); c.q > 0 {
+			if f := v3ExpectedFPR(c, lam); f < best {
+				s, best = c, f
+			}
+		}
+	}
+	return s
 }
 
 // v3MaxPerQuotient bounds the keys per quotient a shape may be planned
@@ -101,13 +122,24 @@ func planV3(o *Options, d int) v3Plan {
 			trailer = 0
 		}
 		perLine := lineBits / bpk
-		if need := max(1, math.Ceil(n/perLine)); need > 1 && need*lineBits+trailer <= 1.05*bpk*n {
+		need := max(1, math.Ceil(n/perLine))
+		if need > 1 && need*lineBits+trailer <= 1.05*bpk*n {
 			if s, ok := v3ShapeFor(perLine, 2, r); ok {
-				return v3Plan{s, uint32(need)}, true
+				return v3Plan{v3DenserShape(s, perLine, r), uint32(need)}, true
 			}
 		}
-		lines := uint32(max(1, math.Floor((bpk*n-trailer)/lineBits)))
-		s, ok := v3ShapeFor(n/float64(lines), lines, r)
+		// Fewer lines than a large filter's rate needs: as many as 5%
+		// over the budget buys, filled up to v3HardLoad if that keeps the
+		// rate lower (the model counts the second-line reads it adds).
+		lines := uint32(max(1, min(need, math.Floor((1.05*bpk*n-trailer)/lineBits))))
+		if float64(lines)*lineBits+trailer > 1.05*bpk*n || lines == 1 {
+			lines = uint32(max(1, math.Floor((bpk*n-trailer)/lineBits)))
+		}
+		lam := n / float64(lines)
+		s, ok := v3ShapeFor(lam, lines, r)
+		if ok && lines > 1 {
+			s = v3DenserShape(s, lam, r)
+		}
 		return v3Plan{s, lines}, ok
 	}
 	// The densest plan: the fewest lines a shape holds the keys in.

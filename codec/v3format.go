@@ -220,9 +220,11 @@ func v3Lookup(block []byte, h uint64, kind HashKind) (maybe, isV3 bool) {
 		pos = base + b<<3 + uint64(selectByte[(w>>(b<<3&63))&0xff<<3|(jj-before)&7]) + 1
 	}
 	run := uint64(bits.TrailingZeros64(^(binary.LittleEndian.Uint64(l[pos>>3&31:]) >> (pos & 7))))
-	// The run must end inside the header and its slots inside the
-	// capacity: otherwise the line is not one we wrote.
-	if pos+run >= nq+k || pos-q+run > k {
+	// The run must end inside the header, its slots inside the capacity,
+	// and its length within v3MaxRun (the load holds 57 bits past pos, so
+	// a longer run cannot be measured): otherwise the line is not one we
+	// wrote.
+	if pos+run >= nq+k || pos-q+run > k || run > v3MaxRun {
 		return true, true
 	}
 	off := nq + k + (pos-q)*r
@@ -291,7 +293,7 @@ func v3LineHas(l *[lineBytes + 8]byte, q, r uint64, s *v3Shape) bool {
 		pos = base + select64(w, jj) + 1
 	}
 	run := uint64(bits.TrailingZeros64(^(binary.LittleEndian.Uint64(l[pos>>3&31:]) >> (pos & 7))))
-	if pos+run >= uint64(s.remOff()) || pos-q+run > uint64(s.k) {
+	if pos+run >= uint64(s.remOff()) || pos-q+run > uint64(s.k) || run > v3MaxRun {
 		return true // a run past the header or the capacity: not a line we wrote
 	}
 	off := uint64(s.remOff()) + (pos-q)*uint64(s.r)
