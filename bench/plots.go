@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -21,6 +22,7 @@ import (
 
 var familyColors = map[string]color.RGBA{
 	"lsmcuckoo":    {R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	"lsmcuckoo-v2": {R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
 	"lsmcuckoo-v1": {R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	"pebble-bloom": {R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
 	"badger-bloom": {R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
@@ -288,10 +290,11 @@ func policyColor(name string) color.Color {
 	if c, ok := pebbleColors[name]; ok {
 		return c
 	}
-	for kind, c := range familyColors {
-		if len(name) >= len(kind) && name[:len(kind)] == kind {
-			return c
-		}
+	// The family is the name up to its "/": "lsmcuckoo-v2/10" is
+	// lsmcuckoo-v2's, not lsmcuckoo's.
+	kind, _, _ := strings.Cut(name, "/")
+	if c, ok := familyColors[kind]; ok {
+		return c
 	}
 	return color.Gray{Y: 0x90}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"image/color"
 	"strings"
 	"testing"
 
@@ -50,5 +51,30 @@ func TestFilterRatiosUseTheSameSizesBaseline(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestPolicyColorByFamily: a database-level policy takes its family's
+// colour from the name before its "/", so lsmcuckoo-v2/10 is drawn in
+// lsmcuckoo-v2's colour and never in lsmcuckoo's, whatever the order of
+// the colour map.
+func TestPolicyColorByFamily(t *testing.T) {
+	for name, want := range map[string]color.Color{
+		"lsmcuckoo/10":             familyColors["lsmcuckoo"],
+		"lsmcuckoo-v2/10":          familyColors["lsmcuckoo-v2"],
+		"lsmcuckoo-v1/10":          familyColors["lsmcuckoo-v1"],
+		"pebble-bloom/10":          familyColors["pebble-bloom"],
+		"lsmcuckoo/levels-10-fit":  pebbleColors["lsmcuckoo/levels-10-fit"],
+		"pebble-bloom/progressive": pebbleColors["pebble-bloom/progressive"],
+		"none":                     color.Gray{Y: 0x90},
+	} {
+		for range 20 { // map order varies between iterations
+			if got := policyColor(name); got != want {
+				t.Fatalf("policyColor(%q) = %v, want %v", name, got, want)
+			}
+		}
+	}
+	if familyColors["lsmcuckoo-v2"] == familyColors["lsmcuckoo"] || familyColors["lsmcuckoo-v2"] == familyColors["lsmcuckoo-v1"] {
+		t.Error("lsmcuckoo-v2 shares a colour with another version")
 	}
 }

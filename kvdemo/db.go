@@ -127,6 +127,10 @@ type Options struct {
 	// noIdleRebuild: tests that count index rebuilds turn off the one an
 	// idle store starts.
 	noIdleRebuild bool
+	// filterVersion: tests that write a store as an earlier release did
+	// set the codec format version of its cuckoo filter files (0: the
+	// codec's default). Readers take any version the codec reads.
+	filterVersion int
 	// pause: tests that stretch the moments between which the store may
 	// change under a Get (a goroutine descheduled there) are called at
 	// each pausePoint.

@@ -106,6 +106,7 @@ func newTableFilter(kind FilterKind, db *DB) (tableFilter, error) {
 		c := &cuckooFilter{db: db}
 		if db != nil {
 			c.bitsPerKey = db.opts.BitsPerKey
+			c.version = db.opts.filterVersion
 		}
 		return c, nil
 	case FilterBloom:
@@ -180,6 +181,16 @@ func (bloomFilter) memoryBytes(st *sstable) int64 {
 type cuckooFilter struct {
 	db         *DB
 	bitsPerKey float64
+	version    int // codec format version written; 0: the codec's default
+}
+
+// codecOptions are the options of every block the store builds: new
+// tables' filters and rebuilt ones alike. A filter file written by an
+// earlier release (an older format version) is read as it is and stays
+// until its table is compacted away, or until it is found damaged and
+// rebuilt in the current version.
+func (c *cuckooFilter) codecOptions() codec.Options {
+	return codec.Options{BitsPerKey: c.bitsPerKey, Version: c.version}
 }
 
 func (*cuckooFilter) kind() FilterKind         { return FilterCuckoo }
@@ -188,7 +199,7 @@ func (*cuckooFilter) configure(*table.Options) {}
 func (*cuckooFilter) merged(*sstable, []*sstable) {}
 
 func (c *cuckooFilter) newBuilder(bool) filterBuilder {
-	return &cuckooBuilder{c: c, b: codec.NewBuilder(codec.Options{BitsPerKey: c.bitsPerKey})}
+	return &cuckooBuilder{c: c, b: codec.NewBuilder(c.codecOptions())}
 }
 
 type cuckooBuilder struct {
@@ -267,7 +278,7 @@ func (c *cuckooFilter) keepBadFilter(st *sstable, why string) error {
 }
 
 func (c *cuckooFilter) rebuild(st *sstable) error {
-	b := codec.NewBuilder(codec.Options{BitsPerKey: c.bitsPerKey})
+	b := codec.NewBuilder(c.codecOptions())
 	it := st.t.NewIterator(table.NOCACHE)
 	n := 0
 	for it.Rewind(); it.Valid(); it.Next() {

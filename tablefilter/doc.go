@@ -9,12 +9,17 @@
 //
 //	opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)
 //
+// NewPolicy writes codec format version 3; NewV2Policy and NewV1Policy
+// write the formats of earlier releases, for stores that older releases
+// must still read. Every policy reads blocks of all three versions.
+//
 // Pebble stores the policy's name in every table and uses a table's filter
 // only if Options.Filters holds a policy of that exact name. Pebble adds
 // the policies of Options.Levels itself when it opens a store; a store
 // whose tables were written with other budgets must have them registered
-// too (RegisterPolicies), or those tables are read without filters, which
-// is correct but slower. PolicyFromName turns a name back into its policy;
+// too (RegisterPolicies, which also registers the names of the earlier
+// format versions, so a store upgraded from them keeps its filters), or
+// those tables are read without filters, which is correct but slower. PolicyFromName turns a name back into its policy;
 // ParseFilterPolicy, with the signature of pebble.ParseHooks.NewFilterPolicy,
 // does the same for the names in an OPTIONS file, "none" included.
 //

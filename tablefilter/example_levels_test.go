@@ -98,7 +98,7 @@ func ExampleSetLevelPolicies() {
 		log.Fatal(err)
 	}
 	// Output:
-	// L6 tables carry lsmcuckoo.v2.bpk=9.5 = lsmcuckoo.v2.bpk=9.5
+	// L6 tables carry lsmcuckoo.v3.bpk=9.5 = lsmcuckoo.v3.bpk=9.5
 	// absent prefixes found: 0
 	// L6 filter ruled out most of them: true
 }

@@ -72,27 +72,32 @@ func ExampleRegisterPolicies() {
 		_, ok := opts.Filters[tablefilter.NewPolicy(bpk).Name()]
 		fmt.Println(tablefilter.NewPolicy(bpk).Name(), ok)
 	}
-	// Tables written before the upgrade to format version 2 carry the
-	// version-1 name; RegisterPolicies covers them too.
-	_, ok := opts.Filters["lsmcuckoo.v1.bpk=10"]
-	fmt.Println("lsmcuckoo.v1.bpk=10", ok)
+	// Tables written before the upgrade to format version 3 carry the
+	// version-2 name, and older ones the version-1 name; RegisterPolicies
+	// covers them too.
+	for _, old := range []string{"lsmcuckoo.v2.bpk=10", "lsmcuckoo.v1.bpk=10"} {
+		_, ok := opts.Filters[old]
+		fmt.Println(old, ok)
+	}
 	// Output:
+	// lsmcuckoo.v3.bpk=10 true
+	// lsmcuckoo.v3.bpk=12 false
 	// lsmcuckoo.v2.bpk=10 true
-	// lsmcuckoo.v2.bpk=12 false
 	// lsmcuckoo.v1.bpk=10 true
 }
 
 // Policy names parse back, for pebble.ParseHooks.NewFilterPolicy or for
 // names found in a store's tables.
 func ExamplePolicyFromName() {
-	p, ok := tablefilter.PolicyFromName("lsmcuckoo.v2.bpk=9.5")
-	fmt.Println(p.Name(), ok)
-	p, ok = tablefilter.PolicyFromName("lsmcuckoo.v1.bpk=9.5")
-	fmt.Println(p.Name(), ok)
-	_, ok = tablefilter.PolicyFromName("rocksdb.BuiltinBloomFilter")
+	for _, name := range []string{"lsmcuckoo.v3.bpk=9.5", "lsmcuckoo.v2.bpk=9.5", "lsmcuckoo.v1.bpk=9.5"} {
+		p, ok := tablefilter.PolicyFromName(name)
+		fmt.Println(p.Name(), p.(tablefilter.Policy).Version(), ok)
+	}
+	_, ok := tablefilter.PolicyFromName("rocksdb.BuiltinBloomFilter")
 	fmt.Println(ok)
 	// Output:
-	// lsmcuckoo.v2.bpk=9.5 true
-	// lsmcuckoo.v1.bpk=9.5 true
+	// lsmcuckoo.v3.bpk=9.5 3 true
+	// lsmcuckoo.v2.bpk=9.5 2 true
+	// lsmcuckoo.v1.bpk=9.5 1 true
 	// false
 }

@@ -776,24 +776,55 @@ func TestLevelBudgetsSpendWhatTheyPromise(t *testing.T) {
 
 // TestReadmeLevelBudgets checks the allocation README.md quotes for
 // SetLevelPolicies at 10 bits/key on Pebble's default tree against what
-// LevelBudgets computes. The README said L5 13.5, L4 22 and L3 31 while
-// the code gave 14, 17.5 and 25.5.
+// LevelBudgets computes. The README once said L5 13.5, L4 22 and L3 31
+// while the code gave 14, 17.5 and 25.5.
 func TestReadmeLevelBudgets(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Skip("README.md not found:", err)
 	}
 	text := strings.Join(strings.Fields(string(readme)), " ")
-	b := LevelBudgets(ModelLevelShape(&pebble.Options{}), 10)
-	if b[0] != b[1] || b[1] != b[2] {
-		t.Fatalf("L0-L2 differ (%v): the README's sentence cannot describe them", b)
-	}
-	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	want := fmt.Sprintf("at 10 bits/key on a full tree it gives L6 %s bits/key, L5 %s, L4 %s, L3 %s and L0–L2 %s.",
-		g(b[6]), g(b[5]), g(b[4]), g(b[3]), g(b[0]))
+	want := "at 10 bits/key on a full tree it gives " + levelBudgetsSentence(LevelBudgets(ModelLevelShape(&pebble.Options{}), 10)) + "."
 	if !strings.Contains(text, want) {
 		i := strings.Index(text, "at 10 bits/key on a full tree")
 		t.Errorf("README.md should say %q; it says %q", want, text[max(i, 0):min(max(i, 0)+len(want)+10, len(text))])
+	}
+}
+
+// levelBudgetsSentence words budgets as the README does, from L6 up, the
+// top levels that share a budget as one range: "L6 9.5 bits/key, L5 14,
+// L4 17.5, L3 25.5 and L0–L2 32".
+func levelBudgetsSentence(b [NumLevels]float64) string {
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	top := 0 // L0..Ltop share L0's budget
+	for top+1 < NumLevels-1 && b[top+1] == b[0] {
+		top++
+	}
+	var parts []string
+	for l := NumLevels - 1; l > top; l-- {
+		parts = append(parts, fmt.Sprintf("L%d %s", l, g(b[l])))
+	}
+	if top == 0 {
+		parts = append(parts, "L0 "+g(b[0]))
+	} else {
+		parts = append(parts, fmt.Sprintf("L0–L%d %s", top, g(b[0])))
+	}
+	parts[0] += " bits/key"
+	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+}
+
+func TestLevelBudgetsSentence(t *testing.T) {
+	for _, c := range []struct {
+		b    [NumLevels]float64
+		want string
+	}{
+		{[NumLevels]float64{32, 32, 32, 25.5, 17.5, 14, 9.5}, "L6 9.5 bits/key, L5 14, L4 17.5, L3 25.5 and L0–L2 32"},
+		{[NumLevels]float64{31.5, 31.5, 27, 23, 18, 14, 9.5}, "L6 9.5 bits/key, L5 14, L4 18, L3 23, L2 27 and L0–L1 31.5"},
+		{[NumLevels]float64{20, 19, 18, 17, 16, 15, 14}, "L6 14 bits/key, L5 15, L4 16, L3 17, L2 18, L1 19 and L0 20"},
+	} {
+		if got := levelBudgetsSentence(c.b); got != c.want {
+			t.Errorf("levelBudgetsSentence(%v) = %q, want %q", c.b, got, c.want)
+		}
 	}
 }
 

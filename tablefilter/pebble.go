@@ -21,12 +21,11 @@ var pebbleFormats = [...]int{1, 2, codec.FormatVersion}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
 // cannot honour the budget at all, and just above it not quite: its
-// smallest filter, 5-bit fingerprints at the planned load, takes a little
-// more than MinBitsPerKey bits per key (the README gives the figure), and
-// a smaller budget builds that filter; above
-// MaxBitsPerKey the filter has 16-bit fingerprints in buckets under a
-// quarter full (false-positive rate about 3e-5) and further bits buy
-// almost nothing.
+// smallest filter takes a little more than MinBitsPerKey bits per key (the
+// README gives the figure), and a smaller budget builds that filter; above
+// MaxBitsPerKey every version's fingerprints (version 3's remainders) are
+// at their widest, 16 bits, in lightly loaded lines or buckets, and further
+// bits buy almost nothing.
 const (
 	MinBitsPerKey = 4
 	MaxBitsPerKey = 64
@@ -39,20 +38,23 @@ const (
 //
 // (levels left unset inherit L0's policy).
 //
-// NewPolicy writes codec format version 2: a negative lookup reads one
-// 64-byte line of the filter in the common case, like Pebble's blocked
-// bloom filter, at a lower false-positive rate for the same bits per key
-// from about 9 bits per key up (README.md has the measured rates and
-// lookup costs). NewV1Policy writes the denser version-1 layout, whose
+// NewPolicy writes codec format version 3, the default: a negative lookup
+// reads one 64-byte line of the filter in the common case, like Pebble's
+// blocked bloom filter, and each line is a small quotient filter, which
+// gives a lower false-positive rate than version 2 at the same bits per
+// key (README.md has the measured rates and lookup costs). The older
+// writers stay for stores that must keep writing what an older release
+// reads: NewV2Policy writes version 2 (the same one line per lookup, with
+// lines of four-slot buckets), NewV1Policy the version-1 layout, whose
 // lookups read an offset table and then the buckets. Every Policy reads
-// blocks of both versions, whatever its own version and budget.
+// blocks of all three versions, whatever its own version and budget.
 //
 // The budget is the whole block divided by the number of distinct keys:
 // the versions of an MVCC key, which Pebble hands to the filter as repeats
 // of one prefix, count once.
 //
-// A Policy is a small comparable value. The zero value is the version-2
-// policy of codec.DefaultBitsPerKey (10) bits per key, with that name.
+// A Policy is a small comparable value. The zero value is the version-3
+// policy of codec.DefaultBitsPerKey bits per key, with that name.
 type Policy struct {
 	bitsPerKey float64
 	version    int // 0: codec.FormatVersion
@@ -61,7 +63,8 @@ type Policy struct {
 var _ pebble.FilterPolicy = Policy{}
 
 // NewPolicy returns the policy for a budget of bitsPerKey bits per distinct
-// key. It panics unless MinBitsPerKey <= bitsPerKey <= MaxBitsPerKey, like
+// key, writing the default format, version 3, under the name
+// "lsmcuckoo.v3.bpk=<bits>". It panics unless MinBitsPerKey <= bitsPerKey <= MaxBitsPerKey, like
 // Pebble's bloom.FilterPolicy panics on a nonsensical setting: a
 // configuration error should stop the process before any table is written.
 func NewPolicy(bitsPerKey float64) Policy {
@@ -72,10 +75,10 @@ func NewPolicy(bitsPerKey float64) Policy {
 }
 
 // NewV1Policy is NewPolicy for codec format version 1, named
-// "lsmcuckoo.v1.bpk=<bits>": the densest layout (a lower false-positive
-// rate for the same bits per key, README.md has the figures), at the price
-// of a lookup that reads two dependent cache lines. It is what every table
-// written before version 2 carries. Its blocks are built under seed 0,
+// "lsmcuckoo.v1.bpk=<bits>": a layout without lines, whose lookup reads two
+// dependent cache lines (README.md compares the versions' rates and
+// costs). It is what every table written before version 2 carries; use it
+// only for a store that older releases must still be able to read. Its blocks are built under seed 0,
 // which a tenant who chooses keys can aim them at; the builder's limits
 // (codec/FORMAT.md, "Keys aimed at a known seed") keep such a table's
 // filter within its budget, under a random seed, or answering "maybe".
@@ -89,7 +92,9 @@ func NewV1Policy(bitsPerKey float64) Policy {
 // "lsmcuckoo.v2.bpk=<bits>": one 64-byte line per lookup like version 3,
 // with lines of semi-sorted four-slot buckets (a higher false-positive
 // rate than version 3 at the same budget; README.md has the figures). It
-// is what every table written by the version-2 releases carries.
+// is what every table written by the version-2 releases carries; use it
+// for a store that a version-2 release must still be able to read (a
+// rolling upgrade, a downgrade path), or to pin version-2 blocks.
 func NewV2Policy(bitsPerKey float64) Policy {
 	p := NewPolicy(bitsPerKey)
 	p.version = 2
@@ -118,7 +123,8 @@ func (p Policy) BitsPerKey() float64 {
 }
 
 // Name returns "lsmcuckoo.v<format>.bpk=<bits>", for example
-// "lsmcuckoo.v2.bpk=10" or "lsmcuckoo.v1.bpk=9.5". The number is the
+// "lsmcuckoo.v3.bpk=10" (NewPolicy), "lsmcuckoo.v2.bpk=10" (NewV2Policy)
+// or "lsmcuckoo.v1.bpk=9.5" (NewV1Policy). The number is the
 // shortest decimal that parses back to the same float64, so every budget
 // and version has exactly one name and PolicyFromName(p.Name()) returns p.
 //
@@ -131,8 +137,8 @@ func (p Policy) BitsPerKey() float64 {
 // OPTIONS file records the setting and PolicyFromName can rebuild the
 // writer; the price is that a process must register the names of every
 // budget and version its tables were written with (see RegisterPolicies).
-// Any lsmcuckoo policy reads any block of format version 1 or 2, whatever
-// its budget: the block describes itself.
+// Any lsmcuckoo policy reads any block of format version 1, 2 or 3,
+// whatever its budget: the block describes itself.
 func (p Policy) Name() string {
 	return pebbleNamePrefix(p.Version()) + strconv.FormatFloat(p.BitsPerKey(), 'g', -1, 64)
 }
@@ -188,8 +194,8 @@ func (w *pebbleWriter) AddKey(key []byte) { w.b.Add(key) }
 func (w *pebbleWriter) Finish(dst []byte) []byte { return w.b.Finish(dst) }
 
 // PolicyFromName returns the policy whose Name is name, or false if name is
-// not a policy name this version of the package writes: version 1 and
-// version 2 names are both recognised. Names with a non-canonical number
+// not a policy name this version of the package writes: version 1, 2 and
+// 3 names are all recognised. Names with a non-canonical number
 // ("bpk=10.0") are rejected because no policy writes them: registering a
 // policy under a name Pebble never looks up would only hide a mistake.
 //
@@ -238,13 +244,18 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 	if name == pebble.NoFilterPolicy.Name() {
 		return pebble.NoFilterPolicy, nil
 	}
-	return nil, fmt.Errorf("tablefilter: %q is not a filter policy name this package writes (lsmcuckoo.v1.bpk=<bits> or lsmcuckoo.v2.bpk=<bits>) nor %q", name, pebble.NoFilterPolicy.Name())
+	forms := make([]string, len(pebbleFormats))
+	for i, v := range pebbleFormats {
+		forms[i] = pebbleNamePrefix(v) + "<bits>"
+	}
+	return nil, fmt.Errorf("tablefilter: %q is not a filter policy name this package writes (%s) nor %q", name, strings.Join(forms, ", "), pebble.NoFilterPolicy.Name())
 }
 
-// RegisterPolicies adds to o.Filters, for each budget, a policy under its
-// version-2 name and one under its version-1 name, so that tables written
-// with those budgets, before or after the upgrade to format version 2, are
-// read with their filters. Pebble registers the policies of o.Levels
+// RegisterPolicies adds to o.Filters, for each budget, a policy under each
+// name a release has written for it (version 3, the default, and versions
+// 2 and 1), so that tables written with those budgets by any release are
+// read with their filters: a store upgraded from version-2 or version-1
+// filters keeps them. Pebble registers the policies of o.Levels
 // itself when it opens the store; what it cannot know is which other names
 // the store's existing tables carry, and a table whose filter name is not
 // registered is read without its filter, silently. Call this with every
@@ -259,7 +270,7 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 // budgets fitted to db.Metrics() before reopening) would race with those
 // reads.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
-	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+2*len(bitsPerKey))
+	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+len(pebbleFormats)*len(bitsPerKey))
 	maps.Copy(filters, o.Filters)
 	for _, b := range bitsPerKey {
 		for _, p := range []Policy{NewPolicy(b), NewV2Policy(b), NewV1Policy(b)} {

@@ -36,17 +36,25 @@ type Filter interface {
 // Family builds one kind of filter at one setting.
 type Family struct {
 	Name  string // e.g. "lsmcuckoo/9.6", "pebble-bloom/10"
-	Kind  string // "lsmcuckoo", "pebble-bloom", "badger-bloom", "binary-fuse"
+	Kind  string // "lsmcuckoo", "lsmcuckoo-v2", "lsmcuckoo-v1", "pebble-bloom", "badger-bloom", "binary-fuse"
 	Param float64
 	Build func(keys [][]byte) Filter
 }
 
 // Cuckoo is this project's filter at a bits/key budget, built and probed
 // through the Pebble policy a user adopts (tablefilter.NewPolicy: codec
-// format version 2).
+// format version 3).
 func Cuckoo(bitsPerKey float64) Family {
 	return Family{fmt.Sprintf("lsmcuckoo/%g", bitsPerKey), "lsmcuckoo", bitsPerKey, func(keys [][]byte) Filter {
 		return policyFilter(tablefilter.NewPolicy(bitsPerKey), keys)
+	}}
+}
+
+// CuckooV2 is Cuckoo in codec format version 2 (tablefilter.NewV2Policy):
+// one line per lookup like version 3, with lines of four-slot buckets.
+func CuckooV2(bitsPerKey float64) Family {
+	return Family{fmt.Sprintf("lsmcuckoo-v2/%g", bitsPerKey), "lsmcuckoo-v2", bitsPerKey, func(keys [][]byte) Filter {
+		return policyFilter(tablefilter.NewV2Policy(bitsPerKey), keys)
 	}}
 }
 
@@ -188,9 +196,10 @@ func sizeOf[T xorfilter.Unsigned](v T) int {
 // Families is the standard line-up.
 func Families() []Family {
 	return []Family{
-		Cuckoo(10), CuckooV1(10), PebbleBloom(10),
-		Cuckoo(16), CuckooV1(16), PebbleBloom(16),
+		Cuckoo(10), CuckooV2(10), CuckooV1(10), PebbleBloom(10),
+		Cuckoo(16), CuckooV2(16), CuckooV1(16), PebbleBloom(16),
 		Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(15.9),
+		CuckooV2(9.6), CuckooV2(10.6), CuckooV2(12), CuckooV2(15.9),
 		CuckooV1(9.6), CuckooV1(10.6), CuckooV1(15.9),
 		PebbleBloom(6),
 		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),
@@ -198,17 +207,17 @@ func Families() []Family {
 	}
 }
 
-// CoreFamilies is the side-by-side of the issue that introduced format
-// version 2: lsmcuckoo version 2 (the default) and version 1 beside Pebble's
-// bloom filter at each budget (every whole budget from 8 to 16 bits per key
-// when none is given).
+// CoreFamilies is the side-by-side of the format versions: lsmcuckoo
+// version 3 (the default), version 2 and version 1 beside Pebble's bloom
+// filter at each budget (every whole budget from 8 to 16 bits per key when
+// none is given).
 func CoreFamilies(bitsPerKey ...int) []Family {
 	if len(bitsPerKey) == 0 {
 		bitsPerKey = []int{8, 9, 10, 11, 12, 13, 14, 15, 16}
 	}
 	var fams []Family
 	for _, bpk := range bitsPerKey {
-		fams = append(fams, Cuckoo(float64(bpk)), CuckooV1(float64(bpk)), PebbleBloom(bpk))
+		fams = append(fams, Cuckoo(float64(bpk)), CuckooV2(float64(bpk)), CuckooV1(float64(bpk)), PebbleBloom(bpk))
 	}
 	return fams
 }
@@ -218,6 +227,7 @@ func CoreFamilies(bitsPerKey ...int) []Family {
 func PlotFamilies() []Family {
 	return []Family{
 		Cuckoo(7), Cuckoo(8), Cuckoo(9), Cuckoo(9.6), Cuckoo(10), Cuckoo(10.6), Cuckoo(11), Cuckoo(12), Cuckoo(13), Cuckoo(14), Cuckoo(15), Cuckoo(15.9), Cuckoo(16), Cuckoo(18),
+		CuckooV2(8), CuckooV2(9), CuckooV2(9.6), CuckooV2(10), CuckooV2(10.6), CuckooV2(11), CuckooV2(12), CuckooV2(14), CuckooV2(15.9), CuckooV2(16),
 		CuckooV1(8), CuckooV1(9.6), CuckooV1(10), CuckooV1(10.6), CuckooV1(12), CuckooV1(14), CuckooV1(15.9), CuckooV1(16),
 		PebbleBloom(6), PebbleBloom(8), PebbleBloom(9), PebbleBloom(10), PebbleBloom(11), PebbleBloom(12), PebbleBloom(13), PebbleBloom(14), PebbleBloom(15), PebbleBloom(16), PebbleBloom(20),
 		BadgerBloom(0), BadgerBloom(10), BadgerBloom(16),

@@ -111,7 +111,7 @@ func TestFamiliesNoFalseNegatives(t *testing.T) {
 // used while tuning lookups.
 func BenchmarkHot100k(b *testing.B) {
 	keys := keysFor(100_000)
-	for _, fam := range []Family{Cuckoo(10), CuckooV1(10), PebbleBloom(10)} {
+	for _, fam := range []Family{Cuckoo(10), CuckooV2(10), CuckooV1(10), PebbleBloom(10)} {
 		f := fam.Build(keys).Copy(0)
 		b.Run(fam.Name, func(b *testing.B) {
 			abs := absent()

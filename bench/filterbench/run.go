@@ -95,8 +95,8 @@ func measure(fam Family, keys, absent [][]byte, cfg Config) Result {
 // median takes each timing's median across repetitions. Size and FPR are
 // the first repetition's build: identical across repetitions for the
 // deterministic filters, one draw of the seed for the randomly seeded ones
-// (lsmcuckoo version 2, binary fuse), whose rates vary from build to build
-// by about their sampling error.
+// (lsmcuckoo versions 2 and 3, binary fuse), whose rates vary from build
+// to build by about their sampling error.
 func median(rs []Result) Result {
 	m := rs[0]
 	pick := func(get func(Result) float64) float64 {

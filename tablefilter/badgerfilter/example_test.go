@@ -32,7 +32,7 @@ func ExampleNew() {
 	fmt.Println("present keys found:", found)
 	fmt.Println("absent keys rejected > 98%:", rejected > 9800)
 	// Output:
-	// 12456 bytes for 10000 keys (30000 entries)
+	// 12584 bytes for 10000 keys (30000 entries)
 	// present keys found: 10000
 	// absent keys rejected > 98%: true
 }

@@ -23,20 +23,22 @@ type Filter []byte
 // its hash). Repeats are removed: the budget is bitsPerKey bits per
 // distinct hash, where y.NewFilter spends its bits on every entry,
 // versions included. A bitsPerKey of 0 or less uses codec.DefaultBitsPerKey;
-// a budget too small for 5-bit fingerprints at the builder's planned load
-// (1 to 4 bits per key: that takes a little under 4.5) cannot be met, and
-// the filter takes that size instead.
+// the codec decides what a budget too small to filter well builds
+// (README.md has the rate at each budget).
 //
-// Only a 32-bit hash reaches Badger's read path, so the bucket and the
-// fingerprint are both derived from it. That puts a floor under the
+// Only a 32-bit hash reaches Badger's read path, so the line, the quotient
+// and the remainder are all derived from it. That puts a floor under the
 // false-positive rate: a probe whose 32-bit hash equals a stored key's hash
 // always answers true, which happens with probability about n/2^32 for n
-// distinct keys, added to the fingerprint term of about
-// 8·load/(2^f−1). y.Filter has the same floor for the same reason.
+// distinct keys, added to the filter's own rate (what codec.Decode(f).Info
+// reports as ExpectedFPR). y.Filter has the same floor for the same reason.
 //
-// The filter is a codec block of format version 2, built with a fresh
+// The filter is a codec block of format version 3, built with a fresh
 // random seed: the same keys give filters of the same size and rate but
-// different bytes. README.md compares it with the bloom filter Badger
+// different bytes. Filters written by earlier releases (format versions 2
+// and 1) stay readable by MayContain and MayContainKey; a store that must
+// keep writing blocks an earlier release reads builds them with
+// codec.NewBuilder (Options.Hash = codec.HashHost32, Options.Version). README.md compares it with the bloom filter Badger
 // stores in the same table, measured through Badger's read path
 // (go test ./tablefilter/badgerfilter -run XXX -bench Filter). At Badger's
 // default of about 7 bits per key a cuckoo filter is no better than a

@@ -1,0 +1,63 @@
+package filterbench
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
+)
+
+// TestCoreFamiliesCompareVersions: the core side-by-side holds, at every
+// budget, lsmcuckoo in each format version beside Pebble's bloom, and each
+// lsmcuckoo family really builds the version its name says (the default,
+// "lsmcuckoo", is version 3), so a table of ratios compares what it names.
+func TestCoreFamiliesCompareVersions(t *testing.T) {
+	keys := keysFor(5000)
+	budgets := []int{8, 10, 16}
+	fams := CoreFamilies(budgets...)
+	byName := map[string]Family{}
+	for _, f := range fams {
+		byName[f.Name] = f
+	}
+	for _, b := range budgets {
+		for _, c := range []struct {
+			prefix, kind string
+			version      int
+		}{
+			{"lsmcuckoo", "lsmcuckoo", 3},
+			{"lsmcuckoo-v2", "lsmcuckoo-v2", 2},
+			{"lsmcuckoo-v1", "lsmcuckoo-v1", 1},
+			{"pebble-bloom", "pebble-bloom", 0},
+		} {
+			name := fmt.Sprintf("%s/%d", c.prefix, b)
+			fam, ok := byName[name]
+			if !ok {
+				t.Errorf("CoreFamilies(%v) lacks %s", budgets, name)
+				continue
+			}
+			if fam.Kind != c.kind || fam.Param != float64(b) {
+				t.Errorf("%s: kind %q, param %v", name, fam.Kind, fam.Param)
+			}
+			if c.version == 0 {
+				continue
+			}
+			f, ok := fam.Build(keys).(pebbleFilter)
+			if !ok {
+				t.Fatalf("%s does not build through its Pebble policy", name)
+			}
+			d, err := codec.Decode(f.data)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if got := d.Info().Version; got != c.version {
+				t.Errorf("%s builds format version %d, want %d", name, got, c.version)
+			}
+		}
+	}
+	if len(fams) != 4*len(budgets) {
+		t.Errorf("CoreFamilies(%v) has %d families, want 4 per budget", budgets, len(fams))
+	}
+	if all := CoreFamilies(); len(all) != 4*9 || all[0].Name != "lsmcuckoo/8" || all[len(all)-1].Name != "pebble-bloom/16" {
+		t.Errorf("CoreFamilies() = %d families from %s to %s, want 4 per budget 8..16", len(all), all[0].Name, all[len(all)-1].Name)
+	}
+}
