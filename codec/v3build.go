@@ -9,12 +9,11 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
-// v3MaxLoad is the planned share of a line's capacity K that keys fill on
-// average. Lines receive a Poisson number of keys, so the fullest
-// overflow into their keys' secondary lines, which must have room; the
-// emptier a filter, the fewer lookups read a second line, for a smaller
-// header per key and so fewer quotients or remainder bits
-// (go test ./codec -run TestV3LoadSweep -sweep -v measures the trade).
+// v3MaxLoad is the lowest load a line's capacity K is planned at: the
+// capacity for the keys per line at this load is where the planner starts,
+// and v3DenserShape then takes a smaller capacity, down to v3HardLoad,
+// when the rate model (second-line reads included) prefers it, which at
+// most budgets it does (go test ./codec -run TestV3LoadSweep -sweep -v).
 var v3MaxLoad = 0.95
 
 // v3CrowdedShare is the share of keys overflowing their primary lines
@@ -587,18 +586,3 @@ func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32)
 	}
 }
 
-// mergeSorted appends to dst the merge of the ascending a and b.
-func mergeSorted(dst, a, b []uint32) []uint32 {
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		if b[j] < a[i] {
-			dst = append(dst, b[j])
-			j++
-		} else {
-			dst = append(dst, a[i])
-			i++
-		}
-	}
-	dst = append(dst, a[i:]...)
-	return append(dst, b[j:]...)
-}
