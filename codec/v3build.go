@@ -585,4 +585,3 @@ func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32)
 		p.queue = append(p.queue, seg[k:n]...)
 	}
 }
-
