@@ -59,6 +59,9 @@ func inLines(r *rand.Rand, lines uint32, count uint32) func() uint64 {
 // Add would record them.
 func buildHashes(o Options, hashes []uint64) ([]byte, BuildStats) {
 	b := NewBuilder(o)
+	// Version 3 asked by name stays version 3 at small budgets (the
+	// shapes older releases wrote), as the version-3 tests need.
+	b.exactVersion = o.Version == FormatVersion
 	for _, h := range hashes {
 		b.addHash(h)
 	}
@@ -253,7 +256,11 @@ func TestTinyTables(t *testing.T) {
 				o.Version = v
 				block := Build(keys, o)
 				mustNotMiss(t, fmt.Sprintf("n=%d %+v", n, o), block, keys)
-				if info := mustInfo(t, block); info.Keys != n || info.AlwaysMaybe || info.Version != v {
+				want := v
+				if v == 3 && o.BitsPerKey == 4 {
+					want = 2 // TestSmallBudgetsWriteVersion2
+				}
+				if info := mustInfo(t, block); info.Keys != n || info.AlwaysMaybe || info.Version != want {
 					t.Fatalf("n=%d %+v: %+v", n, o, info)
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 // TestFalsePositiveTargetMonotone: asking for a lower false-positive rate
@@ -48,6 +50,12 @@ func TestFalsePositiveTargetOutsideRange(t *testing.T) {
 	for _, v := range []int{1, 2, 3} {
 		unset := len(Build(keys, Options{Version: v, Seed: 3}))
 		smallest := len(Build(keys, Options{Version: v, Seed: 3, BitsPerKey: 1}))
+		if v == 3 {
+			// A budget of 1 bit per key builds version 2, whose smallest
+			// filter filters; a target of 1 asks for no rate at all, and
+			// the smallest block is version 3's.
+			smallest = len(buildExactV3(keys, Options{Seed: 3, BitsPerKey: 1}))
+		}
 		for _, c := range []struct {
 			p    float64
 			want int
@@ -143,5 +151,92 @@ func TestRepeatsAnyOrderKeepBudget(t *testing.T) {
 	block := b.Finish(nil)
 	if info := mustInfo(t, block); info.Keys != 2000 || info.BitsPerKey > 1.05*10+float64(8*v2TrailerSize)/2000 {
 		t.Errorf("host32: %d keys at %.1f bits/key", info.Keys, info.BitsPerKey)
+	}
+}
+
+// TestSmallBudgetsWriteVersion2: at a budget of a few bits per key a
+// version-3 line's header leaves its remainders one or two bits (at 3 bits
+// per key or less, none at all: such a filter answered "maybe" for
+// 99.6% of absent keys), and the default writer builds version 2 there.
+// It must do so at one setting for tables of every size, report the
+// version it wrote, keep every key, and plan what it builds; and the rate
+// planned for the default writer must not rise with the budget across
+// the switch, which the per-level budget search relies on. (Past about 30
+// bits per key version 3's plan wobbles by a few percent between
+// neighbouring budgets, far from the switch.)
+func TestSmallBudgetsWriteVersion2(t *testing.T) {
+	keys := testkeys.Random(50_000, 16, 11)
+	probes := testkeys.Absent(200_000, 12)
+	measured := func(block []byte) float64 {
+		fp := 0
+		for _, k := range probes {
+			if MayContain(block, k) {
+				fp++
+			}
+		}
+		return float64(fp) / float64(len(probes))
+	}
+	for _, c := range []struct {
+		bpk  float64
+		want int
+	}{{0.5, 2}, {1, 2}, {3, 2}, {4, 2}, {4.5, 2}, {6, 3}, {8, 3}, {10, 3}, {16, 3}} {
+		b := NewBuilder(Options{BitsPerKey: c.bpk})
+		for _, k := range keys {
+			b.Add(k)
+		}
+		block := b.Finish(nil)
+		info := mustInfo(t, block)
+		if info.Version != c.want || b.Stats().Version != c.want {
+			t.Fatalf("budget %v: wrote version %d (stats say %d), want %d", c.bpk, info.Version, b.Stats().Version, c.want)
+		}
+		for _, k := range keys {
+			if !MayContain(block, k) {
+				t.Fatalf("budget %v: false negative on %x", c.bpk, k)
+			}
+		}
+		got := measured(block)
+		planned := PlannedFPR(Options{BitsPerKey: c.bpk}, len(keys))
+		if math.Abs(planned-info.ExpectedFPR) > 1e-12 {
+			t.Errorf("budget %v: planned %.4g, the block expects %.4g", c.bpk, planned, info.ExpectedFPR)
+		}
+		if got > 1.15*planned+0.002 {
+			t.Errorf("budget %v: measured %.4g, planned %.4g", c.bpk, got, planned)
+		}
+		if c.want == 2 {
+			// The version-3 block this budget would have written instead.
+			v3 := measured(buildExactV3(keys, Options{BitsPerKey: c.bpk}))
+			if got >= v3 {
+				t.Errorf("budget %v: version 2 measured %.4g, version 3 %.4g", c.bpk, got, v3)
+			}
+		}
+		for _, n := range []int{1, 10, 300, 5000} {
+			small := Build(keys[:n], Options{BitsPerKey: c.bpk, Seed: 4})
+			if v := mustInfo(t, small).Version; v != c.want {
+				t.Errorf("budget %v, %d keys: version %d, want %d", c.bpk, n, v, c.want)
+			}
+			for _, k := range keys[:n] {
+				if !MayContain(small, k) {
+					t.Fatalf("budget %v, %d keys: false negative", c.bpk, n)
+				}
+			}
+		}
+	}
+	for _, n := range []int{10_000, 1_000_000} {
+		prev := 1.0
+		for bpk := 0.5; bpk <= 24; bpk += 0.125 {
+			f := PlannedFPR(Options{BitsPerKey: bpk}, n)
+			if f > prev*1.001 {
+				t.Errorf("%d keys: %v bits/key plans %.4g, more than %.4g one step below", n, bpk, f, prev)
+			}
+			prev = f
+		}
+	}
+	// A loose target: the smaller block that meets it.
+	loose := Build(keys, Options{FalsePositiveRate: 0.3, Seed: 5})
+	if v := mustInfo(t, loose).Version; v != 2 {
+		t.Errorf("target 30%%: version %d, want version 2's smaller block", v)
+	}
+	if got := measured(loose); got > 0.3 {
+		t.Errorf("target 30%%: measured %.3g", got)
 	}
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// the denser version-1 layout whose lookups read an offset table and
 	// then the buckets. Any other value also builds FormatVersion: a
 	// writer cannot ask this package for a format it does not know.
+	// Version 3 at a budget of a few bits per key, where version 2's
+	// modelled rate is lower (or, with FalsePositiveRate, its block
+	// smaller), writes version 2, which every version-3 reader reads;
+	// BuildStats.Version says which was written.
 	Version int
 }
 
@@ -96,6 +100,10 @@ type Builder struct {
 	// rejectSeeds makes Finish discard that many successful encodings, so
 	// tests can drive the reseed path that real key sets never reach.
 	rejectSeeds int
+	// exactVersion makes a version-3 Builder write version 3 at any
+	// budget, so that tests reach the small-budget shapes that older
+	// releases wrote and every reader must still read.
+	exactVersion bool
 	// placements counts version-1 block placements in the last Finish, so
 	// tests can bound the work crafted keys cause without timing it.
 	placements int
@@ -176,6 +184,7 @@ type gcTick struct{ _ *byte }
 
 // BuildStats describes the last block a Builder produced.
 type BuildStats struct {
+	Version         int     // format version of the block
 	Keys            int     // fingerprints stored (distinct keys)
 	FingerprintBits int     // f (version 2: of the narrow lines)
 	Buckets         int     // buckets
@@ -379,7 +388,7 @@ func (b *Builder) alwaysMaybe(dst []byte, f uint, seed uint32, attempts int) []b
 	h := v2Header{fpBits: uint8(max(f, minFPBits)), kind: b.opts.Hash, flags: v2FlagAlwaysIn, seed: seed}
 	h.put(blk, 0)
 	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
-	b.stats = BuildStats{Reseeds: attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(h.fpBits), Seed: seed}
+	b.stats = BuildStats{Version: 2, Reseeds: attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(h.fpBits), Seed: seed}
 	return out
 }
 
@@ -524,6 +533,7 @@ func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
 	binary.LittleEndian.PutUint32(block[h.size-trailerSize:], checksum(block[:h.size-trailerSize]))
 
 	b.stats = BuildStats{
+		Version:         formatV1,
 		Keys:            distinct,
 		Blocks:          blocks,
 		Buckets:         int(n),

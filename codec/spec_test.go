@@ -623,8 +623,8 @@ func TestFormatSpecMatchesCodeV3(t *testing.T) {
 	}
 	widths := map[int]bool{}
 	for _, o := range settings {
-		o.Seed, o.Version = 21, 3
-		block := Build(keys, o)
+		o.Seed = 21
+		block := buildExactV3(keys, o)
 		check(fmt.Sprintf("lengths %+v", o), block, keys, nil, absent)
 		widths[mustInfo(t, block).FingerprintBits] = true
 	}
@@ -639,7 +639,7 @@ func TestFormatSpecMatchesCodeV3(t *testing.T) {
 	many := testkeys.Random(20_000, 16, 5)
 	probes := testkeys.Absent(100_000, 6)
 	for _, bpk := range []float64{4, 6.5, 8, 10, 16} {
-		block := Build(many, Options{BitsPerKey: bpk, Seed: 9, Version: 3})
+		block := buildExactV3(many, Options{BitsPerKey: bpk, Seed: 9})
 		check(fmt.Sprintf("20k keys bpk %v", bpk), block, many, nil, probes)
 	}
 	// Seeded lines: the third attempt always takes them.

@@ -945,6 +945,7 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
 
 	b.stats = BuildStats{
+		Version:         2,
 		Keys:            stored,
 		Lines:           int(lines),
 		Buckets:         nb,
@@ -964,7 +965,8 @@ func (b *Builder) encodeV2(dst []byte, prevSeed, seed uint32, g v2Geom, wide uin
 
 // PlannedFPR is the false-positive rate that a filter of keys distinct
 // keys, built with o, is planned to have, in the format o.Version selects
-// (0 or 3: version 3; 2: version 2; 1 is modelled as version 2, whose
+// (0 or 3: version 3, or version 2 where the builder writes it instead
+// at a small budget; 2: version 2; 1 is modelled as version 2, whose
 // bucket rate it shares within a few percent): from the shape and load the
 // builder will choose, before any block exists. It is the rate model for
 // callers that choose a budget without building a filter (per-level
@@ -976,6 +978,11 @@ func PlannedFPR(o Options, keys int) float64 {
 		return 0
 	}
 	if o.Version != 1 && o.Version != 2 {
+		o.Version = FormatVersion
+		if v3SmallBudgetV2(&o) {
+			o.Version = 2
+			return plannedFPRV2(o, keys)
+		}
 		p := planV3(&o, keys)
 		return v3ExpectedFPR(p.shape, float64(keys)/float64(p.lines))
 	}

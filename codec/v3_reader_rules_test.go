@@ -269,7 +269,7 @@ func TestV3MalformedLinesAnswerMaybe(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 1)
 	probes := testkeys.Absent(20_000, 2)
 	for _, bpk := range []float64{4, 8, 10, 16, 30} {
-		block := Build(keys, Options{BitsPerKey: bpk, Seed: 3, Version: 3})
+		block := buildExactV3(keys, Options{BitsPerKey: bpk, Seed: 3})
 		var h v3Header
 		if !readV3(block, &h) {
 			t.Fatal("not a version-3 block")

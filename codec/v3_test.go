@@ -39,3 +39,16 @@ func TestV3NoFalseNegatives(t *testing.T) {
 		}
 	}
 }
+
+// buildExactV3 builds a version-3 block at any budget, even one at which
+// the builder now writes version 2: readers must still read the
+// small-budget shapes that earlier releases wrote.
+func buildExactV3(keys [][]byte, o Options) []byte {
+	o.Version = FormatVersion
+	b := NewBuilder(o)
+	b.exactVersion = true
+	for _, k := range keys {
+		b.Add(k)
+	}
+	return b.Finish(nil)
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
@@ -98,6 +99,71 @@ func v3ShapeFor(lam float64, lines uint32, r uint32) (v3Shape, bool) {
 	return s, s.q > 0
 }
 
+// v3LargeMemo is the last large-filter shape v3LargeShape searched for:
+// writers build table after table at one budget, and the search costs
+// about as much as placing a thousand keys.
+type v3LargeMemo struct {
+	perLine float64
+	r       uint32
+	shape   v3Shape
+}
+
+var v3LargeLast atomic.Pointer[v3LargeMemo]
+
+// v3LargeShape is v3DenserShape(s, perLine, r) for the shape s that
+// v3ShapeFor gives a large filter, remembered for the last budget asked.
+func v3LargeShape(s v3Shape, perLine float64, r uint32) v3Shape {
+	if m := v3LargeLast.Load(); m != nil && m.perLine == perLine && m.r == r {
+		return m.shape
+	}
+	d := v3DenserShape(s, perLine, r)
+	v3LargeLast.Store(&v3LargeMemo{perLine, r, d})
+	return d
+}
+
+// v3SmallBudgetV2 reports whether a version-3 request is served by a
+// version-2 block instead: at a budget of a few bits per key a line's
+// header leaves version 3's remainders one or two bits, and version 2's
+// buckets give the lower modelled rate (at 3 bits per key or less no
+// version-3 shape filters at all). With a target rate the smaller block
+// that meets it wins. The choice is made for a large filter, so that a
+// table of any size at one setting gets one version. Every reader of
+// version 3 reads version 2. A forced remainder width keeps version 3.
+func v3SmallBudgetV2(o *Options) bool {
+	if o.Version != FormatVersion || o.FingerprintBits != 0 {
+		return false
+	}
+	if m := v3ChoiceLast.Load(); m != nil && m.bpk == o.BitsPerKey && m.rate == o.FalsePositiveRate {
+		return m.v2
+	}
+	const n = 1 << 20
+	p3 := planV3(o, n)
+	f3 := v3ExpectedFPR(p3.shape, float64(n)/float64(p3.lines))
+	o2 := *o
+	o2.Version = 2
+	f2 := plannedFPRV2(o2, n)
+	v2 := f2 < f3
+	if t := o.FalsePositiveRate; t > 0 && !math.IsNaN(t) {
+		meets2, meets3 := f2 <= t, f3 <= t
+		switch {
+		case meets2 && meets3:
+			v2 = planV2(&o2, n).lines < p3.lines
+		case meets2 != meets3:
+			v2 = meets2
+		}
+	}
+	v3ChoiceLast.Store(&v3Choice{o.BitsPerKey, o.FalsePositiveRate, v2})
+	return v2
+}
+
+// v3Choice is the last answer of v3SmallBudgetV2, for the setting asked.
+type v3Choice struct {
+	bpk, rate float64
+	v2        bool
+}
+
+var v3ChoiceLast atomic.Pointer[v3Choice]
+
 // planV3 sizes a version-3 filter for d keys. With a budget it spends all
 // of it: the lines the budget buys, and the shape of lowest modelled rate
 // for their keys per line. With a target rate it takes the smallest
@@ -124,7 +190,7 @@ func planV3(o *Options, d int) v3Plan {
 		need := max(1, math.Ceil(n/perLine))
 		if need > 1 && need*lineBits+trailer <= 1.05*bpk*n {
 			if s, ok := v3ShapeFor(perLine, 2, r); ok {
-				return v3Plan{v3DenserShape(s, perLine, r), uint32(need)}, true
+				return v3Plan{v3LargeShape(s, perLine, r), uint32(need)}, true
 			}
 		}
 		// Fewer lines than a large filter's rate needs: as many as 5%
@@ -231,6 +297,9 @@ type v3Placer struct {
 // finishV2 does, and places the distinct keys again when repeats that
 // did not arrive one after another inflated the plan.
 func (b *Builder) finishV3(dst []byte) []byte {
+	if !b.exactVersion && v3SmallBudgetV2(&b.opts) {
+		return b.finishV2(dst)
+	}
 	pinned := b.opts.Seed != 0
 	seed := b.opts.Seed
 	if !pinned {
@@ -316,7 +385,7 @@ func (b *Builder) alwaysMaybeV3(dst []byte, seed uint32, attempts int) []byte {
 	h := v3Header{kind: b.opts.Hash, alwaysMaybe: true, seed: seed}
 	h.put(blk, 0)
 	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
-	b.stats = BuildStats{Reseeds: attempts, Fallback: true, Bytes: v2TrailerSize, Seed: seed}
+	b.stats = BuildStats{Version: FormatVersion, Reseeds: attempts, Fallback: true, Bytes: v2TrailerSize, Seed: seed}
 	return out
 }
 
@@ -472,6 +541,7 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 	h.put(blk[size-v2TrailerSize:], uint32(stored))
 	binary.LittleEndian.PutUint32(blk[size-4:], checksum(blk[:size-4]))
 	b.stats = BuildStats{
+		Version:         FormatVersion,
 		Keys:            stored,
 		Lines:           int(lines),
 		FingerprintBits: int(s.r),

@@ -395,6 +395,9 @@ func v3ExpectedFPR(s v3Shape, lam float64) float64 {
 	if s.q == 0 || lam <= 0 {
 		return 0
 	}
-	primary := lam / (float64(s.q) * float64(uint64(1)<<s.r))
-	return min(1, primary*(1+2*v3Overflow(lam, s.k)))
+	// A quotient's run is about Poisson with mean lam/Q, and each of its
+	// remainders matches with probability 2^-r: no match has probability
+	// exp(-lam/(Q·2^r)), which the plain sum overstates at small r.
+	matches := lam / (float64(s.q) * float64(uint64(1)<<s.r)) * (1 + 2*v3Overflow(lam, s.k))
+	return -math.Expm1(-matches)
 }
