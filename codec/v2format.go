@@ -16,6 +16,7 @@ const (
 	lineBytes      = 64
 	lineBits       = lineBytes * 8
 	v2TrailerSize  = 40
+	v2VersionAt    = 8 // offset of the version byte in the trailer (after the key count and magic)
 	v2FlagAlwaysIn = 1 // flags bit 0: the block answers "maybe" for every key (build fell back)
 	// Flags bits 1..7 are the share of wide lines in 128ths: lines
 	// [0, L·w/128) hold fingerprints of wideWidth[f] bits, the rest f bits.
