@@ -37,7 +37,7 @@ func BenchmarkColdAnatomy(b *testing.B) {
 	const lookups = 1 << 20
 	keys := testkeys.Random(100_000, 16, 11)
 	absent := testkeys.Absent(lookups, 3)
-	block := Build(keys, Options{BitsPerKey: 10, Seed: 7})
+	block := Build(keys, Options{BitsPerKey: 10, Seed: 7, Version: 2})
 	steps := []struct {
 		name  string
 		block []byte
