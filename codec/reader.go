@@ -26,7 +26,16 @@ import (
 // checksums Pebble and Badger verify when they read a block from disk.
 func MayContain(block, key []byte) bool {
 	h := keyhash.MulHash(key)
-	if maybe, ok := v3OrV2Lookup(block, h, HashKey64); ok {
+	// v3OrV2Lookup, written out: a call level less under the lookup
+	// measurably speeds a loop of cold version-3 lookups (the README's
+	// "Which version to run").
+	var maybe, ok bool
+	if n := len(block); n >= v2TrailerSize && block[n-v2TrailerSize+v2VersionAt] == 2 {
+		maybe, ok = v2Lookup(block, h, HashKey64)
+	} else {
+		maybe, ok = v3Lookup(block, h, HashKey64)
+	}
+	if ok {
 		return maybe
 	}
 	return v1MayContain(block, keyhash.Hash(key), HashKey64)
