@@ -30,7 +30,7 @@ func MayContain(block, key []byte) bool {
 	// measurably speeds a loop of cold version-3 lookups (the README's
 	// "Which version to run").
 	var maybe, ok bool
-	if n := len(block); n >= v2TrailerSize && block[n-v2TrailerSize+v2VersionAt] == 2 {
+	if trailerSaysV2(block) {
 		maybe, ok = v2Lookup(block, h, HashKey64)
 	} else {
 		maybe, ok = v3Lookup(block, h, HashKey64)
@@ -48,10 +48,17 @@ func MayContain(block, key []byte) bool {
 // trailer, made the right one cost half as much again (FORMAT.md: a block
 // is version 3 or 2 only if that byte says so).
 func v3OrV2Lookup(block []byte, h uint64, kind HashKind) (maybe, ok bool) {
-	if n := len(block); n >= v2TrailerSize && block[n-v2TrailerSize+v2VersionAt] == 2 {
+	if trailerSaysV2(block) {
 		return v2Lookup(block, h, kind)
 	}
 	return v3Lookup(block, h, kind)
+}
+
+// trailerSaysV2 reports whether the version byte of block's trailer frame
+// says 2 (the lookup then checks the rest of the trailer).
+func trailerSaysV2(block []byte) bool {
+	n := len(block)
+	return n >= v2TrailerSize && block[n-v2TrailerSize+v2VersionAt] == 2
 }
 
 // v1MayContain is the lookup in a version-1 block.
