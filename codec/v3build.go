@@ -273,7 +273,7 @@ type v3Placer struct {
 	seededLines bool
 	crowded     bool     // the last attempt found lines crowded under the fixed line hash
 	repeats     int      // repeats dropped, over every attempt of a Finish
-	tmp         []uint64 // a group's keys sorted by line and quotient
+	tmp         []uint64 // the buffer a group's keys are sorted into
 	pq          []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
 	// slots holds K entries per line (quotient<<16 | remainder): the
 	// line's primary keys from the front, in quotient order, and keys
@@ -288,8 +288,9 @@ type v3Placer struct {
 	// groups holds each group of lines' keys, in arrival order until
 	// placeGroup leaves them in line and quotient order, each line's
 	// distinct keys first (counts has where each line starts).
-	groups [][]uint64
-	moves  int
+	groups     [][]uint64
+	groupShift uint // from a line to its group
+	moves      int
 }
 
 // finishV3 encodes the builder's hashes (raw, not yet mixed) as a
@@ -402,6 +403,7 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 	// at most v3GroupLines groups, each a few tens of kilobytes of keys,
 	// so that every later pass over a group stays in the cache.
 	sh := max(0, bits.Len32(lines-1)-bits.Len32(v3GroupLines-1))
+	p.groupShift = uint(sh)
 	groups := int((lines-1)>>sh) + 1
 	// Each group's keys go to a buffer of its own as they are mixed: one
 	// pass over the pages, appending to at most v3GroupLines streams.
@@ -414,9 +416,10 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 		gb[g] = slices.Grow(gb[g][:0], per)
 	}
 	p.m = v2Multiplier(seed)
+	lm := p.lineMultiplier()
 	for _, pg := range b.pages {
 		for _, h := range pg {
-			g := v3Line(p.lineHash(h), L) >> sh
+			g := v3Line(h*lm, L) >> sh
 			gb[g] = append(gb[g], h)
 		}
 	}
@@ -491,49 +494,51 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 				slices.Sort(sec)
 			}
 		}
-		var w [lineBytes / 8]uint64
+		// One word past the line for a remainder's bits past its end
+		// (always zero: remainders end inside the line).
+		var w [lineBytes/8 + 1]uint64
 		// The i-th entry of the merge of prim and sec (both in quotient
-		// order) sets header bit q+i and holds remainder slot i.
-		run, longest, prevQ := uint32(0), uint32(0), uint32(1<<31)
-		a, c := 0, 0
-		for i := 0; i < len(prim)+len(sec); i++ {
-			var v uint32
-			if c < len(sec) && (a == len(prim) || sec[c] < prim[a]) {
-				v = sec[c]
-				c++
-			} else {
-				v = prim[a]
-				a++
-			}
-			q := v >> 16
-			// run counts the entries of quotient q so far, without a
-			// branch: same is all ones when q repeats the last quotient.
-			same := uint32(int32((q^prevQ)-1) >> 31)
-			run = run&same + 1
-			longest = max(longest, run)
-			prevQ = q
-			hb := int(q) + i
-			w[hb>>6] |= 1 << (hb & 63)
-			off := remOff + i*int(s.r)
-			rv := uint64(v & 0xffff)
-			w[off>>6] |= rv << (off & 63)
-			if off&63+int(s.r) > 64 {
-				w[off>>6+1] |= rv >> (64 - off&63)
-			}
+		// order) sets header bit q+i and holds remainder slot i. Few
+		// lines hold more than a few secondary entries: the loop is over
+		// the primary ones, the next secondary one (or a value above any
+		// entry's) waiting its turn.
+		i, off, r := 0, remOff, int(s.r)
+		c, next := 0, uint32(math.MaxUint32)
+		if len(sec) > 0 {
+			next = sec[0]
 		}
-		if longest > v3MaxRun {
+		for _, v := range prim {
+			for next < v {
+				v3Put(&w, next, i, off)
+				i, off = i+1, off+r
+				c++
+				next = math.MaxUint32
+				if c < len(sec) {
+					next = sec[c]
+				}
+			}
+			v3Put(&w, v, i, off)
+			i, off = i+1, off+r
+		}
+		for ; c < len(sec); c++ {
+			v3Put(&w, sec[c], i, off)
+			i, off = i+1, off+r
+		}
+		// A run longer than v3MaxRun (only possible where a line holds
+		// more keys than that): the lookup could not measure it.
+		if k > v3MaxRun && v3RunTooLong(&w, int(s.q+k)) {
 			return nil, false
 		}
 		e := len(prim) + len(sec)
 		stored += e
 		t := p.thr[ln]
-		w[len(w)-1] |= uint64(t) << tShift
+		w[lineBytes/8-1] |= uint64(t) << tShift
 		if uint32(t) < s.q {
 			ovLines++
 			p2 += float64(s.q-uint32(t)) / float64(s.q)
 		}
 		line := blk[ln*lineBytes:]
-		for j, v := range w {
+		for j, v := range w[:lineBytes/8] {
 			binary.LittleEndian.PutUint64(line[j*8:], v)
 		}
 	}
@@ -563,12 +568,53 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 // first: few enough write streams for the caches to follow.
 const v3GroupLines = 256
 
-// lineHash is the hash that chooses key hash h's primary line.
-func (p *v3Placer) lineHash(h uint64) uint64 {
-	if p.seededLines {
-		return v2Position(h, p.m)
+// v3RunTooLong reports whether the first n bits of w (a line's header,
+// n ≤ v3HeaderMax, whose runs of ones are the keys of one quotient each)
+// hold a run longer than v3MaxRun: ANDed with itself shifted by 1, 2, 4,
+// 8 and 16 bits a word keeps the bits that start a run of 32 or more,
+// and shifted by 25 more, those that start one of 57.
+func v3RunTooLong(w *[lineBytes/8 + 1]uint64, n int) bool {
+	a, b, c := w[0], w[1], w[2]
+	switch {
+	case n < 64:
+		a, b, c = a&(1<<n-1), 0, 0
+	case n < 128:
+		b, c = b&(1<<(n-64)-1), 0
+	default:
+		c &= 1<<(n-128) - 1
 	}
-	return v2Position(h, v3LineMultiplier)
+	for _, sh := range [...]uint{1, 2, 4, 8, 16, v3MaxRun + 1 - 32} {
+		a &= a>>sh | b<<(64-sh)
+		b &= b>>sh | c<<(64-sh)
+		c &= c >> sh
+	}
+	return a|b|c != 0
+}
+
+// v3Put writes entry v (quotient<<16 | remainder) as the i-th of a
+// line's entries: header bit q+i, and the remainder at bit off. The
+// remainder's low bits go in its word and its high bits, if it crosses
+// into the next, there (a shift by 64 - off%64 written as two, since a
+// shift by 64 gives 0 only at a cost in Go); w has a word past the line
+// for the second write, which stays zero.
+func v3Put(w *[lineBytes/8 + 1]uint64, v uint32, i, off int) {
+	hb := int(v>>16) + i
+	w[hb>>6&7] |= 1 << (hb & 63)
+	rv := uint64(v & 0xffff)
+	w[off>>6&7] |= rv << (off & 63)
+	w[off>>6&7+1] |= rv >> 1 >> (63 - off&63)
+}
+
+// lineMultiplier is the multiplier of the position hash that chooses a
+// key's primary line: the fixed one, or the seed's under seeded lines.
+// Only the high half of the position hash picks the line, which the
+// xorshift leaves as it is, so the line of key hash h is
+// v3Line(h·lineMultiplier, lines).
+func (p *v3Placer) lineMultiplier() uint64 {
+	if p.seededLines {
+		return p.m
+	}
+	return v3LineMultiplier
 }
 
 // placeGroup places the primary keys of lines [first, end), keys: it
@@ -588,11 +634,13 @@ func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32)
 	pq, spq := p.pq[:len(keys)], p.pq[len(keys):]
 	p.idx = resize(p.idx, len(keys))
 	idx := p.idx
+	lm, m, rMask, first64 := p.lineMultiplier(), p.m, uint64(1)<<s.r-1, uint64(first)
 	for i, h := range keys {
-		ln := v3Line(p.lineHash(h), L)
-		q, r := v3QR(v2Position(h, p.m), s)
-		pq[i] = uint32(q<<16 | r)
-		c := uint32(ln-uint64(first))*uint32(nq) + uint32(q)
+		ln := v3Line(h*lm, L)
+		x := v2Position(h, m)
+		q := (x >> 16 & 0xffff) * uint64(nq) >> 16 // v3QR
+		pq[i] = uint32(q<<16 | x&rMask)
+		c := uint32(ln-first64)*uint32(nq) + uint32(q)
 		idx[i] = c
 		cq[c]++
 	}
@@ -608,38 +656,44 @@ func (p *v3Placer) placeGroup(first, end uint32, keys []uint64, counts []uint32)
 			sum += c
 		}
 	}
-	p.tmp = resize(p.tmp, len(keys))
-	tmp := p.tmp
+	sorted := resize(p.tmp, len(keys))
 	for i, x := range keys {
-		at := cq[idx[i]]
-		tmp[at], spq[at] = x, pq[i]
-		cq[idx[i]] = at + 1
+		c := idx[i]
+		at := cq[c]
+		cq[c] = at + 1
+		sorted[at] = x
+		spq[at] = pq[i]
 	}
+	// The sorted keys become the group's; its unsorted buffer is the
+	// next group's to sort into.
+	p.groups[first>>p.groupShift], p.tmp = sorted, keys
+	keys = sorted
 	k := int(s.k)
 	for ln := first; ln < end; ln++ {
 		from, to := counts[ln], uint32(len(keys))
 		if ln+1 < end {
 			to = counts[ln+1]
 		}
-		// Back into the line's part of keys in quotient order, without
-		// repeats, the first K entries into its slots.
-		seg := keys[from:to]
+		// The line's keys, in quotient order: repeats dropped in place,
+		// the first K entries into its slots.
+		seg, lq := keys[from:to], spq[from:to]
 		slot := p.slots[int(ln)*k : int(ln+1)*k]
-		lt, lq := tmp[from:to], spq[from:to]
 		// A repeat follows its twin in the run of their quotient (the
 		// sort is stable), unless another key of that line and quotient
 		// arrived between them: then it keeps a slot of its own, which
 		// costs a slot, never a false negative.
 		n := 0
 		prevV, prevX := uint32(0), uint64(0)
-		for i, x := range lt {
+		for i, x := range seg {
 			v := lq[i]
 			if v == prevV && x == prevX && n > 0 {
 				p.repeats++
 				continue
 			}
 			prevV, prevX = v, x
-			seg[n], lq[n] = x, v
+			if n != i {
+				seg[n], lq[n] = x, v
+			}
 			if n < k {
 				slot[n] = v
 			}
