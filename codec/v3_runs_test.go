@@ -11,7 +11,7 @@ import (
 // boundaries and its end, and random headers, with bits past the header
 // (remainders) set, which must not count.
 func TestV3RunTooLong(t *testing.T) {
-	longest := func(w *[lineBytes/8 + 1]uint64, n int) int {
+	longest := func(w *[lineBytes / 8]uint64, n int) int {
 		best, run := 0, 0
 		for i := range n {
 			if w[i>>6]>>(i&63)&1 == 1 {
@@ -23,13 +23,13 @@ func TestV3RunTooLong(t *testing.T) {
 		}
 		return best
 	}
-	check := func(w *[lineBytes/8 + 1]uint64, n int, what string) {
+	check := func(w *[lineBytes / 8]uint64, n int, what string) {
 		t.Helper()
 		if got, want := v3RunTooLong(w, n), longest(w, n) > v3MaxRun; got != want {
 			t.Fatalf("%s: header of %d bits, longest run %d: got %v", what, n, longest(w, n), got)
 		}
 	}
-	set := func(w *[lineBytes/8 + 1]uint64, from, to int) {
+	set := func(w *[lineBytes / 8]uint64, from, to int) {
 		for i := from; i < to && i < lineBits; i++ {
 			w[i>>6] |= 1 << (i & 63)
 		}
@@ -40,7 +40,7 @@ func TestV3RunTooLong(t *testing.T) {
 				continue // away from word boundaries and the end
 			}
 			for l := v3MaxRun - 2; l <= v3MaxRun+2; l++ {
-				var w [lineBytes/8 + 1]uint64
+				var w [lineBytes / 8]uint64
 				set(&w, start, start+l)
 				check(&w, n, "one run")
 				set(&w, n, lineBits) // remainders after the header
@@ -53,7 +53,7 @@ func TestV3RunTooLong(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 100_000 {
-		var w [lineBytes/8 + 1]uint64
+		var w [lineBytes / 8]uint64
 		n := 1 + r.IntN(v3HeaderMax)
 		for pos := 0; pos < lineBits; {
 			l := r.IntN(4)
