@@ -92,6 +92,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Lookups:  2_000_000,
 		ColdMiB:  64,
 		Reps:     3,
+		Baseline: baseline,
 	}
 	pcfg := dbbench.FullPebble
 	// Budgets of the memory-saving view: each family needs two that

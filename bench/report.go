@@ -17,7 +17,7 @@ const baseline = "pebble-bloom/10"
 
 func writeReport(w io.Writer, rep *report, plots map[string]string) {
 	fmt.Fprintf(w, "# lsmcuckoo benchmark report (%s run)\n\n", rep.Mode)
-	fmt.Fprintf(w, "Machine: %s; %s. Every comparison ran in one process on the same keys, the compared filters interleaved. Filter-level and memtable timings are medians of %d repetition(s); the database and kvdemo levels are one run per setting (each over %s operations). Ratios are against `%s` in the same run.\n\n", rep.Machine, rep.Go, max(1, rep.Reps), "10⁴–10⁶", baseline)
+	fmt.Fprintf(w, "Machine: %s; %s. Every comparison ran in one process on the same keys, the compared filters interleaved. Filter-level and memtable timings are medians of %d repetition(s) (a filter-level ratio is the median of the repetitions' own ratios); the database and kvdemo levels are one run per setting (each over %s operations). Ratios are against `%s` in the same run.\n\n", rep.Machine, rep.Go, max(1, rep.Reps), "10⁴–10⁶", baseline)
 
 	if len(rep.Filters) > 0 { // not with -pebble-only
 		fmt.Fprintf(w, "## Filter level\n\n")
@@ -43,7 +43,12 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 			if r.Keys != n {
 				continue
 			}
-			ratio := func(get func(filterbench.Result) float64) string {
+			// The median of the repetitions' own ratios where the run
+			// took them, else the ratio of the medians.
+			ratio := func(perRep float64, get func(filterbench.Result) float64) string {
+				if perRep > 0 {
+					return fmt.Sprintf("%.2f", perRep)
+				}
 				if base == nil || get(*base) == 0 {
 					return "–"
 				}
@@ -51,10 +56,10 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 			}
 			fmt.Fprintf(w, "| %s | %.2f | %s | %.1f | %.0f | %.1f | %.1f | %.1f | %s | %s | %s | %s |\n",
 				r.Family, r.BitsPerKey, fprCell(r), r.BuildNsKey, r.BuildAllocs, r.HotNs, r.ColdNs, r.ColdLatNs,
-				ratio(func(x filterbench.Result) float64 { return x.BuildNsKey }),
-				ratio(func(x filterbench.Result) float64 { return x.HotNs }),
-				ratio(func(x filterbench.Result) float64 { return x.ColdNs }),
-				ratio(func(x filterbench.Result) float64 { return x.ColdLatNs }))
+				ratio(r.Ratios.Build, func(x filterbench.Result) float64 { return x.BuildNsKey }),
+				ratio(r.Ratios.Hot, func(x filterbench.Result) float64 { return x.HotNs }),
+				ratio(r.Ratios.Cold, func(x filterbench.Result) float64 { return x.ColdNs }),
+				ratio(r.Ratios.ColdLat, func(x filterbench.Result) float64 { return x.ColdLatNs }))
 		}
 		fmt.Fprintln(w)
 		unaligned := false

@@ -255,6 +255,18 @@ type Result struct {
 	// boundary (Pebble hands filters at any alignment); 0 when not measured.
 	HotUnalignedNs  float64 `json:"hot_unaligned_ns,omitempty"`
 	ColdUnalignedNs float64 `json:"cold_unaligned_ns,omitempty"`
+	// Ratios to the run's baseline family (Config.Baseline): for each
+	// timing, the median over repetitions of that repetition's ratio; 0
+	// when the run had no baseline.
+	Ratios Ratios `json:"ratios,omitzero"`
+}
+
+// Ratios are a family's timings divided by the baseline's.
+type Ratios struct {
+	Build   float64 `json:"build"`
+	Hot     float64 `json:"hot"`
+	Cold    float64 `json:"cold"`
+	ColdLat float64 `json:"cold_latency"`
 }
 
 // BuildTimed builds fam's filter and returns it with the time per key.

@@ -126,3 +126,28 @@ func BenchmarkHot100k(b *testing.B) {
 		})
 	}
 }
+
+// TestRepRatios checks that a ratio to the baseline is taken within each
+// repetition before the median: a machine twice as slow for one family's
+// turn in one repetition moves the ratio of medians, not this.
+func TestRepRatios(t *testing.T) {
+	res := func(hot ...float64) []Result {
+		rs := make([]Result, len(hot))
+		for i, h := range hot {
+			rs[i] = Result{HotNs: h, BuildNsKey: 2 * h}
+		}
+		return rs
+	}
+	base := res(10, 30, 20)
+	fam := res(12, 33, 40) // each repetition's ratio: 1.2, 1.1, 2.0
+	got := repRatios(fam, base)
+	if got.Hot != 1.2 || got.Build != 1.2 {
+		t.Errorf("hot %v, build %v: want the median of the repetitions' ratios, 1.2 (the ratio of medians is 1.65)", got.Hot, got.Build)
+	}
+	if got.Cold != 0 || got.ColdLat != 0 {
+		t.Errorf("cold %v, latency %v: a timing the baseline lacks has no ratio", got.Cold, got.ColdLat)
+	}
+	if r := repRatios(fam, nil); r != (Ratios{}) {
+		t.Errorf("no baseline repetitions: %+v", r)
+	}
+}

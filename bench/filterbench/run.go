@@ -18,6 +18,11 @@ type Config struct {
 	// Unaligned also times every lookup on filters starting 1..63 bytes
 	// past a 64-byte boundary.
 	Unaligned bool
+	// Baseline names the family every other is divided by (Result.Ratios):
+	// each repetition's ratio, then their median, which a shared
+	// machine's drift between repetitions moves less than a ratio of two
+	// medians. Empty: no ratios.
+	Baseline string
 }
 
 // Run measures every family on every size, interleaving families within a
@@ -41,8 +46,13 @@ func Run(cfg Config, progress func(string)) []Result {
 				runtime.GC()
 			}
 		}
+		base := slices.IndexFunc(cfg.Families, func(f Family) bool { return f.Name == cfg.Baseline })
 		for _, rs := range reps {
-			out = append(out, median(rs))
+			m := median(rs)
+			if base >= 0 {
+				m.Ratios = repRatios(rs, reps[base])
+			}
+			out = append(out, m)
 		}
 	}
 	return out
@@ -114,6 +124,30 @@ func median(rs []Result) Result {
 	m.HotUnalignedNs = pick(func(r Result) float64 { return r.HotUnalignedNs })
 	m.ColdUnalignedNs = pick(func(r Result) float64 { return r.ColdUnalignedNs })
 	return m
+}
+
+// repRatios divides each repetition's timings by the baseline's in the
+// same repetition and takes each ratio's median.
+func repRatios(rs, base []Result) Ratios {
+	ratio := func(get func(Result) float64) float64 {
+		var v []float64
+		for i := range min(len(rs), len(base)) {
+			if b := get(base[i]); b > 0 {
+				v = append(v, get(rs[i])/b)
+			}
+		}
+		if len(v) == 0 {
+			return 0
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return Ratios{
+		Build:   ratio(func(r Result) float64 { return r.BuildNsKey }),
+		Hot:     ratio(func(r Result) float64 { return r.HotNs }),
+		Cold:    ratio(func(r Result) float64 { return r.ColdNs }),
+		ColdLat: ratio(func(r Result) float64 { return r.ColdLatNs }),
+	}
 }
 
 // TurnOrder is the order in which n compared subjects take their turns in
