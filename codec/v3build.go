@@ -506,10 +506,10 @@ func (b *Builder) encodeV3(dst []byte, seed uint32, seededLines bool, s v3Shape,
 		}
 		var w [lineBytes / 8]uint64
 		// The i-th entry of the merge of prim and sec (both in quotient
-		// order) sets header bit q+i and holds remainder slot i. Few
-		// lines hold more than a few secondary entries: the loop is over
-		// the primary ones, the next secondary one (or a value above any
-		// entry's) waiting its turn.
+		// order) sets header bit q+i and holds remainder slot i. next is
+		// the first secondary entry not yet merged, or a value above any
+		// entry once none is left, so each step compares one primary
+		// entry with it and nothing else.
 		// The remainders gather in acc, n of its bits taken, until it is
 		// full and goes to word wi: a register, where OR-ing each one into
 		// the line in memory would make every entry wait on the store of
