@@ -33,6 +33,16 @@ func MayContain(block, key []byte) bool {
 	if trailerSaysV2(block) {
 		maybe, ok = v2Lookup(block, h, HashKey64)
 	} else {
+		if v3UseBMI2 {
+			switch o, x := v3ProbeBMI2(block, h); o {
+			case v3Absent:
+				return false
+			case v3Maybe:
+				return true
+			case v3Secondary:
+				return v3SecondaryHas(block, x, binary.LittleEndian.Uint64(block[len(block)-36:]))
+			}
+		}
 		maybe, ok = v3Lookup(block, h, HashKey64)
 	}
 	if ok {

@@ -1,0 +1,37 @@
+package codec
+
+// v3ProbeBMI2 is v3Lookup's common case in assembly (v3probe_amd64.s) for
+// processors with POPCNT, BMI1 and BMI2 and a fast PDEP: outcome is
+// v3Absent, v3Maybe, v3Secondary (probe the secondary line of position
+// hash x) or v3Other (not settled: v3Lookup decides). Go emits several
+// instructions for each of POPCNT, the select of the q-th zero, and the
+// variable shifts on the default GOAMD64=v1; in a loop of cold lookups
+// every instruction costs throughput (README, "Why a loop of cold lookups
+// costs what it costs").
+//
+//go:noescape
+func v3ProbeBMI2(block []byte, h uint64) (outcome, x uint64)
+
+func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+
+// v3UseBMI2 reports whether this processor runs v3ProbeBMI2: POPCNT
+// (CPUID 1, ECX bit 23), BMI1 (TZCNT, ANDN; CPUID 7, EBX bit 3) and BMI2
+// (PDEP, SHLX, SHRX; EBX bit 8), and not an AMD processor before Zen 3
+// (family 0x19), where PDEP is microcoded and slower than the Go select.
+var v3UseBMI2 = func() bool {
+	maxLeaf, vb, vc, vd := cpuid(0, 0)
+	if maxLeaf < 7 {
+		return false
+	}
+	sig, _, c1, _ := cpuid(1, 0)
+	_, b7, _, _ := cpuid(7, 0)
+	if c1&(1<<23) == 0 || b7&(1<<3) == 0 || b7&(1<<8) == 0 {
+		return false
+	}
+	amd := vb == 0x68747541 && vd == 0x69746e65 && vc == 0x444d4163 // "AuthenticAMD"
+	family := sig >> 8 & 0xf
+	if family == 0xf {
+		family += sig >> 20 & 0xff
+	}
+	return !amd || family >= 0x19
+}()

@@ -1,0 +1,136 @@
+package codec
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+)
+
+// v3ProbeAgrees reports whether v3ProbeBMI2, finished as MayContain
+// finishes it, answers for key hash h in block as v3Lookup does (for a
+// block that is not version 3 at all, v3Lookup's "not mine" is matched
+// only by v3Other).
+func v3ProbeAgrees(block []byte, h uint64) (string, bool) {
+	want, isV3 := v3Lookup(block, h, HashKey64)
+	o, x := v3ProbeBMI2(block, h)
+	switch o {
+	case v3Other:
+		return "", true
+	case v3Absent, v3Maybe:
+		if !isV3 || want != (o == v3Maybe) {
+			return fmt.Sprintf("probe says %d, v3Lookup (%v, %v)", o, want, isV3), false
+		}
+	case v3Secondary:
+		if !isV3 {
+			return "probe says secondary for a block v3Lookup rejects", false
+		}
+		if got := v3SecondaryHas(block, x, leUint64(block[len(block)-36:])); got != want {
+			return fmt.Sprintf("secondary line says %v, v3Lookup %v", got, want), false
+		}
+		if x != v2Position(h, v2Multiplier(uint32(leUint64(block[len(block)-28:])>>32))) {
+			return "the probe's position hash is not the key's", false
+		}
+	default:
+		return fmt.Sprintf("outcome %d", o), false
+	}
+	return "", true
+}
+
+func leUint64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// TestV3ProbeBMI2MatchesLookup runs the assembly probe beside v3Lookup on
+// blocks of every remainder width, many budgets and sizes (one line to
+// tens of thousands), seeded lines, host-hash blocks (which the probe
+// leaves to v3Lookup), absent and present keys and hashes crafted onto
+// every quotient of a line, and on the same blocks with bytes damaged in
+// their lines and trailers: wherever the probe answers, it answers as
+// v3Lookup does, and it never misses a present key.
+func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
+	if !v3UseBMI2 {
+		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var blocks [][]byte
+	var keySets [][][]byte
+	add := func(keys [][]byte, o Options) {
+		blocks = append(blocks, buildExactV3(keys, o))
+		keySets = append(keySets, keys)
+	}
+	for _, n := range []int{1, 7, 60, 500, 5000, 40_000} {
+		keys := testkeys.Random(n, 16, uint64(n))
+		for _, bpk := range []float64{4, 6, 8, 9.5, 10, 12, 16, 24, 32} {
+			add(keys, Options{BitsPerKey: bpk, Seed: uint32(n) + 1})
+		}
+	}
+	for fb := 1; fb <= 16; fb++ {
+		add(testkeys.Random(3000, 16, uint64(fb)), Options{FingerprintBits: fb, Seed: 7})
+	}
+	seeded := NewBuilder(Options{BitsPerKey: 10, Seed: 5, Version: 3})
+	seeded.rejectSeeds = 2
+	sk := testkeys.Random(5000, 16, 77)
+	for _, k := range sk {
+		seeded.Add(k)
+	}
+	blocks, keySets = append(blocks, seeded.Finish(nil)), append(keySets, sk)
+	absent := testkeys.Absent(20_000, 91)
+	checked, answered := 0, 0
+	for bi, block := range blocks {
+		for _, k := range keySets[bi] {
+			h := keyhash.MulHash(k)
+			if o, _ := v3ProbeBMI2(block, h); o == v3Absent {
+				t.Fatalf("block %d: the probe misses a present key", bi)
+			}
+			if msg, ok := v3ProbeAgrees(block, h); !ok {
+				t.Fatalf("block %d, present key: %s", bi, msg)
+			}
+		}
+		for _, k := range absent {
+			h := keyhash.MulHash(k)
+			if msg, ok := v3ProbeAgrees(block, h); !ok {
+				t.Fatalf("block %d, absent key: %s", bi, msg)
+			}
+			checked++
+			if o, _ := v3ProbeBMI2(block, h); o != v3Other {
+				answered++
+			}
+		}
+		// Damage: random bytes of lines and trailer, one at a time.
+		for range 200 {
+			d := append([]byte(nil), block...)
+			i := r.IntN(len(d))
+			d[i] ^= byte(1 + r.IntN(255))
+			for range 50 {
+				h := r.Uint64()
+				if msg, ok := v3ProbeAgrees(d, h); !ok {
+					t.Fatalf("block %d damaged at byte %d of %d: %s", bi, i, len(d), msg)
+				}
+			}
+		}
+	}
+	t.Logf("%d blocks: the probe answered %d of %d lookups of absent keys", len(blocks), answered, checked)
+	if answered < checked*9/10 {
+		t.Errorf("the probe answered %d of %d lookups of absent keys: it should settle nearly all", answered, checked)
+	}
+}
+
+// FuzzV3ProbeBMI2 gives the assembly probe arbitrary blocks and hashes:
+// it must not fault, and where it answers it answers as v3Lookup does.
+func FuzzV3ProbeBMI2(f *testing.F) {
+	if !v3UseBMI2 {
+		f.Skip("this processor does not run the assembly probe")
+	}
+	for _, bpk := range []float64{6, 10, 16} {
+		f.Add(buildExactV3(testkeys.Random(300, 16, 1), Options{BitsPerKey: bpk, Seed: 3}), uint64(12345))
+	}
+	f.Fuzz(func(t *testing.T, block []byte, h uint64) {
+		if msg, ok := v3ProbeAgrees(block, h); !ok {
+			t.Fatal(msg)
+		}
+	})
+}
