@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -27,21 +28,16 @@ func v3ProbeAgrees(block []byte, h uint64) (string, bool) {
 		if !isV3 {
 			return "probe says secondary for a block v3Lookup rejects", false
 		}
-		if got := v3SecondaryHas(block, x, leUint64(block[len(block)-36:])); got != want {
+		if got := v3SecondaryHas(block, x, binary.LittleEndian.Uint64(block[len(block)-36:])); got != want {
 			return fmt.Sprintf("secondary line says %v, v3Lookup %v", got, want), false
 		}
-		if x != v2Position(h, v2Multiplier(uint32(leUint64(block[len(block)-28:])>>32))) {
+		if x != v2Position(h, v2Multiplier(uint32(binary.LittleEndian.Uint64(block[len(block)-28:])>>32))) {
 			return "the probe's position hash is not the key's", false
 		}
 	default:
 		return fmt.Sprintf("outcome %d", o), false
 	}
 	return "", true
-}
-
-func leUint64(b []byte) uint64 {
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
 // TestV3ProbeBMI2MatchesLookup runs the assembly probe beside v3Lookup on
