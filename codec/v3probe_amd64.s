@@ -11,21 +11,101 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL DX, d+20(FP)
 	RET
 
-// func v3ProbeBMI2(block []byte, h uint64) (outcome, x uint64)
+// func v3ProbeBMI2(block, key []byte) (outcome, x uint64)
 //
-// v3Lookup's common case for a HashKey64 block, step for step (see the Go
-// code, which is the reference): it answers v3Absent or v3Maybe only where
-// every check v3Lookup makes has passed, v3Secondary (with the position
-// hash x) where v3Lookup would probe the secondary line, and v3Other for
-// everything else, which the caller gives to v3Lookup.
+// keyhash.MulHash of key, then v3Lookup's common case for a HashKey64
+// block, step for step (see the Go code, which is the reference): it
+// answers v3Absent or v3Maybe only where every check v3Lookup makes has
+// passed, v3Secondary (with the position hash x) where v3Lookup would
+// probe the secondary line, and v3Other (with the key hash x) for
+// everything else, which the caller gives to the Go lookups.
 //
 // Registers: SI block, BX length, R8 the primary line, R9 x, R10 w0,
 // R11 q, R12 r, R13 k, DX Q. Frame: 0(SP) Q+K, 8(SP) 64 minus the
-// threshold's width.
-TEXT ·v3ProbeBMI2(SB), NOSPLIT, $16-48
+// threshold's width, 16(SP) the key hash.
+TEXT ·v3ProbeBMI2(SB), NOSPLIT, $24-64
+	// The key hash, as keyhash.MulHash computes it: x and y are the key's
+	// first and last 8 bytes (4 for 4..7 bytes; three bytes folded into x
+	// for 1..3); a longer key folds 16 bytes per multiply into an
+	// accumulator, and its last 16 bytes are x and y^accumulator.
+	MOVQ key_base+24(FP), SI
+	MOVQ key_len+32(FP), BX
+	CMPQ BX, $16
+	JA   hashlong
+	CMPQ BX, $8
+	JB   hashshort
+	MOVQ (SI), AX
+	MOVQ -8(SI)(BX*1), DX
+	JMP  hashfold
+
+hashshort:
+	CMPQ    BX, $4
+	JB      hashtiny
+	MOVLQZX (SI), AX
+	MOVLQZX -4(SI)(BX*1), DX
+	JMP     hashfold
+
+hashtiny:
+	XORL    AX, AX
+	XORL    DX, DX
+	TESTQ   BX, BX
+	JZ      hashfold
+	MOVBQZX (SI), AX
+	SHLQ    $16, AX
+	MOVQ    BX, CX
+	SHRQ    $1, CX
+	MOVBQZX (SI)(CX*1), CX
+	SHLQ    $8, CX
+	ORQ     CX, AX
+	MOVBQZX -1(SI)(BX*1), CX
+	ORQ     CX, AX
+	JMP     hashfold
+
+hashlong:
+	// acc = n^K2, then acc = fold(word0^K0, word1^acc^K1) for each 16
+	// bytes while more than 16 remain.
+	MOVQ BX, R8
+	MOVQ $0x3c6ef372fe94f82b, R9
+	XORQ R9, R8                  // acc
+	LEAQ -16(SI)(BX*1), R10      // the last 16 bytes
+	MOVQ $0x6a09e667f3bcc909, R11
+	MOVQ $0xbb67ae8584caa73b, R12
+
+hashloop:
+	MOVQ (SI), AX
+	XORQ R11, AX
+	MOVQ 8(SI), DX
+	XORQ R8, DX
+	XORQ R12, DX
+	MULQ DX
+	XORQ DX, AX
+	MOVQ AX, R8
+	ADDQ $16, SI
+	CMPQ SI, R10
+	JB   hashloop
+	MOVQ (R10), AX
+	MOVQ 8(R10), DX
+	XORQ R8, DX
+
+hashfold:
+	// h = fold(fold(x^K0, y^K1)^K2, n^K3), fold(a, b) = hi^lo of a·b.
+	MOVQ $0x6a09e667f3bcc909, CX
+	XORQ CX, AX
+	MOVQ $0xbb67ae8584caa73b, CX
+	XORQ CX, DX
+	MULQ DX
+	XORQ DX, AX
+	MOVQ $0x3c6ef372fe94f82b, CX
+	XORQ CX, AX
+	MOVQ $0xa54ff53a5f1d36f1, DX
+	XORQ BX, DX
+	MULQ DX
+	XORQ DX, AX
+	MOVQ AX, DI                  // h
+	MOVQ AX, 16(SP)
+
 	MOVQ block_base+0(FP), SI
 	MOVQ block_len+8(FP), BX
-	MOVQ h+24(FP), DI
 	CMPQ BX, $104
 	JB   other
 
@@ -107,7 +187,7 @@ TEXT ·v3ProbeBMI2(SB), NOSPLIT, $16-48
 	MOVQ  $0x9e3779b97f4a7c15, CX
 	IMULQ CX, AX
 	ORQ   $1, AX
-	IMULQ h+24(FP), AX
+	IMULQ 16(SP), AX
 	MOVQ  AX, R9
 	SHRQ  $32, R9
 	XORQ  AX, R9                 // x
@@ -223,21 +303,22 @@ haspos:
 	SHRXQ CX, AX, AX
 	CMPQ  R11, AX
 	JAE   secondary
-	MOVQ  $0, outcome+32(FP)
-	MOVQ  $0, x+40(FP)
+	MOVQ $0, outcome+48(FP)
+	MOVQ $0, x+56(FP)
 	RET
 
 maybe:
-	MOVQ $1, outcome+32(FP)
-	MOVQ $0, x+40(FP)
+	MOVQ $1, outcome+48(FP)
+	MOVQ $0, x+56(FP)
 	RET
 
 secondary:
-	MOVQ $3, outcome+32(FP)
-	MOVQ R9, x+40(FP)
+	MOVQ $3, outcome+48(FP)
+	MOVQ R9, x+56(FP)
 	RET
 
 other:
-	MOVQ $2, outcome+32(FP)
-	MOVQ $0, x+40(FP)
+	MOVQ $2, outcome+48(FP)
+	MOVQ 16(SP), AX
+	MOVQ AX, x+56(FP)
 	RET

@@ -11,14 +11,18 @@ import (
 )
 
 // v3ProbeAgrees reports whether v3ProbeBMI2, finished as MayContain
-// finishes it, answers for key hash h in block as v3Lookup does (for a
-// block that is not version 3 at all, v3Lookup's "not mine" is matched
-// only by v3Other).
-func v3ProbeAgrees(block []byte, h uint64) (string, bool) {
+// finishes it, answers for key in block as v3Lookup does (for a block that
+// is not version 3 at all, v3Lookup's "not mine" is matched only by
+// v3Other), and hands back the key's hash where it leaves the lookup to Go.
+func v3ProbeAgrees(block, key []byte) (string, bool) {
+	h := keyhash.MulHash(key)
 	want, isV3 := v3Lookup(block, h, HashKey64)
-	o, x := v3ProbeBMI2(block, h)
+	o, x := v3ProbeBMI2(block, key)
 	switch o {
 	case v3Other:
+		if x != h {
+			return fmt.Sprintf("v3Other with hash %#x, MulHash %#x", x, h), false
+		}
 		return "", true
 	case v3Absent, v3Maybe:
 		if !isV3 || want != (o == v3Maybe) {
@@ -78,21 +82,19 @@ func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
 	checked, answered := 0, 0
 	for bi, block := range blocks {
 		for _, k := range keySets[bi] {
-			h := keyhash.MulHash(k)
-			if o, _ := v3ProbeBMI2(block, h); o == v3Absent {
+			if o, _ := v3ProbeBMI2(block, k); o == v3Absent {
 				t.Fatalf("block %d: the probe misses a present key", bi)
 			}
-			if msg, ok := v3ProbeAgrees(block, h); !ok {
+			if msg, ok := v3ProbeAgrees(block, k); !ok {
 				t.Fatalf("block %d, present key: %s", bi, msg)
 			}
 		}
 		for _, k := range absent {
-			h := keyhash.MulHash(k)
-			if msg, ok := v3ProbeAgrees(block, h); !ok {
+			if msg, ok := v3ProbeAgrees(block, k); !ok {
 				t.Fatalf("block %d, absent key: %s", bi, msg)
 			}
 			checked++
-			if o, _ := v3ProbeBMI2(block, h); o != v3Other {
+			if o, _ := v3ProbeBMI2(block, k); o != v3Other {
 				answered++
 			}
 		}
@@ -101,9 +103,8 @@ func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
 			d := append([]byte(nil), block...)
 			i := r.IntN(len(d))
 			d[i] ^= byte(1 + r.IntN(255))
-			for range 50 {
-				h := r.Uint64()
-				if msg, ok := v3ProbeAgrees(d, h); !ok {
+			for _, k := range absent[r.IntN(len(absent)-50):][:50] {
+				if msg, ok := v3ProbeAgrees(d, k); !ok {
 					t.Fatalf("block %d damaged at byte %d of %d: %s", bi, i, len(d), msg)
 				}
 			}
@@ -115,18 +116,50 @@ func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
 	}
 }
 
-// FuzzV3ProbeBMI2 gives the assembly probe arbitrary blocks and hashes:
-// it must not fault, and where it answers it answers as v3Lookup does.
+// FuzzV3ProbeBMI2 gives the assembly probe arbitrary blocks and keys: it
+// must not fault, and where it answers it answers as v3Lookup does.
 func FuzzV3ProbeBMI2(f *testing.F) {
 	if !v3UseBMI2 {
 		f.Skip("this processor does not run the assembly probe")
 	}
 	for _, bpk := range []float64{6, 10, 16} {
-		f.Add(buildExactV3(testkeys.Random(300, 16, 1), Options{BitsPerKey: bpk, Seed: 3}), uint64(12345))
+		f.Add(buildExactV3(testkeys.Random(300, 16, 1), Options{BitsPerKey: bpk, Seed: 3}), []byte("user0000012345"))
 	}
-	f.Fuzz(func(t *testing.T, block []byte, h uint64) {
-		if msg, ok := v3ProbeAgrees(block, h); !ok {
+	f.Fuzz(func(t *testing.T, block, key []byte) {
+		if msg, ok := v3ProbeAgrees(block, key); !ok {
 			t.Fatal(msg)
 		}
 	})
+}
+
+// TestV3ProbeBMI2Hash holds the assembly's key hash to keyhash.MulHash at
+// every length from 0 to 300 bytes (each branch of the hash and every
+// count of 16-byte rounds), on random bytes and on keys that differ from
+// each other in one byte, read from the end of an allocation so that a
+// read past the key would touch bytes the key does not own.
+func TestV3ProbeBMI2Hash(t *testing.T) {
+	if !v3UseBMI2 {
+		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for n := 0; n <= 300; n++ {
+		for range 50 {
+			buf := make([]byte, n+16)
+			for i := range buf {
+				buf[i] = byte(r.Uint32())
+			}
+			key := buf[16:]
+			for _, k := range [][]byte{key, buf[:n]} {
+				if o, h := v3ProbeBMI2(nil, k); o != v3Other || h != keyhash.MulHash(k) {
+					t.Fatalf("%d-byte key %x: outcome %d hash %#x, MulHash %#x", n, k, o, h, keyhash.MulHash(k))
+				}
+			}
+			if n > 0 {
+				key[r.IntN(n)]++
+				if _, h := v3ProbeBMI2(nil, key); h != keyhash.MulHash(key) {
+					t.Fatalf("%d-byte key %x: hash %#x, MulHash %#x", n, key, h, keyhash.MulHash(key))
+				}
+			}
+		}
+	}
 }
