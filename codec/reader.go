@@ -31,13 +31,8 @@ func MayContain(block, key []byte) bool {
 		// cold lookups every instruction costs throughput (the README's
 		// "Why a loop of cold lookups costs what it costs").
 		o, x := v3ProbeBMI2(block, key)
-		switch o {
-		case v3Absent:
-			return false
-		case v3Maybe:
-			return true
-		case v3Secondary:
-			return v3SecondaryHas(block, x, binary.LittleEndian.Uint64(block[len(block)-36:]))
+		if o <= v3Maybe {
+			return o == v3Maybe
 		}
 		h = x
 	} else {

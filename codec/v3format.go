@@ -249,10 +249,9 @@ func v3Lookup(block []byte, h uint64, kind HashKind) (maybe, isV3 bool) {
 
 // v3ProbeBMI2's outcomes (its assembly writes these values).
 const (
-	v3Absent    = 0 // the block proves the key absent
-	v3Maybe     = 1 // the key may be in the block
-	v3Other     = 2 // not settled: v3Lookup decides
-	v3Secondary = 3 // not in the primary line, whose overflow may hold it
+	v3Absent = 0 // the block proves the key absent
+	v3Maybe  = 1 // the key may be in the block
+	v3Other  = 2 // not settled: the Go lookups decide
 )
 
 // v3SecondaryHas probes the key's secondary line: the rare path, kept out

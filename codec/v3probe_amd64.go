@@ -37,3 +37,18 @@ var v3UseBMI2 = func() bool {
 	}
 	return !amd || family >= 0x19
 }()
+
+// v3CheckedW0 holds trailer id words v3ProbeBMI2 has checked (id,
+// byte 5, shape), in 32 slots chosen by a multiplicative hash of the word,
+// so that a lookup in a block whose word is remembered skips those checks.
+// Every slot starts with one word the Go checks accept (TestV3CheckedW0
+// holds it to them), so a slot never holds a word that was not checked.
+// The assembly reads and writes a slot with single 8-byte moves, atomic on
+// amd64: a lookup sees a checked word or misses and checks again.
+var v3CheckedW0 = func() (s [32]uint64) {
+	w := v3IDWord | 7<<40 | 53<<48 | 81<<56
+	for i := range s {
+		s[i] = w
+	}
+	return s
+}()

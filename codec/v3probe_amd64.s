@@ -14,16 +14,19 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 // func v3ProbeBMI2(block, key []byte) (outcome, x uint64)
 //
 // keyhash.MulHash of key, then v3Lookup's common case for a HashKey64
-// block, step for step (see the Go code, which is the reference): it
-// answers v3Absent or v3Maybe only where every check v3Lookup makes has
-// passed, v3Secondary (with the position hash x) where v3Lookup would
-// probe the secondary line, and v3Other (with the key hash x) for
-// everything else, which the caller gives to the Go lookups.
+// block, step for step (see the Go code, which is the reference), the
+// secondary line's probe (v3SecondaryHas) included: it answers v3Absent
+// or v3Maybe only where every check v3Lookup makes has passed, and
+// v3Other (with the key hash x) for everything else, which the caller
+// gives to the Go lookups.
 //
-// Registers: SI block, BX length, R8 the primary line, R9 x, R10 w0,
-// R11 q, R12 r, R13 k, DX Q. Frame: 0(SP) Q+K, 8(SP) 64 minus the
-// threshold's width, 16(SP) the key hash.
-TEXT ·v3ProbeBMI2(SB), NOSPLIT, $24-64
+// Registers: SI block, BX length, R8 the line, R9 x, R10 w0,
+// R11 q, R12 r, R13 k, DX Q. No frame (its set-up and tear-down are
+// instructions too): argument slots read already hold the key hash
+// (block_cap), Q+K (key_len) and 64 minus the threshold's width (key_cap);
+// the outcome's slot says which line is being probed (0 primary, 1
+// secondary) until it is written.
+TEXT ·v3ProbeBMI2(SB), NOSPLIT, $0-64
 	// The key hash, as keyhash.MulHash computes it: x and y are the key's
 	// first and last 8 bytes (4 for 4..7 bytes; three bytes folded into x
 	// for 1..3); a longer key folds 16 bytes per multiply into an
@@ -102,8 +105,9 @@ hashfold:
 	MULQ DX
 	XORQ DX, AX
 	MOVQ AX, DI                  // h
-	MOVQ AX, 16(SP)
+	MOVQ AX, block_cap+16(FP)
 
+	MOVQ $0, outcome+48(FP)      // the primary line's probe
 	MOVQ block_base+0(FP), SI
 	MOVQ block_len+8(FP), BX
 	CMPQ BX, $104
@@ -132,53 +136,40 @@ hashfold:
 	ANDQ CX, AX
 	CMPQ AX, $-1
 	JNE  other
-	MOVQ $0xffffffffff, AX
-	ANDQ R10, AX
-	CMPQ AX, ·v3IDWord(SB)
+
+	// The id word (version 3's id, byte 5 and the shape) is checked once
+	// per distinct word: the checks are a function of the word alone, and
+	// v3CheckedW0 remembers words that passed, one per slot chosen by a
+	// hash of the word.
+	MOVQ  $0x9e3779b97f4a7c15, AX
+	IMULQ R10, AX
+	SHRQ  $59, AX
+	LEAQ  ·v3CheckedW0(SB), CX
+	CMPQ  R10, (CX)(AX*8)
+	JNE   checkw0
+
+checkedw0:
+	MOVQ R10, R12
+	SHRQ $40, R12
+	ANDQ $31, R12                // r
+	MOVQ R10, R13
+	SHRQ $48, R13
+	ANDQ $0xff, R13              // K
+	MOVQ R10, DX
+	SHRQ $56, DX                 // Q
+	LEAQ (DX)(R13*1), AX
+	MOVQ AX, key_len+32(FP)      // Q+K
+	BSRQ DX, CX
+	XORQ $63, CX
+	MOVQ CX, key_cap+40(FP)      // 64 - len(Q)
+
+	// The length the line count implies (at least one line: the length
+	// is at least 104).
+	MOVL R11, AX
+	SHLQ $6, AX
+	ADDQ $40, AX
+	CMPQ AX, BX
 	JNE  other
-
-	// Byte 5: the hash kind, always-maybe and seeded-lines bits all 0.
-	MOVQ  $0xe00000000000, AX
-	TESTQ AX, R10
-	JNE   other
-
-	// The shape: 1 <= r <= 16, K >= 1, Q >= 1, Q+K <= 192,
-	// Q + K + K·r + len(Q) <= 512, and the length the line count implies.
-	MOVQ   R10, R12
-	SHRQ   $40, R12
-	ANDQ   $31, R12
-	LEAQ   -1(R12), AX
-	CMPQ   AX, $16
-	JAE    other
-	MOVQ   R10, R13
-	SHRQ   $48, R13
-	ANDQ   $0xff, R13
-	JZ     other
-	MOVQ   R10, DX
-	SHRQ   $56, DX
-	JZ     other
-	LEAQ   (DX)(R13*1), AX
-	CMPQ   AX, $192
-	JA     other
-	MOVQ   AX, 0(SP)             // Q+K
-	BSRQ   DX, CX
-	INCQ   CX                    // len(Q)
-	MOVQ   R13, DI
-	IMULQ  R12, DI
-	ADDQ   AX, DI
-	ADDQ   CX, DI
-	CMPQ   DI, $512
-	JA     other
-	NEGQ   CX
-	ADDQ   $64, CX
-	MOVQ   CX, 8(SP)             // 64 - len(Q)
-	MOVL   R11, AX               // lines
-	TESTQ  AX, AX
-	JZ     other
-	SHLQ   $6, AX
-	ADDQ   $40, AX
-	CMPQ   AX, BX
-	JNE    other
 
 	// x = v2Position(h, v2Multiplier(seed)); q from its bits 16..31.
 	MOVQ  R11, AX
@@ -187,7 +178,7 @@ hashfold:
 	MOVQ  $0x9e3779b97f4a7c15, CX
 	IMULQ CX, AX
 	ORQ   $1, AX
-	IMULQ 16(SP), AX
+	IMULQ block_cap+16(FP), AX
 	MOVQ  AX, R9
 	SHRQ  $32, R9
 	XORQ  AX, R9                 // x
@@ -204,45 +195,42 @@ hashfold:
 	// conditional moves, not branches (which word it is depends on the
 	// key: a branch would mispredict about every other lookup). PDEP then
 	// puts a bit at the word's jj-th set bit.
+probeline:
 	XORL    AX, AX
 	TESTQ   R11, R11
 	JZ      haspos
 	LEAQ    -1(R11), AX          // j
-	MOVQ    0(R8), SI
-	NOTQ    SI                   // z0
-	MOVQ    8(R8), DI
-	NOTQ    DI                   // z1
-	MOVQ    16(R8), R10
-	NOTQ    R10                  // z2
-	POPCNTQ SI, BX               // c0
-	POPCNTQ DI, CX
-	ADDQ    BX, CX               // c0+c1
-	MOVQ    AX, DX
-	SUBQ    BX, DX               // j - c0
-	CMPQ    AX, BX
-	CMOVQCC DI, SI               // the word: z1 if j >= c0
-	SBBQ    BX, BX
+	MOVQ    0(R8), SI            // the word, w0 until another is chosen
+	MOVQ    SI, BX
 	NOTQ    BX
-	ANDQ    $64, BX              // base: 64 if j >= c0
+	POPCNTQ BX, BX               // c0
+	MOVQ    8(R8), DX
+	NOTQ    DX
+	POPCNTQ DX, DX
+	ADDQ    BX, DX               // c0+c1
+	XORL    CX, CX               // the word's index
 	MOVQ    AX, DI
-	SUBQ    CX, DI               // j - (c0+c1)
-	CMPQ    AX, CX
-	CMOVQCC R10, SI              // z2 if j >= c0+c1
-	CMOVQCC DI, DX
-	SBBQ    CX, CX
-	NOTQ    CX
-	ANDQ    $64, CX
-	ADDQ    CX, BX               // base: 128 if j >= c0+c1
-	TESTQ   BX, BX
-	CMOVQNE DX, AX               // jj
-	POPCNTQ SI, CX
-	CMPQ    AX, CX
-	JAE     other                // fewer zeros than quotients: not a block we wrote
-	MOVL    $1, CX
-	SHLXQ   AX, CX, CX
-	PDEPQ   SI, CX, CX
-	TZCNTQ  CX, AX
-	LEAQ    1(BX)(AX*1), AX      // pos
+	SUBQ    BX, DI               // j - c0
+	CMPQ    BX, R11              // carry: j >= c0
+	CMOVQCS 8(R8), SI
+	CMOVQCS DI, AX
+	ADCQ    $0, CX
+	LEAQ    -1(R11), DI
+	SUBQ    DX, DI               // j - (c0+c1)
+	CMPQ    DX, R11              // carry: j >= c0+c1
+	CMOVQCS 16(R8), SI
+	CMOVQCS DI, AX               // jj
+	ADCQ    $0, CX
+	NOTQ    SI
+	SHLQ    $6, CX               // the word's first bit
+	CMPQ    AX, $64
+	JAE     other
+	MOVL    $1, BX
+	SHLXQ   AX, BX, BX
+	PDEPQ   SI, BX, BX
+	TZCNTQ  BX, AX
+	JCS     other                // fewer zeros than quotients: not a block we wrote
+	LEAQ    1(CX)(AX*1), AX      // pos
 
 haspos:
 	// run: the ones from pos, read from one unaligned load.
@@ -257,7 +245,7 @@ haspos:
 	TZCNTQ BX, BX                // run
 	// pos+run < Q+K, pos-q+run <= K, run·r <= 56.
 	LEAQ   (AX)(BX*1), CX
-	CMPQ   CX, 0(SP)
+	CMPQ   CX, key_len+32(FP)
 	JAE    other
 	MOVQ   AX, DI
 	SUBQ   R11, DI               // the run's first slot
@@ -271,7 +259,7 @@ haspos:
 	// The remainders of the run against the key's: a SWAR compare of
 	// r-bit lanes, those past the run masked off.
 	IMULQ  R12, DI
-	ADDQ   0(SP), DI             // off
+	ADDQ   key_len+32(FP), DI    // off
 	MOVQ   DI, CX
 	SHRQ   $3, CX
 	ANDQ   $63, CX
@@ -296,13 +284,56 @@ haspos:
 	ANDNQ  AX, CX, AX            // the run's lanes only
 	JNZ    maybe
 
-	// Not in the primary line: absent unless q is at or past the
-	// line's threshold.
+	// Not in this line: absent if it is the secondary line, or if q is
+	// below the primary line's threshold (no key of a q this low
+	// overflowed).
+	CMPQ  outcome+48(FP), $0
+	JNE   absent
 	MOVQ  56(R8), AX
-	MOVQ  8(SP), CX
+	MOVQ  key_cap+40(FP), CX
 	SHRXQ CX, AX, AX
 	CMPQ  R11, AX
-	JAE   secondary
+	JB    absent
+
+	// The secondary line, as v3SecondaryHas finds it: position hash
+	// x2 = keyhash.Mix(x, secondarySalt), its line (x2>>32)·lines>>32,
+	// its quotient and remainder as the primary's; then the same probe.
+	MOVQ  $1, outcome+48(FP)     // the secondary line's probe
+	MOVQ  $0x7eab76c4a261aa4f, AX // (secondarySalt+1)·0x9e3779b97f4a7c15
+	ADDQ  R9, AX
+	MOVQ  AX, CX
+	SHRQ  $30, CX
+	XORQ  CX, AX
+	MOVQ  $0xbf58476d1ce4e5b9, CX
+	IMULQ CX, AX
+	MOVQ  AX, CX
+	SHRQ  $27, CX
+	XORQ  CX, AX
+	MOVQ  $0x94d049bb133111eb, CX
+	IMULQ CX, AX
+	MOVQ  AX, R9
+	SHRQ  $31, R9
+	XORQ  AX, R9                 // x2
+	MOVQ  block_len+8(FP), AX
+	SUBQ  $40, AX
+	SHRQ  $6, AX                 // lines
+	MOVQ  R9, CX
+	SHRQ  $32, CX
+	IMULQ CX, AX
+	SHRQ  $32, AX
+	SHLQ  $6, AX
+	MOVQ  block_base+0(FP), R8
+	ADDQ  AX, R8                 // the secondary line
+	MOVQ  key_len+32(FP), DX
+	SUBQ  R13, DX                // Q
+	MOVQ  R9, R11
+	SHRQ  $16, R11
+	MOVWQZX R11, R11
+	IMULQ DX, R11
+	SHRQ  $16, R11               // q
+	JMP   probeline
+
+absent:
 	MOVQ $0, outcome+48(FP)
 	MOVQ $0, x+56(FP)
 	RET
@@ -312,13 +343,50 @@ maybe:
 	MOVQ $0, x+56(FP)
 	RET
 
-secondary:
-	MOVQ $3, outcome+48(FP)
-	MOVQ R9, x+56(FP)
-	RET
+checkw0:
+	// id and byte 5 (hash kind, always-maybe and seeded-lines bits 0)
+	MOVQ  $0xffffffffff, AX
+	ANDQ  R10, AX
+	CMPQ  AX, ·v3IDWord(SB)
+	JNE   other
+	MOVQ  $0xe00000000000, AX
+	TESTQ AX, R10
+	JNE   other
+	// the shape: 1 <= r <= 16, K >= 1, Q >= 1, Q+K <= 192,
+	// Q + K + K·r + len(Q) <= 512
+	MOVQ  R10, R12
+	SHRQ  $40, R12
+	ANDQ  $31, R12
+	LEAQ  -1(R12), AX
+	CMPQ  AX, $16
+	JAE   other
+	MOVQ  R10, R13
+	SHRQ  $48, R13
+	ANDQ  $0xff, R13
+	JZ    other
+	MOVQ  R10, DX
+	SHRQ  $56, DX
+	JZ    other
+	LEAQ  (DX)(R13*1), AX
+	CMPQ  AX, $192
+	JA    other
+	BSRQ  DX, CX
+	INCQ  CX
+	MOVQ  R13, DI
+	IMULQ R12, DI
+	ADDQ  AX, DI
+	ADDQ  CX, DI
+	CMPQ  DI, $512
+	JA    other
+	MOVQ  $0x9e3779b97f4a7c15, AX
+	IMULQ R10, AX
+	SHRQ  $59, AX
+	LEAQ  ·v3CheckedW0(SB), CX
+	MOVQ  R10, (CX)(AX*8)
+	JMP   checkedw0
 
 other:
 	MOVQ $2, outcome+48(FP)
-	MOVQ 16(SP), AX
+	MOVQ block_cap+16(FP), AX
 	MOVQ AX, x+56(FP)
 	RET
