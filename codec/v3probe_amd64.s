@@ -268,9 +268,7 @@ haspos:
 	SHRXQ  DI, AX, AX            // rw
 	LEAQ   ·v3Lanes(SB), CX
 	MOVQ   (CX)(R12*8), CX       // lo
-	MOVQ   $-1, DI
-	SHLXQ  R12, DI, DI
-	ANDNQ  R9, DI, DI            // x & (1<<r - 1)
+	BZHIQ  R12, R9, DI           // x & (1<<r - 1)
 	IMULQ  CX, DI
 	XORQ   DI, AX                // v
 	MOVQ   AX, DI
@@ -279,9 +277,7 @@ haspos:
 	LEAQ   -1(R12), DI
 	SHLXQ  DI, CX, CX            // lane tops
 	ANDQ   CX, AX
-	MOVQ   $-1, CX
-	SHLXQ  BX, CX, CX
-	ANDNQ  AX, CX, AX            // the run's lanes only
+	BZHIQ  BX, AX, AX            // the run's lanes only
 	JNZ    maybe
 
 	// Not in this line: absent if it is the secondary line, or if q is
