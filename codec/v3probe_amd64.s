@@ -112,6 +112,10 @@ hashfold:
 	MOVQ block_len+8(FP), BX
 	CMPQ BX, $104
 	JB   other
+	// A version-2 block (its trailer's version byte): the Go lookup, at
+	// once, with the key hash.
+	CMPB -32(SI)(BX*1), $2
+	JEQ  other
 
 	// The primary line from the key hash and the block's length alone:
 	// (h·v3LineMultiplier)>>32 · ((n-40)/64) >> 32.
