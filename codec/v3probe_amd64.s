@@ -27,6 +27,11 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 // the outcome's slot says which line is being probed (0 primary, 1
 // secondary) until it is written.
 TEXT ·v3ProbeBMI2(SB), NOSPLIT, $0-64
+	// The trailer's cache line is asked for first: its address needs no
+	// hash, and a miss started here overlaps the hashing.
+	MOVQ       block_base+0(FP), AX
+	MOVQ       block_len+8(FP), CX
+	PREFETCHT0 -36(AX)(CX*1)
 	// The key hash, as keyhash.MulHash computes it: x and y are the key's
 	// first and last 8 bytes (4 for 4..7 bytes; three bytes folded into x
 	// for 1..3); a longer key folds 16 bytes per multiply into an
@@ -128,6 +133,7 @@ hashfold:
 	SHRQ  $32, AX
 	SHLQ  $6, AX
 	LEAQ  (SI)(AX*1), R8
+	PREFETCHT0 (R8)              // the line's miss starts before the trailer's checks
 
 	// The trailer: both copies agree and the id word is version 3's.
 	LEAQ -36(SI)(BX*1), R9
