@@ -154,20 +154,21 @@ hashfold:
 	MOVQ  $0x9e3779b97f4a7c15, AX
 	IMULQ R10, AX
 	SHRQ  $59, AX
-	LEAQ  ·v3CheckedW0(SB), CX
-	CMPQ  R10, (CX)(AX*8)
+	LEAQ  ·v3CheckedW0(SB), DI
+	LEAQ  (DI)(AX*8), DI         // the word's slot
+	MOVQ  R10, R12
+	SHRQ  $40, R12
+	ANDQ  $31, R12               // r
+	MOVQ  R10, R13
+	SHRQ  $48, R13
+	ANDQ  $0xff, R13             // K
+	MOVQ  R10, DX
+	SHRQ  $56, DX                // Q
+	LEAQ  (DX)(R13*1), AX        // Q+K
+	CMPQ  R10, (DI)
 	JNE   checkw0
 
 checkedw0:
-	MOVQ R10, R12
-	SHRQ $40, R12
-	ANDQ $31, R12                // r
-	MOVQ R10, R13
-	SHRQ $48, R13
-	ANDQ $0xff, R13              // K
-	MOVQ R10, DX
-	SHRQ $56, DX                 // Q
-	LEAQ (DX)(R13*1), AX
 	MOVQ AX, key_len+32(FP)      // Q+K
 	BSRQ DX, CX
 	XORQ $63, CX
@@ -351,44 +352,33 @@ maybe:
 
 checkw0:
 	// id and byte 5 (hash kind, always-maybe and seeded-lines bits 0)
-	MOVQ  $0xffffffffff, AX
-	ANDQ  R10, AX
-	CMPQ  AX, ·v3IDWord(SB)
+	MOVQ  $0xffffffffff, CX
+	ANDQ  R10, CX
+	CMPQ  CX, ·v3IDWord(SB)
 	JNE   other
-	MOVQ  $0xe00000000000, AX
-	TESTQ AX, R10
+	MOVQ  $0xe00000000000, CX
+	TESTQ CX, R10
 	JNE   other
 	// the shape: 1 <= r <= 16, K >= 1, Q >= 1, Q+K <= 192,
 	// Q + K + K·r + len(Q) <= 512
-	MOVQ  R10, R12
-	SHRQ  $40, R12
-	ANDQ  $31, R12
-	LEAQ  -1(R12), AX
-	CMPQ  AX, $16
+	LEAQ  -1(R12), CX
+	CMPQ  CX, $16
 	JAE   other
-	MOVQ  R10, R13
-	SHRQ  $48, R13
-	ANDQ  $0xff, R13
+	TESTQ R13, R13
 	JZ    other
-	MOVQ  R10, DX
-	SHRQ  $56, DX
+	TESTQ DX, DX
 	JZ    other
-	LEAQ  (DX)(R13*1), AX
 	CMPQ  AX, $192
 	JA    other
 	BSRQ  DX, CX
 	INCQ  CX
-	MOVQ  R13, DI
-	IMULQ R12, DI
-	ADDQ  AX, DI
-	ADDQ  CX, DI
-	CMPQ  DI, $512
+	MOVQ  R13, SI
+	IMULQ R12, SI
+	ADDQ  AX, SI
+	ADDQ  CX, SI
+	CMPQ  SI, $512
 	JA    other
-	MOVQ  $0x9e3779b97f4a7c15, AX
-	IMULQ R10, AX
-	SHRQ  $59, AX
-	LEAQ  ·v3CheckedW0(SB), CX
-	MOVQ  R10, (CX)(AX*8)
+	MOVQ  R10, (DI)              // remembered
 	JMP   checkedw0
 
 other:
