@@ -2,14 +2,13 @@ package codec
 
 // v3ProbeBMI2 is MayContain's common case in assembly (v3probe_amd64.s)
 // for processors with POPCNT, BMI1 and BMI2 and a fast PDEP: the key's
-// keyhash.MulHash, then v3Lookup's checks and probe of the primary line.
-// outcome is v3Absent, v3Maybe, v3Secondary (probe the secondary line of
-// position hash x) or v3Other (not settled: x is the key hash, and the Go
-// lookups decide). Go emits several
-// instructions for each of POPCNT, the select of the q-th zero, and the
-// variable shifts on the default GOAMD64=v1; in a loop of cold lookups
-// every instruction costs throughput (README, "Why a loop of cold lookups
-// costs what it costs").
+// keyhash.MulHash, then v3Lookup's checks and its probes of the primary
+// and, where the primary line's threshold sends it, the secondary line.
+// outcome is v3Absent, v3Maybe or v3Other (not settled: x is the key
+// hash, and the Go lookups decide). Go emits several instructions for each
+// of POPCNT, the select of the q-th zero, and the variable shifts on the
+// default GOAMD64=v1; in a loop of cold lookups every instruction costs
+// throughput (README, "Why a loop of cold lookups costs what it costs").
 //
 //go:noescape
 func v3ProbeBMI2(block, key []byte) (outcome, x uint64)
