@@ -16,7 +16,7 @@ import (
 // ratio: on a shared machine whose speed drifts between runs, a ratio
 // taken within a round is steadier than a ratio of two medians.
 //
-//	go test ./bench/filterbench -run X -bench BuildRatio -benchtime 15x
+//	go test ./bench/filterbench -run X -bench BuildRatio -benchtime 21x
 func BenchmarkBuildRatio(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := testkeys.Random(n, 16, 11)

@@ -14,8 +14,8 @@ import (
 // same 100k-key, 10 bits/key blocks reached by three call paths: the
 // pebble.FilterPolicy interface (as the filter level and Pebble probe),
 // tablefilter.Policy as a typed value (one call level less), and
-// codec.MayContain itself. Version 3's loop cost moves with these levels
-// and version 2's does not (README, "Which version to run").
+// codec.MayContain itself: in a loop of cold lookups, the instructions
+// above the lookup are paid for too (README, "Which version to run").
 //
 //	go test ./bench/filterbench -run X -bench ColdCallDepth -benchtime 5x
 func BenchmarkColdCallDepth(b *testing.B) {
