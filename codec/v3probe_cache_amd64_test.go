@@ -9,17 +9,13 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
-// withTrailerWords returns a copy of block whose trailer id words are w0
-// and w1, both copies consistent, so that only the checks of the words
-// themselves can reject it.
+// withTrailerWords is block resealed (resealV3) with trailer id words w0
+// and w1, so that only the checks of the words themselves can reject it.
 func withTrailerWords(block []byte, w0, w1 uint64) []byte {
-	d := append([]byte(nil), block...)
-	t := d[len(d)-36:]
-	binary.LittleEndian.PutUint64(t[0:], w0)
-	binary.LittleEndian.PutUint64(t[8:], w1)
-	binary.LittleEndian.PutUint64(t[16:], ^w0)
-	binary.LittleEndian.PutUint64(t[24:], ^w1)
-	return d
+	return resealV3(block, func(id []byte) {
+		binary.LittleEndian.PutUint64(id[0:], w0)
+		binary.LittleEndian.PutUint64(id[8:], w1)
+	})
 }
 
 // TestV3CheckedW0 holds every slot of the probe's remembered id words to
