@@ -73,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	pebbleOnly := fs.Bool("pebble-only", false, "run only the Pebble database level")
 	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
 	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
-	core := fs.String("core", "", "filter level: only lsmcuckoo v3 (the default), v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
+	core := fs.String("core", "", "filter level: only lsmcuckoo v3 (the default and densest), v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

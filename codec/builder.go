@@ -66,6 +66,13 @@ type Options struct {
 	// smaller), writes version 2, which every version-3 reader reads;
 	// BuildStats.Version says which was written.
 	Version int
+	// Densest (version 3) plans each line for the lowest false-positive
+	// rate the budget buys, filling lines until a good share of negative
+	// lookups read a second line. By default the plan keeps that share
+	// small, so that a cold lookup waits for one cache miss, as a blocked
+	// bloom filter's does, at some cost in rate (README.md, "Which layout
+	// to run", has both). Readers do not care: a block records its shape.
+	Densest bool
 }
 
 // sortBins is the number of bins sortBlock spreads a block over: as many as

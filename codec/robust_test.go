@@ -57,8 +57,11 @@ func goldenCases(version int) []goldenCase {
 		}
 	}
 	// Versions 2 and 3 share their corpus: the same keys under the same
-	// pinned seeds, in each version's format.
-	pin := func(o Options) Options { o.Version = version; return o }
+	// pinned seeds, in each version's format. Version 3's are its densest
+	// plan (Options.Densest), what every version-3 block was before the
+	// default plan came to keep second-line reads rare; the default's own
+	// follow (a writer's choice of shape, which every reader reads).
+	pin := func(o Options) Options { o.Version = version; o.Densest = version == 3; return o }
 	cases := []goldenCase{
 		{"empty-seed1", nil, pin(Options{Seed: 1}), nil},
 		{"one-key-seed1", [][]byte{[]byte("lsmcuckoo")}, pin(Options{Seed: 1}), nil},
@@ -72,7 +75,7 @@ func goldenCases(version int) []goldenCase {
 	if version == 3 {
 		// And a block with the seeded-lines flag: host hashes that all
 		// fall in line 0 under the fixed line hash.
-		o := Options{BitsPerKey: 10, Hash: HashHost32, Seed: 9, Version: 3}
+		o := Options{BitsPerKey: 10, Hash: HashHost32, Seed: 9, Version: 3, Densest: true}
 		lines := uint64(planV3(&o, 300).lines)
 		var crowded []uint32
 		for i := uint32(0); len(crowded) < 300; i++ {
@@ -82,6 +85,12 @@ func goldenCases(version int) []goldenCase {
 			}
 		}
 		cases = append(cases, goldenCase{"host32-crowded-seed9", nil, o, crowded})
+		def := func(o Options) Options { o.Version = 3; return o }
+		cases = append(cases,
+			goldenCase{"default-seq1000-bpk16-seed3", testkeys.Sequential("k", 0, 1000), def(Options{BitsPerKey: 16, Seed: 3}), nil},
+			goldenCase{"default-seq5000-bpk10-seed4", testkeys.Sequential("s", 0, 5000), def(Options{BitsPerKey: 10, Seed: 4}), nil},
+			goldenCase{"default-seq3000-bpk12-seed6", testkeys.Sequential("w", 0, 3000), def(Options{BitsPerKey: 12, Seed: 6}), nil},
+			goldenCase{"default-host32-300-seed5", nil, def(Options{BitsPerKey: 10, Hash: HashHost32, Seed: 5}), h32})
 	}
 	return cases
 }

@@ -22,15 +22,21 @@ import (
 // gained Version, with every block's bytes unchanged.)
 const v3PlacementDigest = "28367c8071b108faf8dc05d4a50422bbe423b9f800a0279d8a764c15e2003281"
 
+// v3BalancedDigest is v3PlacementDigest for the default plan, whose lines
+// keep second-line reads under v3SecondLineCap (the corpus built without
+// Options.Densest; v3PlacementDigest is the densest plan's, which every
+// version-3 block had before the default changed).
+const v3BalancedDigest = "e4aa1fec82c093c52ad4787fde8260e9e07cbff8053b10212d7c391c74c943ec"
+
 // v3PlacementCorpus builds version-3 blocks under pinned seeds: several
 // sizes and budgets, non-consecutive repeats, false-positive targets, a
 // forced remainder width, sequential keys and host hashes.
-func v3PlacementCorpus() []byte {
+func v3PlacementCorpus(densest bool) []byte {
 	h := sha256.New()
 	for _, n := range []int{1, 7, 100, 1000, 33_333, 100_000} {
 		for _, bpk := range []float64{4, 6, 10, 13.5, 16, 30} {
 			for seed := uint32(1); seed <= 2; seed++ {
-				b := NewBuilder(Options{BitsPerKey: bpk, Seed: seed, Version: 3})
+				b := NewBuilder(Options{BitsPerKey: bpk, Seed: seed, Version: 3, Densest: densest})
 				b.exactVersion = true // 4 bits/key: the small shapes older releases wrote
 				keys := testkeys.Random(n, 16, uint64(seed))
 				for _, k := range keys {
@@ -47,7 +53,7 @@ func v3PlacementCorpus() []byte {
 		}
 	}
 	for _, o := range []Options{{FalsePositiveRate: 0.001, Seed: 9}, {FalsePositiveRate: 0.05, Seed: 10}, {FingerprintBits: 9, Seed: 11}} {
-		o.Version = 3
+		o.Version, o.Densest = 3, densest
 		b := NewBuilder(o)
 		for _, k := range testkeys.Sequential("k", 0, 50_000) {
 			b.Add(k)
@@ -55,7 +61,7 @@ func v3PlacementCorpus() []byte {
 		h.Write(b.Finish(nil))
 		fmt.Fprintf(h, "%+v", b.Stats())
 	}
-	b := NewBuilder(Options{Hash: HashHost32, Seed: 3, Version: 3})
+	b := NewBuilder(Options{Hash: HashHost32, Seed: 3, Version: 3, Densest: densest})
 	for i := range 20_000 {
 		b.AddHash32(uint32(i * 7919))
 	}
@@ -65,7 +71,10 @@ func v3PlacementCorpus() []byte {
 }
 
 func TestV3PlacementDigest(t *testing.T) {
-	if got := fmt.Sprintf("%x", v3PlacementCorpus()); got != v3PlacementDigest {
-		t.Errorf("version-3 blocks of the placement corpus changed: digest %s, want %s", got, v3PlacementDigest)
+	if got := fmt.Sprintf("%x", v3PlacementCorpus(true)); got != v3PlacementDigest {
+		t.Errorf("version-3 blocks of the placement corpus changed (densest plan): digest %s, want %s", got, v3PlacementDigest)
+	}
+	if got := fmt.Sprintf("%x", v3PlacementCorpus(false)); got != v3BalancedDigest {
+		t.Errorf("version-3 blocks of the placement corpus changed (default plan): digest %s, want %s", got, v3BalancedDigest)
 	}
 }

@@ -75,3 +75,98 @@ func TestV3SecondLineShareMatchesStats(t *testing.T) {
 		}
 	}
 }
+
+// TestV3SecondLineModel: v3SecondLineShare, which the default plan is
+// chosen by, predicts the share of negative lookups that read a second
+// line (BuildStats.SecondLineShare, itself checked against lookups
+// above) on large random key sets, for both layouts at every budget from
+// 7 to 20 bits per key, and for lines planned far below and near full.
+func TestV3SecondLineModel(t *testing.T) {
+	keys := testkeys.Random(300_000, 16, 61)
+	check := func(name string, o Options) {
+		t.Helper()
+		b := NewBuilder(o)
+		for _, k := range keys {
+			b.Add(k)
+		}
+		b.Finish(nil)
+		st := b.Stats()
+		p := planV3(&o, len(keys))
+		model := v3SecondLineShare(p.shape, float64(len(keys))/float64(p.lines))
+		t.Logf("%s: shape %+v, share %.4f, model %.4f", name, p.shape, st.SecondLineShare, model)
+		if math.Abs(model-st.SecondLineShare) > 0.1*st.SecondLineShare+0.002 {
+			t.Errorf("%s: modelled share %.4f, built %.4f", name, model, st.SecondLineShare)
+		}
+	}
+	for _, bpk := range []float64{7, 8, 9.6, 10, 12, 14, 16, 20} {
+		for _, densest := range []bool{false, true} {
+			check(fmt.Sprintf("bpk %v densest %v", bpk, densest), Options{BitsPerKey: bpk, Seed: 62, Version: 3, Densest: densest})
+		}
+	}
+	// Shapes neither plan picks: every capacity from full lines to a
+	// quarter free, at 10 bits per key.
+	lam := lineBits / 10.0
+	for k := uint32(math.Ceil(lam / 0.97)); float64(k) < lam/0.75; k++ {
+		s := v3BestShape(lam, k, 0)
+		o := Options{BitsPerKey: 10, Seed: 63, Version: 3}
+		v3SmallBudgetV2(&o) // its memo held, it plans no more until the budget changes
+		v3LargeLast.Store(&v3LargeMemo{lam, 0, false, s})
+		if p := planV3(&o, len(keys)); p.shape != s {
+			t.Fatalf("capacity %d: planned %+v, want %+v", k, p.shape, s)
+		}
+		check(fmt.Sprintf("capacity %d", k), o)
+	}
+	v3LargeLast.Store(nil)
+}
+
+// TestV3DefaultPlanKeepsSecondLinesRare: the default plan keeps the share
+// of negative lookups that read a second line near v3SecondLineCap at
+// every budget it applies to and every table size, writes version 3 there,
+// spends the budget like the densest plan, and never plans a higher rate
+// for a larger budget; the densest plan is the one every version-3 block
+// had before (TestV3PlacementDigest freezes it).
+func TestV3DefaultPlanKeepsSecondLinesRare(t *testing.T) {
+	for _, n := range []int{1000, 10_000, 200_000} {
+		keys := testkeys.Random(n, 16, uint64(n)+64)
+		for _, bpk := range []float64{7, 8, 9, 9.6, 10, 10.6, 11, 12, 13, 14, 15.9, 16, 20, 24} {
+			o := Options{BitsPerKey: bpk, Seed: 65}
+			b := NewBuilder(o)
+			for _, k := range keys {
+				b.Add(k)
+			}
+			block := b.Finish(nil)
+			st := b.Stats()
+			d := Options{BitsPerKey: bpk, Seed: 65, Densest: true}
+			dense := Build(keys, d)
+			name := fmt.Sprintf("n=%d bpk=%v", n, bpk)
+			mustNotMiss(t, name, block, keys)
+			mustNotMiss(t, name+" densest", dense, keys)
+			if st.Version != 3 {
+				t.Errorf("%s: version %d", name, st.Version)
+				continue
+			}
+			// Binomial noise of a few hundred lines' thresholds.
+			slack := 3 * math.Sqrt(v3SecondLineCap/float64(st.Lines))
+			if st.SecondLineShare > v3SecondLineCap+slack {
+				t.Errorf("%s: %.4f of negative lookups read a second line (cap %v)", name, st.SecondLineShare, v3SecondLineCap)
+			}
+			if got, want := len(block), len(dense); got > want+want/100+8 {
+				t.Errorf("%s: %d bytes, the densest plan %d", name, got, want)
+			}
+			fd, fb := mustInfo(t, dense).ExpectedFPR, mustInfo(t, block).ExpectedFPR
+			if fb < fd {
+				t.Errorf("%s: default plans rate %.4g below the densest plan's %.4g", name, fb, fd)
+			}
+		}
+	}
+	for _, n := range []int{10_000, 1_000_000} {
+		prev := 1.0
+		for bpk := 6.0; bpk <= 24; bpk += 0.125 {
+			f := PlannedFPR(Options{BitsPerKey: bpk}, n)
+			if f > prev*1.001 {
+				t.Errorf("%d keys: %v bits/key plans %.4g, more than %.4g one step below", n, bpk, f, prev)
+			}
+			prev = f
+		}
+	}
+}

@@ -10,33 +10,39 @@ import (
 func TestV3NoFalseNegatives(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 10, 57, 100, 1000, 10000, 100000} {
 		for _, bpk := range []float64{4, 6, 8, 9.6, 10, 12, 16, 20, 30} {
-			keys := testkeys.Random(n, 16, uint64(n)+7)
-			b := NewBuilder(Options{BitsPerKey: bpk, Seed: 99})
-			for _, k := range keys {
-				b.Add(k)
-			}
-			blk := b.Finish(nil)
-			st := b.Stats()
-			f, err := Decode(blk)
-			if err != nil {
-				t.Fatalf("n=%d bpk=%v: %v", n, bpk, err)
-			}
-			for i, k := range keys {
-				if !MayContain(blk, k) {
-					t.Fatalf("n=%d bpk=%v: false negative %d (stats %+v)", n, bpk, i, st)
-				}
-			}
-			if n >= 10000 {
-				abs := testkeys.Absent(100000, 5)
-				fp := 0
-				for _, k := range abs {
-					if MayContain(blk, k) {
-						fp++
-					}
-				}
-				t.Log(fmt.Sprintf("n=%d bpk=%v: %.2f bits/key FPR %.4f%% (expected %.4f%%) r=%d K=%d Q=%d p2 %.3f fallback %v", n, bpk, f.Info().BitsPerKey, 100*float64(fp)/float64(len(abs)), 100*f.Info().ExpectedFPR, st.FingerprintBits, st.LineCapacity, st.Quotients, st.SecondLineShare, st.Fallback))
+			for _, densest := range []bool{false, true} {
+				testV3NoFalseNegatives(t, n, bpk, densest)
 			}
 		}
+	}
+}
+
+func testV3NoFalseNegatives(t *testing.T, n int, bpk float64, densest bool) {
+	keys := testkeys.Random(n, 16, uint64(n)+7)
+	b := NewBuilder(Options{BitsPerKey: bpk, Seed: 99, Densest: densest})
+	for _, k := range keys {
+		b.Add(k)
+	}
+	blk := b.Finish(nil)
+	st := b.Stats()
+	f, err := Decode(blk)
+	if err != nil {
+		t.Fatalf("n=%d bpk=%v: %v", n, bpk, err)
+	}
+	for i, k := range keys {
+		if !MayContain(blk, k) {
+			t.Fatalf("n=%d bpk=%v densest=%v: false negative %d (stats %+v)", n, bpk, densest, i, st)
+		}
+	}
+	if n >= 10000 {
+		abs := testkeys.Absent(100000, 5)
+		fp := 0
+		for _, k := range abs {
+			if MayContain(blk, k) {
+				fp++
+			}
+		}
+		t.Log(fmt.Sprintf("n=%d bpk=%v densest=%v: %.2f bits/key FPR %.4f%% (expected %.4f%%) r=%d K=%d Q=%d p2 %.3f fallback %v", n, bpk, densest, f.Info().BitsPerKey, 100*float64(fp)/float64(len(abs)), 100*f.Info().ExpectedFPR, st.FingerprintBits, st.LineCapacity, st.Quotients, st.SecondLineShare, st.Fallback))
 	}
 }
 

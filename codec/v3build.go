@@ -10,12 +10,28 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
-// v3MaxLoad is the lowest load a line's capacity K is planned at: the
-// capacity for the keys per line at this load is where the planner starts,
-// and v3DenserShape then takes a smaller capacity, down to v3HardLoad,
-// when the rate model (second-line reads included) prefers it, which at
-// most budgets it does (go test ./codec -run TestV3LoadSweep -sweep -v).
+// v3MaxLoad is the lowest load a line's capacity K is planned at for a
+// densest filter (Options.Densest): the capacity for the keys per line at
+// this load is where the planner starts, and v3DenserShape then takes a
+// smaller capacity, down to v3HardLoad, when the rate model (second-line
+// reads included) prefers it, which at most budgets it does (go test
+// ./codec -run TestV3LoadSweep -sweep -v).
 var v3MaxLoad = 0.95
+
+// v3SecondLineCap is the most of a filter's negative lookups that the
+// default plan lets read a second line (v3SecondLineShare): a lookup that
+// reads one waits for a second cache miss, and past about this share a
+// loop of cold lookups, or one cold lookup at a time, costs more than one
+// in Pebble's blocked bloom filter (README.md, "Which layout to run").
+// Densest filters fill their lines further, for a lower rate.
+const v3SecondLineCap = 0.03
+
+// v3BalancedMinBudget is the smallest budget, in bits per key, planned
+// under v3SecondLineCap. Below it a line's remainders are four bits or
+// fewer, the cap would cost a large part of the rate (and make it jump
+// where version 2 takes over), and Pebble's bloom filter has the lower
+// rate there anyway: smaller budgets keep the densest plan.
+const v3BalancedMinBudget = 7
 
 // v3CrowdedShare is the share of keys overflowing their primary lines
 // past which an attempt under the fixed line hash is abandoned for seeded
@@ -39,6 +55,7 @@ type v3Plan struct {
 // when it is not 0): for each width, the most quotients that fit.
 func v3BestShape(lam float64, k, r uint32) v3Shape {
 	best, bestFPR := v3Shape{}, math.Inf(1)
+	overflow := v3Overflow(lam, k)
 	for w := uint32(1); w <= 16; w++ {
 		if r != 0 && w != r {
 			continue
@@ -53,7 +70,7 @@ func v3BestShape(lam float64, k, r uint32) v3Shape {
 			continue
 		}
 		s.q = uint32(q)
-		if f := v3ExpectedFPR(s, lam); f < bestFPR {
+		if f := v3ExpectedFPRWith(s, lam, overflow); f < bestFPR {
 			best, bestFPR = s, f
 		}
 	}
@@ -99,25 +116,62 @@ func v3ShapeFor(lam float64, lines uint32, r uint32) (v3Shape, bool) {
 	return s, s.q > 0
 }
 
+// v3BalancedShape is the shape of lowest modelled rate for lam keys per
+// line among those whose modelled share of negative lookups reading a
+// second line is at most v3SecondLineCap, or s (the densest search's
+// start) when none is.
+func v3BalancedShape(s v3Shape, lam float64, r uint32) v3Shape {
+	best, bestFPR, first := s, math.Inf(1), uint32(0)
+	for k := uint32(math.Ceil(lam / v3HardLoad)); k < v3HeaderMax; k++ {
+		if first != 0 && k > first+2 {
+			break // a wider line only leaves fewer bits to the keys
+		}
+		c := v3BestShape(lam, k, r)
+		if c.q == 0 || !v3SecondLineWithin(c, lam, v3SecondLineCap) {
+			continue
+		}
+		if first == 0 {
+			first = k
+		}
+		if f := v3ExpectedFPR(c, lam); f < bestFPR {
+			best, bestFPR = c, f
+		}
+	}
+	if first == 0 {
+		return v3DenserShape(s, lam, r)
+	}
+	return best
+}
+
+// v3LineShape is the shape for lam keys per line in a filter of several
+// lines, starting from s (v3ShapeFor's): the densest or the balanced one.
+func v3LineShape(s v3Shape, lam float64, r uint32, densest bool) v3Shape {
+	if densest {
+		return v3DenserShape(s, lam, r)
+	}
+	return v3BalancedShape(s, lam, r)
+}
+
 // v3LargeMemo is the last large-filter shape v3LargeShape searched for:
 // writers build table after table at one budget, and the search costs
 // about as much as placing a thousand keys.
 type v3LargeMemo struct {
 	perLine float64
 	r       uint32
+	densest bool
 	shape   v3Shape
 }
 
 var v3LargeLast atomic.Pointer[v3LargeMemo]
 
-// v3LargeShape is v3DenserShape(s, perLine, r) for the shape s that
+// v3LargeShape is v3LineShape(s, perLine, r, densest) for the shape s that
 // v3ShapeFor gives a large filter, remembered for the last budget asked.
-func v3LargeShape(s v3Shape, perLine float64, r uint32) v3Shape {
-	if m := v3LargeLast.Load(); m != nil && m.perLine == perLine && m.r == r {
+func v3LargeShape(s v3Shape, perLine float64, r uint32, densest bool) v3Shape {
+	if m := v3LargeLast.Load(); m != nil && m.perLine == perLine && m.r == r && m.densest == densest {
 		return m.shape
 	}
-	d := v3DenserShape(s, perLine, r)
-	v3LargeLast.Store(&v3LargeMemo{perLine, r, d})
+	d := v3LineShape(s, perLine, r, densest)
+	v3LargeLast.Store(&v3LargeMemo{perLine, r, densest, d})
 	return d
 }
 
@@ -127,7 +181,9 @@ func v3LargeShape(s v3Shape, perLine float64, r uint32) v3Shape {
 // buckets give the lower modelled rate (at 3 bits per key or less no
 // version-3 shape filters at all). With a target rate the smaller block
 // that meets it wins. The choice is made for a large filter, so that a
-// table of any size at one setting gets one version. Every reader of
+// table of any size at one setting gets one version, and against version
+// 3's densest plan, so that the layout (Options.Densest) never changes
+// the version: version 2 fills its lines as densely. Every reader of
 // version 3 reads version 2. A forced remainder width keeps version 3.
 func v3SmallBudgetV2(o *Options) bool {
 	if o.Version != FormatVersion || o.FingerprintBits != 0 {
@@ -137,7 +193,9 @@ func v3SmallBudgetV2(o *Options) bool {
 		return m.v2
 	}
 	const n = 1 << 20
-	p3 := planV3(o, n)
+	o3 := *o
+	o3.Densest = true // the choice between formats does not follow the layout
+	p3 := planV3(&o3, n)
 	f3 := v3ExpectedFPR(p3.shape, float64(n)/float64(p3.lines))
 	o2 := *o
 	o2.Version = 2
@@ -182,6 +240,7 @@ func planV3(o *Options, d int) v3Plan {
 	// 40-byte trailer is over 5% of its budget, may exceed the budget by
 	// the trailer. ok is false when no shape holds the keys per line.
 	forBudget := func(bpk float64) (v3Plan, bool) {
+		densest := o.Densest || bpk < v3BalancedMinBudget
 		trailer := float64(v2TrailerSize * 8)
 		if trailer > 0.05*bpk*n {
 			trailer = 0
@@ -190,7 +249,7 @@ func planV3(o *Options, d int) v3Plan {
 		need := max(1, math.Ceil(n/perLine))
 		if need > 1 && need*lineBits+trailer <= 1.05*bpk*n {
 			if s, ok := v3ShapeFor(perLine, 2, r); ok {
-				return v3Plan{v3LargeShape(s, perLine, r), uint32(need)}, true
+				return v3Plan{v3LargeShape(s, perLine, r, densest), uint32(need)}, true
 			}
 		}
 		// Fewer lines than a large filter's rate needs: as many as 5%
@@ -203,7 +262,7 @@ func planV3(o *Options, d int) v3Plan {
 		lam := n / float64(lines)
 		s, ok := v3ShapeFor(lam, lines, r)
 		if ok && lines > 1 {
-			s = v3DenserShape(s, lam, r)
+			s = v3LineShape(s, lam, r, densest)
 		}
 		return v3Plan{s, lines}, ok
 	}

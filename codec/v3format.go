@@ -392,6 +392,92 @@ func v3Overflow(lam float64, k uint32) float64 {
 	return sum / lam
 }
 
+// v3SecondLineWithin reports whether the modelled share of negative
+// lookups that read a second line (v3SecondLineShare) is at most limit,
+// stopping as soon as it is not: the model's iteration only raises it.
+func v3SecondLineWithin(s v3Shape, lam, limit float64) bool {
+	return v3SecondLineModel(s, lam, limit) <= limit
+}
+
+// v3SecondLineShare models the share of negative lookups that read a
+// second line in a filter of lam keys per line and shape s: a key reads
+// one when its quotient is at or past its primary line's threshold, and
+// the threshold of a line is lowered, a whole quotient at a time, until
+// the keys at or past it are as many as the line's keys beyond its
+// capacity. Those keys include the ones sent on from other lines, which
+// in turn may send keys on: the share m of keys moved satisfies
+// m = (1+m)·v3Overflow(lam·(1+m), k), whose solution the iteration from
+// m = 0 approaches from below. A line that receives y
+// keys (about Poisson with mean lam·(1+m)) and holds k then sends on
+// y−k of its y/(1+m) own keys, plus half a quotient's share for the
+// whole quotients. It matches the builder's measured share
+// (BuildStats.SecondLineShare) to a few percent at every load planned.
+func v3SecondLineShare(s v3Shape, lam float64) float64 {
+	return v3SecondLineModel(s, lam, math.Inf(1))
+}
+
+// v3SecondLineModel is v3SecondLineShare, or a value past stop once one
+// step of the iteration exceeds stop.
+func v3SecondLineModel(s v3Shape, lam, stop float64) float64 {
+	if s.q == 0 || lam <= 0 {
+		return 0
+	}
+	if lam >= 0.99*float64(s.k) {
+		return 1 // lines fuller than this send keys on without end: no answer short of all
+	}
+	// step returns, for a share m of keys moved, the next m and the share
+	// of lookups reading a second line, from one pass over the tail of
+	// y, the keys a line receives: P(y) starts from its logarithm, since
+	// the lines below capacity contribute nothing.
+	k := float64(s.k)
+	step := func(m float64) (next, share float64) {
+		mu := lam * (1 + m)
+		lg, _ := math.Lgamma(k + 2)
+		p := math.Exp(-mu + (k+1)*math.Log(mu) - lg)
+		moved := 0.0
+		for y := k + 1; y < max(k, mu)+10*math.Sqrt(mu)+20; y++ {
+			moved += (y - k) * p
+			share += p * min(1, (y-k)*(1+m)/y+0.5/float64(s.q))
+			p *= mu / (y + 1)
+		}
+		return moved / lam, share
+	}
+	// The plain iteration from m = 0 (whose first step gives
+	// v3Overflow(lam, k)) rises towards the solution, so each share it
+	// gives is a lower bound on the answer (a share past stop already
+	// decides); secant steps then finish the solve, which plain steps
+	// approach only slowly near a full line.
+	m0, sh := step(0)
+	if sh > stop {
+		return sh
+	}
+	m1, sh := step(m0)
+	if sh > stop {
+		return sh
+	}
+	g0 := m1 - m0
+	m2, sh := step(m1)
+	if sh > stop {
+		return sh
+	}
+	g1 := m2 - m1
+	for range 32 {
+		if math.Abs(g1) <= 1e-6*m1 {
+			break
+		}
+		m := m1 + g1 // a plain step, should the secant's be no use
+		if d := g1 - g0; d != 0 {
+			if c := m1 - g1*(m1-m0)/d; c > 0 && c < 2*m1+1 {
+				m = c
+			}
+		}
+		var next float64
+		next, sh = step(m)
+		m0, g0, m1, g1 = m1, g1, m, next-m
+	}
+	return sh
+}
+
 // v3ExpectedFPR models a version-3 filter's false-positive rate for lam
 // keys per line: a line's remainders that match an absent key's quotient
 // and remainder, lam/(Q·2^r), counted again for the lookups that read a
@@ -399,12 +485,18 @@ func v3Overflow(lam float64, k uint32) float64 {
 // line (each overflow pushes about one more key out of a full secondary
 // line, and each lowers a threshold).
 func v3ExpectedFPR(s v3Shape, lam float64) float64 {
+	return v3ExpectedFPRWith(s, lam, v3Overflow(lam, s.k))
+}
+
+// v3ExpectedFPRWith is v3ExpectedFPR given overflow, v3Overflow(lam, s.k):
+// shapes of one capacity share it.
+func v3ExpectedFPRWith(s v3Shape, lam, overflow float64) float64 {
 	if s.q == 0 || lam <= 0 {
 		return 0
 	}
 	// A quotient's run is about Poisson with mean lam/Q, and each of its
 	// remainders matches with probability 2^-r: no match has probability
 	// exp(-lam/(Q·2^r)), which the plain sum overstates at small r.
-	matches := lam / (float64(s.q) * float64(uint64(1)<<s.r)) * (1 + 2*v3Overflow(lam, s.k))
+	matches := lam / (float64(s.q) * float64(uint64(1)<<s.r)) * (1 + 2*overflow)
 	return -math.Expm1(-matches)
 }

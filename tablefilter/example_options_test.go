@@ -51,7 +51,7 @@ func ExampleParseFilterPolicy() {
 	_, err = tablefilter.ParseFilterPolicy("rocksdb.BuiltinBloomFilter")
 	fmt.Println(err != nil)
 	// Output:
-	// L0 lsmcuckoo.v3.bpk=31.5
+	// L0 lsmcuckoo.v3.bpk=32
 	// L5 lsmcuckoo.v3.bpk=14
 	// L6 none
 	// true

@@ -12,12 +12,22 @@ import (
 )
 
 // pebbleNamePrefix returns the start of a policy name. It carries the
-// family and the codec format version the policy writes: Pebble routes
-// blocks to policies by name alone (see Policy.Name).
-func pebbleNamePrefix(version int) string { return fmt.Sprintf("lsmcuckoo.v%d.bpk=", version) }
+// family, the codec format version the policy writes and, for the densest
+// layout, that word: Pebble routes blocks to policies by name alone (see
+// Policy.Name).
+func pebbleNamePrefix(version int, densest bool) string {
+	if densest {
+		return fmt.Sprintf("lsmcuckoo.v%d.densest.bpk=", version)
+	}
+	return fmt.Sprintf("lsmcuckoo.v%d.bpk=", version)
+}
 
-// pebbleFormats are the format versions a policy can write and PolicyFromName parses.
-var pebbleFormats = [...]int{1, 2, codec.FormatVersion}
+// pebbleWriters are the writers a policy can be (format version, densest
+// layout) and PolicyFromName parses.
+var pebbleWriters = [...]struct {
+	version int
+	densest bool
+}{{1, false}, {2, false}, {codec.FormatVersion, false}, {codec.FormatVersion, true}}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
 // cannot honour the budget at all, and just above it not quite: its
@@ -58,6 +68,7 @@ const (
 type Policy struct {
 	bitsPerKey float64
 	version    int // 0: codec.FormatVersion
+	densest    bool
 }
 
 var _ pebble.FilterPolicy = Policy{}
@@ -72,6 +83,19 @@ func NewPolicy(bitsPerKey float64) Policy {
 		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", bitsPerKey, MinBitsPerKey, MaxBitsPerKey))
 	}
 	return Policy{bitsPerKey: bitsPerKey}
+}
+
+// NewDensestPolicy is NewPolicy with version 3's densest layout
+// (codec.Options.Densest), named "lsmcuckoo.v3.densest.bpk=<bits>": lines
+// filled for the lowest false-positive rate the budget buys, at the price
+// of more negative lookups reading a second line, so that a cold lookup
+// waits for a second cache miss more often. Run it where a false positive
+// costs a read from a device (README.md, "Which layout to run", has both
+// layouts' rates and lookup costs). Every Policy reads its blocks.
+func NewDensestPolicy(bitsPerKey float64) Policy {
+	p := NewPolicy(bitsPerKey)
+	p.densest = true
+	return p
 }
 
 // NewV1Policy is NewPolicy for codec format version 1, named
@@ -124,23 +148,25 @@ func (p Policy) BitsPerKey() float64 {
 
 // Name returns "lsmcuckoo.v<format>.bpk=<bits>", for example
 // "lsmcuckoo.v3.bpk=10" (NewPolicy), "lsmcuckoo.v2.bpk=10" (NewV2Policy)
-// or "lsmcuckoo.v1.bpk=9.5" (NewV1Policy). The number is the
-// shortest decimal that parses back to the same float64, so every budget
-// and version has exactly one name and PolicyFromName(p.Name()) returns p.
+// or "lsmcuckoo.v1.bpk=9.5" (NewV1Policy), and
+// "lsmcuckoo.v3.densest.bpk=10" for NewDensestPolicy. The number is the
+// shortest decimal that parses back to the same float64, so every budget,
+// version and layout has exactly one name and PolicyFromName(p.Name())
+// returns p.
 //
 // Pebble writes the name into every table (as the metaindex entry
 // "fullfilter.<name>") and into the OPTIONS file, and when it opens a table
 // it uses the filter only if Options.Filters holds a policy under that exact
 // name; otherwise the table is read without its filter, silently. The
 // format version is in the name so that a future incompatible format can
-// never be handed to this reader. The budget is in the name so that the
-// OPTIONS file records the setting and PolicyFromName can rebuild the
-// writer; the price is that a process must register the names of every
+// never be handed to this reader. The budget (and the densest layout) is
+// in the name so that the OPTIONS file records the setting and
+// PolicyFromName can rebuild the writer; the price is that a process must register the names of every
 // budget and version its tables were written with (see RegisterPolicies).
 // Any lsmcuckoo policy reads any block of format version 1, 2 or 3,
 // whatever its budget: the block describes itself.
 func (p Policy) Name() string {
-	return pebbleNamePrefix(p.Version()) + strconv.FormatFloat(p.BitsPerKey(), 'g', -1, 64)
+	return pebbleNamePrefix(p.Version(), p.densest) + strconv.FormatFloat(p.BitsPerKey(), 'g', -1, 64)
 }
 
 // String returns the name.
@@ -176,6 +202,7 @@ func (p Policy) NewWriter(ftype pebble.FilterType) pebble.FilterWriter {
 		BitsPerKey: p.BitsPerKey(),
 		Hash:       codec.HashKey64,
 		Version:    p.Version(),
+		Densest:    p.densest,
 	})}
 }
 
@@ -195,7 +222,7 @@ func (w *pebbleWriter) Finish(dst []byte) []byte { return w.b.Finish(dst) }
 
 // PolicyFromName returns the policy whose Name is name, or false if name is
 // not a policy name this version of the package writes: version 1, 2 and
-// 3 names are all recognised. Names with a non-canonical number
+// 3 names (and version 3's densest) are all recognised. Names with a non-canonical number
 // ("bpk=10.0") are rejected because no policy writes them: registering a
 // policy under a name Pebble never looks up would only hide a mistake.
 //
@@ -204,8 +231,8 @@ func (w *pebbleWriter) Finish(dst []byte) []byte { return w.b.Finish(dst) }
 // ParseFilterPolicy, in pebble.ParseHooks.NewFilterPolicy when parsing an
 // OPTIONS file.
 func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
-	for _, v := range pebbleFormats {
-		num, ok := strings.CutPrefix(name, pebbleNamePrefix(v))
+	for _, w := range pebbleWriters {
+		num, ok := strings.CutPrefix(name, pebbleNamePrefix(w.version, w.densest))
 		if !ok {
 			continue
 		}
@@ -213,9 +240,9 @@ func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
 		if err != nil || !pebbleValidBitsPerKey(b) || strconv.FormatFloat(b, 'g', -1, 64) != num {
 			return nil, false
 		}
-		p := Policy{bitsPerKey: b}
-		if v != codec.FormatVersion {
-			p.version = v
+		p := Policy{bitsPerKey: b, densest: w.densest}
+		if w.version != codec.FormatVersion {
+			p.version = w.version
 		}
 		return p, true
 	}
@@ -244,16 +271,16 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 	if name == pebble.NoFilterPolicy.Name() {
 		return pebble.NoFilterPolicy, nil
 	}
-	forms := make([]string, len(pebbleFormats))
-	for i, v := range pebbleFormats {
-		forms[i] = pebbleNamePrefix(v) + "<bits>"
+	forms := make([]string, len(pebbleWriters))
+	for i, w := range pebbleWriters {
+		forms[i] = pebbleNamePrefix(w.version, w.densest) + "<bits>"
 	}
 	return nil, fmt.Errorf("tablefilter: %q is not a filter policy name this package writes (%s) nor %q", name, strings.Join(forms, ", "), pebble.NoFilterPolicy.Name())
 }
 
 // RegisterPolicies adds to o.Filters, for each budget, a policy under each
-// name a release has written for it (version 3, the default, and versions
-// 2 and 1), so that tables written with those budgets by any release are
+// name a release has written for it (version 3, the default, and its
+// densest layout, and versions 2 and 1), so that tables written with those budgets by any release are
 // read with their filters: a store upgraded from version-2 or version-1
 // filters keeps them. Pebble registers the policies of o.Levels
 // itself when it opens the store; what it cannot know is which other names
@@ -270,10 +297,10 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 // budgets fitted to db.Metrics() before reopening) would race with those
 // reads.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
-	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+len(pebbleFormats)*len(bitsPerKey))
+	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+len(pebbleWriters)*len(bitsPerKey))
 	maps.Copy(filters, o.Filters)
 	for _, b := range bitsPerKey {
-		for _, p := range []Policy{NewPolicy(b), NewV2Policy(b), NewV1Policy(b)} {
+		for _, p := range []Policy{NewPolicy(b), NewDensestPolicy(b), NewV2Policy(b), NewV1Policy(b)} {
 			filters[p.Name()] = p
 		}
 	}

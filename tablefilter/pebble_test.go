@@ -33,9 +33,13 @@ import (
 
 func TestPebbleNameRoundTrip(t *testing.T) {
 	for _, b := range []float64{4, 6, 9.5, 10, 10.6, 12, 15.9, 16, 1.0 / 3 * 30, 64} {
-		for _, p := range []Policy{NewPolicy(b), NewV2Policy(b), NewV1Policy(b)} {
+		for _, p := range []Policy{NewPolicy(b), NewDensestPolicy(b), NewV2Policy(b), NewV1Policy(b)} {
 			name := p.Name()
-			if !strings.HasPrefix(name, fmt.Sprintf("lsmcuckoo.v%d.bpk=", p.Version())) {
+			prefix := fmt.Sprintf("lsmcuckoo.v%d.bpk=", p.Version())
+			if p.densest {
+				prefix = fmt.Sprintf("lsmcuckoo.v%d.densest.bpk=", p.Version())
+			}
+			if !strings.HasPrefix(name, prefix) {
 				t.Errorf("%v.Name() = %q: missing family/version prefix", p, name)
 			}
 			q, ok := PolicyFromName(name)
@@ -49,6 +53,12 @@ func TestPebbleNameRoundTrip(t *testing.T) {
 	}
 	if got := NewPolicy(10).Name(); got != "lsmcuckoo.v3.bpk=10" {
 		t.Errorf("NewPolicy(10).Name() = %q", got)
+	}
+	if got := NewDensestPolicy(10).Name(); got != "lsmcuckoo.v3.densest.bpk=10" {
+		t.Errorf("NewDensestPolicy(10).Name() = %q", got)
+	}
+	if NewDensestPolicy(10) == NewPolicy(10) {
+		t.Error("NewDensestPolicy(10) == NewPolicy(10)")
 	}
 	if got := NewV2Policy(10).Name(); got != "lsmcuckoo.v2.bpk=10" {
 		t.Errorf("NewV2Policy(10).Name() = %q", got)
@@ -68,7 +78,9 @@ func TestPebbleNameRoundTrip(t *testing.T) {
 		"lsmcuckoo.v1.bpk=+Inf", "lsmcuckoo.v1.bpk=10x", "lsmcuckoo.v4.bpk=10", "lsmcuckoo.v1.bpk=10 ",
 		"lsmcuckoo.v2.bpk=10.0", "lsmcuckoo.v2.bpk=3", "lsmcuckoo.v0.bpk=10", "lsmcuckoo.v2.bpk=",
 		"lsmcuckoo.v3.bpk=10.0", "lsmcuckoo.v3.bpk=65", "lsmcuckoo.v3.bpk=", "lsmcuckoo.v03.bpk=10",
-		"rocksdb.BuiltinBloomFilter",
+		"lsmcuckoo.v2.densest.bpk=10", "lsmcuckoo.v1.densest.bpk=10", "lsmcuckoo.v3.densest.bpk=10.0",
+		"lsmcuckoo.v3.densest.bpk=3", "lsmcuckoo.v3.densest.bpk=", "lsmcuckoo.v3.dense.bpk=10",
+		"lsmcuckoo.v3.bpk=10.densest", "rocksdb.BuiltinBloomFilter",
 	} {
 		if p, ok := PolicyFromName(bad); ok {
 			t.Errorf("PolicyFromName(%q) = %v, want rejection", bad, p)
@@ -95,7 +107,8 @@ func TestPebbleRegisterPolicies(t *testing.T) {
 	RegisterPolicies(o, 12)
 	want := []string{"lsmcuckoo.v1.bpk=10", "lsmcuckoo.v1.bpk=12", "lsmcuckoo.v1.bpk=16",
 		"lsmcuckoo.v2.bpk=10", "lsmcuckoo.v2.bpk=12", "lsmcuckoo.v2.bpk=16",
-		"lsmcuckoo.v3.bpk=10", "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v3.bpk=16"}
+		"lsmcuckoo.v3.bpk=10", "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v3.bpk=16",
+		"lsmcuckoo.v3.densest.bpk=10", "lsmcuckoo.v3.densest.bpk=12", "lsmcuckoo.v3.densest.bpk=16"}
 	var got []string
 	for name, p := range o.Filters {
 		if p.Name() != name {
@@ -146,8 +159,36 @@ func TestPebbleWriterNoFalseNegatives(t *testing.T) {
 // distinct prefixes (byte-identical for version 1; versions 2 and 3 draw a
 // seed per block), and the writer must be reusable.
 func TestPebbleWriterVersions(t *testing.T) {
-	for _, p := range []Policy{NewPolicy(10), NewV2Policy(10), NewV1Policy(10)} {
+	for _, p := range []Policy{NewPolicy(10), NewDensestPolicy(10), NewV2Policy(10), NewV1Policy(10)} {
 		testPebbleWriterVersions(t, p)
+	}
+}
+
+// TestPebbleDensestPolicy: NewDensestPolicy writes version 3's densest
+// plan (fuller lines, a lower planned rate) and NewPolicy the default one,
+// in blocks of the same size that either policy reads.
+func TestPebbleDensestPolicy(t *testing.T) {
+	keys := testkeys.Random(100_000, 16, 71)
+	def, dense := pebbleBuild(NewPolicy(12), keys), pebbleBuild(NewDensestPolicy(12), keys)
+	fd, err := codec.Decode(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn, err := codec.Decode(dense)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, n := fd.Info(), fn.Info()
+	t.Logf("default: K=%d rate %.4g; densest: K=%d rate %.4g", d.LineCapacity, d.ExpectedFPR, n.LineCapacity, n.ExpectedFPR)
+	if d.Version != 3 || n.Version != 3 || d.Lines != n.Lines || n.LineCapacity >= d.LineCapacity || n.ExpectedFPR >= d.ExpectedFPR {
+		t.Errorf("default %+v, densest %+v: want version 3 in as many lines, the densest with fuller lines and a lower rate", d, n)
+	}
+	for _, k := range keys {
+		for _, b := range [][]byte{def, dense} {
+			if !NewPolicy(12).MayContain(pebble.TableFilter, b, k) || !NewDensestPolicy(10).MayContain(pebble.TableFilter, b, k) {
+				t.Fatalf("false negative for %q", k)
+			}
+		}
 	}
 }
 
@@ -752,6 +793,8 @@ func TestPebbleUpgrade(t *testing.T) {
 		{NewV2Policy(10), NewPolicy(10)},
 		{NewV1Policy(10), NewV2Policy(10)},
 		{NewV1Policy(10), NewV2Policy(10), NewPolicy(10)},
+		{NewPolicy(10), NewDensestPolicy(10)},
+		{NewDensestPolicy(10), NewPolicy(10)},
 	} {
 		var names []string
 		for _, p := range stages {
@@ -879,7 +922,7 @@ func pebbleFilterNames(t *testing.T, dir string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, v := range []string{"v1", "v2", "v3"} {
+		for _, v := range []string{"v1", "v2", "v3", "v3.densest"} {
 			if name := "lsmcuckoo." + v + ".bpk=10"; bytes.Contains(data, []byte("fullfilter."+name)) {
 				seen[name] = true
 			}
@@ -1442,8 +1485,8 @@ func TestParseFilterPolicy(t *testing.T) {
 		}
 		// The error lists the names this package parses, so that a user
 		// who mistyped one sees the forms it takes.
-		for _, v := range pebbleFormats {
-			if form := pebbleNamePrefix(v) + "<bits>"; !strings.Contains(err.Error(), form) {
+		for _, w := range pebbleWriters {
+			if form := pebbleNamePrefix(w.version, w.densest) + "<bits>"; !strings.Contains(err.Error(), form) {
 				t.Errorf("ParseFilterPolicy(%q): error %q does not list %s", name, err, form)
 			}
 		}

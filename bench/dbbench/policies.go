@@ -19,7 +19,8 @@ var Progressive = [7]int{16, 16, 16, 16, 14, 10, 8}
 
 // Policies are the report's compared configurations: no filter (first: its
 // tree gives the shape FittedLevels fits to), uniform bloom and lsmcuckoo
-// (format version 3, the default, and version 2) at 10 bits per key,
+// (format version 3, the default, its densest layout, and version 2) at
+// 10 bits per key,
 // lsmcuckoo per level averaging 10 as
 // tablefilter.SetLevelPolicies models the tree and as fitted to the
 // measured tree, and bloom per level at Progressive and fitted to the
@@ -33,6 +34,7 @@ func Policies() []Policy {
 		{Name: "none"},
 		Uniform("pebble-bloom/10", bloom.FilterPolicy(10)),
 		UniformCuckoo(10),
+		UniformCuckooDensest(10),
 		UniformCuckooV2(10),
 		{Name: "lsmcuckoo/levels-10", Apply: func(o *pebble.Options) { tablefilter.SetLevelPolicies(o, 10) }},
 		FittedLevels(10),
@@ -62,6 +64,12 @@ func FittedLevels(avg float64) Policy {
 	return Policy{Name: fmt.Sprintf("lsmcuckoo/levels-%g-fit", avg), Fit: func(o *pebble.Options, s tablefilter.LevelShape) {
 		tablefilter.SetLevelBudgets(o, tablefilter.LevelBudgets(s, avg))
 	}, Family: "lsmcuckoo per level (fitted)", Budget: avg}
+}
+
+// UniformCuckooDensest is lsmcuckoo with version 3's densest layout
+// (tablefilter.NewDensestPolicy) at b bits per key on every level.
+func UniformCuckooDensest(b float64) Policy {
+	return Uniform(fmt.Sprintf("lsmcuckoo-densest/%g", b), tablefilter.NewDensestPolicy(b))
 }
 
 // UniformCuckooV2 is lsmcuckoo in format version 2 (tablefilter.NewV2Policy)

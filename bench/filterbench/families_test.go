@@ -8,7 +8,8 @@ import (
 )
 
 // TestCoreFamiliesCompareVersions: the core side-by-side holds, at every
-// budget, lsmcuckoo in each format version beside Pebble's bloom, and each
+// budget, lsmcuckoo in each format version (and version 3's densest
+// layout) beside Pebble's bloom, and each
 // lsmcuckoo family really builds the version its name says (the default,
 // "lsmcuckoo", is version 3), so a table of ratios compares what it names.
 func TestCoreFamiliesCompareVersions(t *testing.T) {
@@ -25,6 +26,7 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 			version      int
 		}{
 			{"lsmcuckoo", "lsmcuckoo", 3},
+			{"lsmcuckoo-densest", "lsmcuckoo-densest", 3},
 			{"lsmcuckoo-v2", "lsmcuckoo-v2", 2},
 			{"lsmcuckoo-v1", "lsmcuckoo-v1", 1},
 			{"pebble-bloom", "pebble-bloom", 0},
@@ -54,10 +56,10 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 			}
 		}
 	}
-	if len(fams) != 4*len(budgets) {
-		t.Errorf("CoreFamilies(%v) has %d families, want 4 per budget", budgets, len(fams))
+	if len(fams) != 5*len(budgets) {
+		t.Errorf("CoreFamilies(%v) has %d families, want 5 per budget", budgets, len(fams))
 	}
-	if all := CoreFamilies(); len(all) != 4*9 || all[0].Name != "lsmcuckoo/8" || all[len(all)-1].Name != "pebble-bloom/16" {
-		t.Errorf("CoreFamilies() = %d families from %s to %s, want 4 per budget 8..16", len(all), all[0].Name, all[len(all)-1].Name)
+	if all := CoreFamilies(); len(all) != 5*9 || all[0].Name != "lsmcuckoo/8" || all[len(all)-1].Name != "pebble-bloom/16" {
+		t.Errorf("CoreFamilies() = %d families from %s to %s, want 5 per budget 8..16", len(all), all[0].Name, all[len(all)-1].Name)
 	}
 }

@@ -36,7 +36,7 @@ type Filter interface {
 // Family builds one kind of filter at one setting.
 type Family struct {
 	Name  string // e.g. "lsmcuckoo/9.6", "pebble-bloom/10"
-	Kind  string // "lsmcuckoo", "lsmcuckoo-v2", "lsmcuckoo-v1", "pebble-bloom", "badger-bloom", "binary-fuse"
+	Kind  string // "lsmcuckoo", "lsmcuckoo-densest", "lsmcuckoo-v2", "lsmcuckoo-v1", "pebble-bloom", "badger-bloom", "binary-fuse"
 	Param float64
 	Build func(keys [][]byte) Filter
 }
@@ -47,6 +47,15 @@ type Family struct {
 func Cuckoo(bitsPerKey float64) Family {
 	return Family{fmt.Sprintf("lsmcuckoo/%g", bitsPerKey), "lsmcuckoo", bitsPerKey, func(keys [][]byte) Filter {
 		return policyFilter(tablefilter.NewPolicy(bitsPerKey), keys)
+	}}
+}
+
+// CuckooDensest is Cuckoo with version 3's densest layout
+// (tablefilter.NewDensestPolicy): fuller lines, a lower false-positive
+// rate, more negative lookups reading a second line.
+func CuckooDensest(bitsPerKey float64) Family {
+	return Family{fmt.Sprintf("lsmcuckoo-densest/%g", bitsPerKey), "lsmcuckoo-densest", bitsPerKey, func(keys [][]byte) Filter {
+		return policyFilter(tablefilter.NewDensestPolicy(bitsPerKey), keys)
 	}}
 }
 
@@ -196,9 +205,10 @@ func sizeOf[T xorfilter.Unsigned](v T) int {
 // Families is the standard line-up.
 func Families() []Family {
 	return []Family{
-		Cuckoo(10), CuckooV2(10), CuckooV1(10), PebbleBloom(10),
-		Cuckoo(16), CuckooV2(16), CuckooV1(16), PebbleBloom(16),
+		Cuckoo(10), CuckooDensest(10), CuckooV2(10), CuckooV1(10), PebbleBloom(10),
+		Cuckoo(16), CuckooDensest(16), CuckooV2(16), CuckooV1(16), PebbleBloom(16),
 		Cuckoo(9.6), Cuckoo(10.6), Cuckoo(12), Cuckoo(15.9),
+		CuckooDensest(9.6), CuckooDensest(10.6), CuckooDensest(12), CuckooDensest(15.9),
 		CuckooV2(9.6), CuckooV2(10.6), CuckooV2(12), CuckooV2(15.9),
 		CuckooV1(9.6), CuckooV1(10.6), CuckooV1(15.9),
 		PebbleBloom(6),
@@ -208,16 +218,16 @@ func Families() []Family {
 }
 
 // CoreFamilies is the side-by-side of the format versions: lsmcuckoo
-// version 3 (the default), version 2 and version 1 beside Pebble's bloom
-// filter at each budget (every whole budget from 8 to 16 bits per key when
-// none is given).
+// version 3 (the default, and its densest layout), version 2 and version 1
+// beside Pebble's bloom filter at each budget (every whole budget from 8
+// to 16 bits per key when none is given).
 func CoreFamilies(bitsPerKey ...int) []Family {
 	if len(bitsPerKey) == 0 {
 		bitsPerKey = []int{8, 9, 10, 11, 12, 13, 14, 15, 16}
 	}
 	var fams []Family
 	for _, bpk := range bitsPerKey {
-		fams = append(fams, Cuckoo(float64(bpk)), CuckooV2(float64(bpk)), CuckooV1(float64(bpk)), PebbleBloom(bpk))
+		fams = append(fams, Cuckoo(float64(bpk)), CuckooDensest(float64(bpk)), CuckooV2(float64(bpk)), CuckooV1(float64(bpk)), PebbleBloom(bpk))
 	}
 	return fams
 }
@@ -227,6 +237,7 @@ func CoreFamilies(bitsPerKey ...int) []Family {
 func PlotFamilies() []Family {
 	return []Family{
 		Cuckoo(7), Cuckoo(8), Cuckoo(9), Cuckoo(9.6), Cuckoo(10), Cuckoo(10.6), Cuckoo(11), Cuckoo(12), Cuckoo(13), Cuckoo(14), Cuckoo(15), Cuckoo(15.9), Cuckoo(16), Cuckoo(18),
+		CuckooDensest(8), CuckooDensest(9), CuckooDensest(9.6), CuckooDensest(10), CuckooDensest(10.6), CuckooDensest(11), CuckooDensest(12), CuckooDensest(13), CuckooDensest(14), CuckooDensest(15.9), CuckooDensest(16),
 		CuckooV2(8), CuckooV2(9), CuckooV2(9.6), CuckooV2(10), CuckooV2(10.6), CuckooV2(11), CuckooV2(12), CuckooV2(14), CuckooV2(15.9), CuckooV2(16),
 		CuckooV1(8), CuckooV1(9.6), CuckooV1(10), CuckooV1(10.6), CuckooV1(12), CuckooV1(14), CuckooV1(15.9), CuckooV1(16),
 		PebbleBloom(6), PebbleBloom(8), PebbleBloom(9), PebbleBloom(10), PebbleBloom(11), PebbleBloom(12), PebbleBloom(13), PebbleBloom(14), PebbleBloom(15), PebbleBloom(16), PebbleBloom(20),

@@ -12,7 +12,11 @@
 //
 // The search is dynamic programming over the budget spent, in units of
 // avg/units bits per key, with each level's spend rounded up to whole
-// units, so an allocation it returns never exceeds the average. It is exact
+// units. Rounding up alone would miss an allocation that spends the
+// average exactly (three levels at 5.5, 5.5 and 7 bits for an average of
+// 6 round up past it), so the search runs a unit per level past the
+// average and keeps, of the allocations it finds, the best whose exact
+// spend is within the average: one it returns never exceeds it. It is exact
 // on the grid: rate curves are not convex (a cuckoo filter's halves at each
 // step of fingerprint width and falls slowly between), and a Lagrangian
 // solution, which equalises the marginal gain per bit and so only sees the
@@ -71,13 +75,20 @@ func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float
 	for l := range weight {
 		weight[l] /= total // key shares: the constraint is then Σ w·b <= avg
 	}
-	// spend is the units a level's budget takes, rounded up.
+	// spend is the units a level's budget takes, rounded up; capacity is
+	// the units searched, one per level past the average's.
 	unit := avg / float64(units)
 	spend := func(l, i int) int { return int(math.Ceil(weight[l] * grid[i] / unit)) }
+	capacity := units
+	for l := range weight {
+		if weight[l] > 0 {
+			capacity++
+		}
+	}
 
 	inf := math.Inf(1)
-	cost := make([]float64, units+1) // best cost of the levels so far, by units spent
-	next := make([]float64, units+1)
+	cost := make([]float64, capacity+1) // best cost of the levels so far, by units spent
+	next := make([]float64, capacity+1)
 	// pick[l][u]: grid index of level l in the best way to spend u units
 	// on levels 0..l.
 	pick := make([][]int32, n)
@@ -85,14 +96,14 @@ func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float
 		if weight[l] == 0 {
 			continue
 		}
-		pick[l] = make([]int32, units+1)
+		pick[l] = make([]int32, capacity+1)
 		for u := range next {
 			next[u] = inf
 		}
 		for i := range grid {
 			s := spend(l, i)
 			c := runs[l] * rate[i]
-			for u := s; u <= units; u++ {
+			for u := s; u <= capacity; u++ {
 				if v := cost[u-s] + c; v < next[u] {
 					next[u], pick[l][u] = v, int32(i)
 				}
@@ -100,11 +111,29 @@ func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float
 		}
 		cost, next = next, cost
 	}
-	// cost[u] is the best cost spending at most u units: walk the picks
-	// back from the cheapest.
-	best := 0
+	// cost[u] is the best cost spending u units: walk the picks back from
+	// each u, and keep the cheapest allocation whose exact spend is within
+	// the average (every one of at most units units is).
+	walk := func(u int, into []int) float64 {
+		spent := 0.0
+		for l := n - 1; l >= 0; l-- {
+			if weight[l] == 0 {
+				continue
+			}
+			i := int(pick[l][u])
+			into[l] = i
+			spent += weight[l] * grid[i]
+			u -= spend(l, i)
+		}
+		return spent
+	}
+	best := -1
+	trial := make([]int, n)
 	for u := range cost {
-		if cost[u] < cost[best] {
+		if math.IsInf(cost[u], 1) || best >= 0 && cost[u] >= cost[best] {
+			continue
+		}
+		if u <= units || walk(u, trial) <= avg*(1+1e-12) {
 			best = u
 		}
 	}
@@ -112,17 +141,10 @@ func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float
 	for l := range weight {
 		uniformCost += runs[l] * uniformRate
 	}
-	if !(cost[best] < uniformCost) {
+	if best < 0 || !(cost[best] < uniformCost) {
 		return choice, false
 	}
-	for u, l := best, n-1; l >= 0; l-- {
-		if weight[l] == 0 {
-			continue
-		}
-		i := int(pick[l][u])
-		choice[l] = i
-		u -= spend(l, i)
-	}
+	walk(best, choice)
 	return choice, true
 }
 

@@ -213,3 +213,29 @@ func TestFillEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestFitSpendsTheAverageExactly: an allocation whose spend equals the
+// average, which rounding each level's spend up to whole units would make
+// look unaffordable, is found (three equal levels at 5.5, 5.5 and 7 bits
+// for an average of 6: 1.8333… and 2.3333… bits each round up past it).
+func TestFitSpendsTheAverageExactly(t *testing.T) {
+	grid := []float64{5.5, 7}
+	rate := cuckooLikeRates(grid)
+	tree := Tree{Keys: []float64{1, 1, 1}}
+	for _, units := range []int{2048, 8192, 3000} {
+		choice, ok := Fit(tree, grid, rate, 6, units, rate[0])
+		if !ok {
+			t.Fatalf("units %d: no allocation", units)
+		}
+		at7, spent := 0, 0.0
+		for _, i := range choice {
+			spent += grid[i] / 3
+			if grid[i] == 7 {
+				at7++
+			}
+		}
+		if at7 != 1 || spent > 6*(1+1e-12) {
+			t.Errorf("units %d: %v (spend %v), want one level at 7 and two at 5.5", units, choice, spent)
+		}
+	}
+}
