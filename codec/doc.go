@@ -26,7 +26,11 @@
 //     Decoupled Logical Sparsity", as a prefix filter records it).
 //   - Any size: the line count is whatever the budget buys, never rounded
 //     to a power of two; the builder picks the remainder width, quotients
-//     and line capacity of lowest modelled false-positive rate.
+//     and line capacity of lowest modelled false-positive rate among those
+//     whose lines leave few negative lookups reading a second line, which
+//     is what keeps a cold lookup to about one cache miss (or, with
+//     Options.Densest, among all: fuller lines, a lower rate, more second
+//     lines).
 //   - Offline placement: the builder knows every key, groups them by line
 //     and sorts each line's by quotient while it is in cache.
 //   - Repeats (the versions of an MVCC key, which arrive one after

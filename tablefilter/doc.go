@@ -9,9 +9,12 @@
 //
 //	opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)
 //
-// NewPolicy writes codec format version 3; NewV2Policy and NewV1Policy
-// write the formats of earlier releases, for stores that older releases
-// must still read. Every policy reads blocks of all three versions.
+// NewPolicy writes codec format version 3 with lines planned so that few
+// negative lookups read a second line; NewDensestPolicy writes the same
+// format with fuller lines, for a lower false-positive rate where a false
+// positive costs a device read; NewV2Policy and NewV1Policy write the
+// formats of earlier releases, for stores that older releases must still
+// read. Every policy reads blocks of all three versions.
 //
 // Pebble stores the policy's name in every table and uses a table's filter
 // only if Options.Filters holds a policy of that exact name. Pebble adds

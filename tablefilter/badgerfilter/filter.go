@@ -38,7 +38,9 @@ type Filter []byte
 // different bytes. Filters written by earlier releases (format versions 2
 // and 1) stay readable by MayContain and MayContainKey; a store that must
 // keep writing blocks an earlier release reads builds them with
-// codec.NewBuilder (Options.Hash = codec.HashHost32, Options.Version). README.md compares it with the bloom filter Badger
+// codec.NewBuilder (Options.Hash = codec.HashHost32, Options.Version), and
+// one that wants version 3's densest layout (a lower rate, more lookups
+// reading a second line) with Options.Densest. README.md compares it with the bloom filter Badger
 // stores in the same table, measured through Badger's read path
 // (go test ./tablefilter/badgerfilter -run XXX -bench Filter). At Badger's
 // default of about 7 bits per key a cuckoo filter is no better than a
