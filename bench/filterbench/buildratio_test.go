@@ -9,9 +9,9 @@ import (
 )
 
 // BenchmarkBuildRatio times the build of a table's filter through each
-// Pebble policy, this project's default (format version 3) against
-// Pebble's bloom filter at the same bits/key, the two built one after the
-// other in every round (a fresh writer each, as Pebble gives each table
+// Pebble policy, this project's default (format version 3) and its
+// densest layout, each against Pebble's bloom filter at the same bits/key
+// built right after it in every round (a fresh writer each, as Pebble gives each table
 // its own), and reports the median over the rounds of the per-round
 // ratio: on a shared machine whose speed drifts between runs, a ratio
 // taken within a round is steadier than a ratio of two medians.
@@ -21,17 +21,22 @@ func BenchmarkBuildRatio(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := testkeys.Random(n, 16, 11)
 		for _, bpk := range []int{8, 10, 12, 16} {
-			cuckoo, bloom := Cuckoo(float64(bpk)), PebbleBloom(bpk)
+			cuckoo, densest, bloom := Cuckoo(float64(bpk)), CuckooDensest(float64(bpk)), PebbleBloom(bpk)
 			b.Run(fmt.Sprintf("keys=%d/bpk=%d", n, bpk), func(b *testing.B) {
 				BuildTimed(cuckoo, keys) // warm the writers' pools
+				BuildTimed(densest, keys)
 				BuildTimed(bloom, keys)
-				var ratios, ns, bloomNs []float64
+				var ratios, densestRatios, ns, bloomNs []float64
 				for b.Loop() {
 					_, c := BuildTimed(cuckoo, keys)
 					_, f := BuildTimed(bloom, keys)
+					_, d := BuildTimed(densest, keys)
+					_, g := BuildTimed(bloom, keys)
 					ratios, ns, bloomNs = append(ratios, c/f), append(ns, c), append(bloomNs, f)
+					densestRatios = append(densestRatios, d/g)
 				}
 				b.ReportMetric(medianOf(ratios), "×bloom")
+				b.ReportMetric(medianOf(densestRatios), "densest×bloom")
 				b.ReportMetric(medianOf(ns), "ns/key")
 				b.ReportMetric(medianOf(bloomNs), "bloom-ns/key")
 			})
