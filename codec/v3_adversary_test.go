@@ -186,12 +186,16 @@ func TestV3AdversarialOneLine(t *testing.T) {
 // found.
 func TestV3AdversarialManyLines(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, n := range []int{5000, 100_000} {
-		o := Options{BitsPerKey: 10, Version: 3}
+	for _, c := range []struct {
+		n       int
+		densest bool
+	}{{5000, false}, {100_000, false}, {5000, true}, {100_000, true}} {
+		n := c.n
+		o := Options{BitsPerKey: 10, Version: 3, Densest: c.densest}
 		p := v3PlanFor(t, o, n)
 		hashes := craftV3(t, n, inFixedLines(r, p.lines, max(1, p.lines/10)), func(uint64) bool { return true })
 		block, st := buildHashes(o, hashes)
-		name := fmt.Sprintf("n=%d", n)
+		name := fmt.Sprintf("n=%d densest=%v", n, c.densest)
 		info := mustHoldHashesV3(t, name, block, hashes, HashKey64)
 		checkV3Bounded(t, name, block, st, p)
 		if st.Fallback || !info.SeededLines {
@@ -306,18 +310,25 @@ func TestV3AdversarialOneQuotient(t *testing.T) {
 // under the pinned seed must fail, and a later one hold every key within
 // the size cap.
 func TestV3AdversarialNeighbours(t *testing.T) {
+	for _, densest := range []bool{false, true} {
+		testV3AdversarialNeighbours(t, densest)
+	}
+}
+
+func testV3AdversarialNeighbours(t *testing.T, densest bool) {
 	const seed = 77
 	r := rand.New(rand.NewPCG(15, 16))
 	n := 30_000
-	o := Options{BitsPerKey: 10, Seed: seed, Version: 3}
+	o := Options{BitsPerKey: 10, Seed: seed, Version: 3, Densest: densest}
 	p := v3PlanFor(t, o, n)
 	hashes := craftV3(t, n, inFixedLines(r, p.lines, 8), func(h uint64) bool {
 		_, sec := v3Where(h, seed, p, false)
 		return sec.line < 8
 	})
 	block, st := buildHashes(o, hashes)
-	info := mustHoldHashesV3(t, "neighbours", block, hashes, HashKey64)
-	checkV3Bounded(t, "neighbours", block, st, p)
+	name := fmt.Sprintf("neighbours, densest %v", densest)
+	info := mustHoldHashesV3(t, name, block, hashes, HashKey64)
+	checkV3Bounded(t, name, block, st, p)
 	t.Logf("%d bytes (%.1f bits/key), %d reseeds, seeded lines %v, fallback %v", len(block), float64(len(block)*8)/float64(n), st.Reseeds, info.SeededLines, st.Fallback)
 	if st.Reseeds == 0 || st.Fallback || !info.SeededLines {
 		t.Errorf("30k keys crowding 8 lines: %d reseeds, seeded lines %v, fallback %v", st.Reseeds, info.SeededLines, st.Fallback)
@@ -334,9 +345,15 @@ func TestV3AdversarialNeighbours(t *testing.T) {
 // whatever the count, no key may be lost and the block stays within the
 // size cap.
 func TestV3AdversarialOwnSecondary(t *testing.T) {
+	for _, densest := range []bool{false, true} {
+		testV3AdversarialOwnSecondary(t, densest)
+	}
+}
+
+func testV3AdversarialOwnSecondary(t *testing.T, densest bool) {
 	const seed, total = 4242, 2100
 	r := rand.New(rand.NewPCG(17, 18))
-	o := Options{BitsPerKey: 10, Seed: seed, Version: 3}
+	o := Options{BitsPerKey: 10, Seed: seed, Version: 3, Densest: densest}
 	p := v3PlanFor(t, o, total)
 	k := int(p.shape.k)
 	for _, extra := range []int{-k / 2, -1, 0, 1, 5, 40} {
@@ -354,7 +371,7 @@ func TestV3AdversarialOwnSecondary(t *testing.T) {
 		all = append(all, own...)
 		r.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
 		block, st := buildHashes(o, all)
-		name := fmt.Sprintf("own secondary, capacity%+d", extra)
+		name := fmt.Sprintf("own secondary, capacity%+d, densest %v", extra, densest)
 		mustHoldHashesV3(t, name, block, all, HashKey64)
 		checkV3Bounded(t, name, block, st, p)
 		t.Logf("%s: K=%d, %d reseeds, overflowed %d, seeded lines %v, fallback %v", name, k, st.Reseeds, st.Overflowed, st.SeededLines, st.Fallback)

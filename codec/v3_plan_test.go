@@ -122,9 +122,10 @@ func TestV3SecondLineModel(t *testing.T) {
 // TestV3DefaultPlanKeepsSecondLinesRare: the default plan keeps the share
 // of negative lookups that read a second line near v3SecondLineCap at
 // every budget it applies to and every table size, writes version 3 there,
-// spends the budget like the densest plan, and never plans a higher rate
-// for a larger budget; the densest plan is the one every version-3 block
-// had before (TestV3PlacementDigest freezes it).
+// and spends the budget like the densest plan, at no lower a rate (that a
+// larger budget never plans a higher rate is TestSmallBudgetsWriteVersion2's
+// sweep); the densest plan is the one every version-3 block had before
+// (TestV3PlacementDigest freezes it).
 func TestV3DefaultPlanKeepsSecondLinesRare(t *testing.T) {
 	for _, n := range []int{1000, 10_000, 200_000} {
 		keys := testkeys.Random(n, 16, uint64(n)+64)
@@ -157,16 +158,6 @@ func TestV3DefaultPlanKeepsSecondLinesRare(t *testing.T) {
 			if fb < fd {
 				t.Errorf("%s: default plans rate %.4g below the densest plan's %.4g", name, fb, fd)
 			}
-		}
-	}
-	for _, n := range []int{10_000, 1_000_000} {
-		prev := 1.0
-		for bpk := 6.0; bpk <= 24; bpk += 0.125 {
-			f := PlannedFPR(Options{BitsPerKey: bpk}, n)
-			if f > prev*1.001 {
-				t.Errorf("%d keys: %v bits/key plans %.4g, more than %.4g one step below", n, bpk, f, prev)
-			}
-			prev = f
 		}
 	}
 }
