@@ -410,8 +410,8 @@ func v3SecondLineWithin(s v3Shape, lam, limit float64) bool {
 // m = 0 approaches from below. A line that receives y
 // keys (about Poisson with mean lam·(1+m)) and holds k then sends on
 // y−k of its y/(1+m) own keys, plus half a quotient's share for the
-// whole quotients. It matches the builder's measured share
-// (BuildStats.SecondLineShare) to a few percent at every load planned.
+// whole quotients. TestV3SecondLineModel holds it to the share builds
+// measure (BuildStats.SecondLineShare) at loads from full lines down.
 func v3SecondLineShare(s v3Shape, lam float64) float64 {
 	return v3SecondLineModel(s, lam, math.Inf(1))
 }
