@@ -647,9 +647,11 @@ func FuzzBuildOptions(f *testing.F) {
 	f.Add(bytes.Repeat([]byte("q\x00"), 400), 3.0, 0.0, int8(0), uint8(3), uint32(11))
 	f.Add(bytes.Repeat([]byte("ab\x00ba\x00"), 300), 0.0, 0.0, int8(9), uint8(3), uint32(12))
 	f.Add(bytes.Repeat([]byte("z\x00"), 100), 0.0, 0.02, int8(0), uint8(3), uint32(0))
+	// Version 3's densest layout (bit 2 of version).
+	f.Add(bytes.Repeat([]byte("d\x00e"), 500), 10.0, 0.0, int8(0), uint8(7), uint32(13))
 	f.Fuzz(func(t *testing.T, data []byte, bpk, fpr float64, fbits int8, version uint8, seed uint32) {
 		keys := bytes.Split(data, []byte{0})
-		o := Options{BitsPerKey: bpk, FalsePositiveRate: fpr, FingerprintBits: int(fbits), Version: int(version % 4), Seed: seed}
+		o := Options{BitsPerKey: bpk, FalsePositiveRate: fpr, FingerprintBits: int(fbits), Version: int(version % 4), Seed: seed, Densest: version&4 != 0}
 		block := Build(keys, o)
 		if _, err := Decode(block); err != nil {
 			t.Fatalf("%+v: fresh block does not decode: %v", o, err)

@@ -649,7 +649,8 @@ func TestV3AdversarialPinnedSeedFallsBack(t *testing.T) {
 // 0: the fuzzer picks the keys' primary lines, as anyone can) or a seeded
 // position hash under the pinned seed (mode 1: it picks quotients,
 // remainders and secondary lines too, as one who knows the seed can),
-// inverted to the key hash. Repeats and equal hashes come for free.
+// inverted to the key hash; bit 1 of mode builds the densest layout.
+// Repeats and equal hashes come for free.
 // Whatever the hashes: the block decodes, holds every key (through the
 // lookup and FORMAT.md's reader), and is within the size cap of its plan
 // or the always-maybe block.
@@ -658,12 +659,13 @@ func FuzzV3BuildCraftedHashes(f *testing.F) {
 	f.Add([]byte{1, 8}, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}, 100))
 	f.Add([]byte{0, 3}, make([]byte, 8*300))
 	f.Add([]byte{1, 16}, []byte("0123456789abcdef0123456789abcdefzzzzzzzz"))
+	f.Add([]byte{2, 12}, bytes.Repeat([]byte{9, 8, 7, 6, 5, 4, 3, 2}, 400)) // densest
 	f.Fuzz(func(t *testing.T, mode, data []byte) {
 		if len(mode) < 2 || len(data) > 8*20_000 {
 			return
 		}
 		const seed = 0x77
-		o := Options{BitsPerKey: float64(mode[1]%48) + 1, Seed: seed, Version: 3}
+		o := Options{BitsPerKey: float64(mode[1]%48) + 1, Seed: seed, Version: 3, Densest: mode[0]&2 != 0}
 		inv := keyhash.ModInverse(v3LineMultiplier)
 		if mode[0]&1 == 1 {
 			inv = keyhash.ModInverse(v2Multiplier(seed))
