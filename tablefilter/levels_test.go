@@ -888,3 +888,22 @@ func TestLeavingLevelPoliciesKeepsOldFilters(t *testing.T) {
 		t.Errorf("Levels[0] = NewPolicy(10) alone: %d rejections from a table carrying %s, which it does not register", hits, l0)
 	}
 }
+
+// TestSetLevelBudgetsRegistersDensest: after SetLevelBudgets, every
+// budget LevelBudgets can return is registered under its densest name too,
+// so a user who swaps each level's policy for NewDensestPolicy of the same
+// budget (README.md, per-level budgets) keeps every table's filter.
+func TestSetLevelBudgetsRegistersDensest(t *testing.T) {
+	for _, avg := range []float64{4, 7.5, 10, 14, 33} {
+		o := &pebble.Options{}
+		b := LevelBudgets(ModelLevelShape(o), avg)
+		SetLevelBudgets(o, b)
+		for l, budget := range b {
+			d := NewDensestPolicy(budget)
+			o.Levels[l].FilterPolicy = d
+			if got, ok := o.Filters[d.Name()]; !ok || got != pebble.FilterPolicy(d) {
+				t.Errorf("avg %v, L%d: %s not registered (%v)", avg, l, d.Name(), got)
+			}
+		}
+	}
+}
