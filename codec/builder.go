@@ -62,16 +62,17 @@ type Options struct {
 	// then the buckets. Any other value also builds FormatVersion: a
 	// writer cannot ask this package for a format it does not know.
 	// Version 3 at a budget of a few bits per key, where version 2's
-	// modelled rate is lower (or, with FalsePositiveRate, its block
-	// smaller), writes version 2, which every version-3 reader reads;
-	// BuildStats.Version says which was written.
+	// modelled rate is lower than version 3's densest plan's (or, with
+	// FalsePositiveRate, its block smaller), writes version 2, which every
+	// version-3 reader reads; BuildStats.Version says which was written.
 	Version int
 	// Densest (version 3) plans each line for the lowest false-positive
 	// rate the budget buys, filling lines until a good share of negative
 	// lookups read a second line. By default the plan keeps that share
 	// small, so that a cold lookup waits for one cache miss, as a blocked
 	// bloom filter's does, at some cost in rate (README.md, "Which layout
-	// to run", has both). Readers do not care: a block records its shape.
+	// to run", has both); below 7 bits per key the default plan is the
+	// densest too. Readers do not care: a block records its shape.
 	Densest bool
 }
 

@@ -109,14 +109,13 @@ func TestV3SecondLineModel(t *testing.T) {
 	for k := uint32(math.Ceil(lam / 0.97)); float64(k) < lam/0.75; k++ {
 		s := v3BestShape(lam, k, 0)
 		o := Options{BitsPerKey: 10, Seed: 63, Version: 3}
-		v3SmallBudgetV2(&o) // its memo held, it plans no more until the budget changes
-		v3LargeLast.Store(&v3LargeMemo{lam, 0, false, s})
+		v3LargeLast[0].Store(&v3LargeMemo{lam, 0, false, s})
 		if p := planV3(&o, len(keys)); p.shape != s {
 			t.Fatalf("capacity %d: planned %+v, want %+v", k, p.shape, s)
 		}
 		check(fmt.Sprintf("capacity %d", k), o)
 	}
-	v3LargeLast.Store(nil)
+	v3LargeLast[0].Store(nil)
 }
 
 // TestV3DefaultPlanKeepsSecondLinesRare: the default plan keeps the share

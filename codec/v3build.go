@@ -20,17 +20,17 @@ var v3MaxLoad = 0.95
 
 // v3SecondLineCap is the most of a filter's negative lookups that the
 // default plan lets read a second line (v3SecondLineShare): a lookup that
-// reads one waits for a second cache miss, and past about this share a
-// loop of cold lookups, or one cold lookup at a time, costs more than one
-// in Pebble's blocked bloom filter (README.md, "Which layout to run").
-// Densest filters fill their lines further, for a lower rate.
+// reads one waits for a second, dependent cache miss, which a blocked
+// bloom filter never pays; README.md ("Which layout to run") has what
+// the cap costs in rate and buys in lookup time. Densest filters fill
+// their lines further, for a lower rate.
 const v3SecondLineCap = 0.03
 
 // v3BalancedMinBudget is the smallest budget, in bits per key, planned
 // under v3SecondLineCap. Below it a line's remainders are four bits or
-// fewer, the cap would cost a large part of the rate (and make it jump
-// where version 2 takes over), and Pebble's bloom filter has the lower
-// rate there anyway: smaller budgets keep the densest plan.
+// fewer, and the cap would cost a large part of the rate and make the
+// planned rate rise with the budget where version 2 takes over
+// (TestSmallBudgetsWriteVersion2): smaller budgets keep the densest plan.
 const v3BalancedMinBudget = 7
 
 // v3CrowdedShare is the share of keys overflowing their primary lines
@@ -118,8 +118,8 @@ func v3ShapeFor(lam float64, lines uint32, r uint32) (v3Shape, bool) {
 
 // v3BalancedShape is the shape of lowest modelled rate for lam keys per
 // line among those whose modelled share of negative lookups reading a
-// second line is at most v3SecondLineCap, or s (the densest search's
-// start) when none is.
+// second line is at most v3SecondLineCap, or the densest plan's
+// (v3DenserShape from s) when none is.
 func v3BalancedShape(s v3Shape, lam float64, r uint32) v3Shape {
 	best, bestFPR, first := s, math.Inf(1), uint32(0)
 	for k := uint32(math.Ceil(lam / v3HardLoad)); k < v3HeaderMax; k++ {
@@ -162,16 +162,23 @@ type v3LargeMemo struct {
 	shape   v3Shape
 }
 
-var v3LargeLast atomic.Pointer[v3LargeMemo]
+// v3LargeLast holds the last search of each layout (index 1: densest),
+// so that writers of both, and the version choice (which plans the
+// densest), do not search again for each other.
+var v3LargeLast [2]atomic.Pointer[v3LargeMemo]
 
 // v3LargeShape is v3LineShape(s, perLine, r, densest) for the shape s that
 // v3ShapeFor gives a large filter, remembered for the last budget asked.
 func v3LargeShape(s v3Shape, perLine float64, r uint32, densest bool) v3Shape {
-	if m := v3LargeLast.Load(); m != nil && m.perLine == perLine && m.r == r && m.densest == densest {
+	last := &v3LargeLast[0]
+	if densest {
+		last = &v3LargeLast[1]
+	}
+	if m := last.Load(); m != nil && m.perLine == perLine && m.r == r && m.densest == densest {
 		return m.shape
 	}
 	d := v3LineShape(s, perLine, r, densest)
-	v3LargeLast.Store(&v3LargeMemo{perLine, r, densest, d})
+	last.Store(&v3LargeMemo{perLine, r, densest, d})
 	return d
 }
 
@@ -266,8 +273,8 @@ func planV3(o *Options, d int) v3Plan {
 		}
 		return v3Plan{s, lines}, ok
 	}
-	// The densest plan: the fewest lines a shape holds the keys in.
-	densest := func() v3Plan {
+	// The fewest lines a shape holds the keys in.
+	fewestLines := func() v3Plan {
 		if s, ok := v3ShapeFor(n, 1, r); ok {
 			return v3Plan{s, 1}
 		}
@@ -295,7 +302,7 @@ func planV3(o *Options, d int) v3Plan {
 			if ok {
 				return p
 			}
-			return densest()
+			return fewestLines()
 		}
 		for range 40 {
 			mid := (lo + hi) / 2
@@ -315,7 +322,7 @@ func planV3(o *Options, d int) v3Plan {
 	if p, ok := forBudget(min(budget, maxBudget)); ok {
 		return p
 	}
-	return densest()
+	return fewestLines()
 }
 
 // v3AttemptLines is the line count of placement attempt 0, 1, ...: the

@@ -128,8 +128,9 @@ const modelKeys = 100_000
 // How: each level's budget is a point of a grid of 0.5 bits in [4.5, 32]
 // (the codec cannot honour a budget of 4), with FPR(b) the codec's own plan
 // for a filter of b bits per key (codec.PlannedFPR), and the grid is
-// searched exactly by dynamic programming over the key-weighted bits spent.
-// The exact search matters: the rate curve halves at each step of
+// searched by dynamic programming over the key-weighted bits spent
+// (internal/levelfit, exact on the grid up to the rounding it describes).
+// A search of the grid, not a formula, matters: the rate curve halves at each step of
 // fingerprint width and falls slowly between steps, so it is not convex,
 // and the textbook Lagrangian solution only sees the curve's convex hull.
 // In a Pebble-shaped tree (keys per run growing with depth) the budgets

@@ -146,7 +146,8 @@ func (p Policy) BitsPerKey() float64 {
 	return p.bitsPerKey
 }
 
-// Name returns "lsmcuckoo.v<format>.bpk=<bits>", for example
+// Name returns "lsmcuckoo.v<format>.bpk=<bits>" (or, for the densest
+// layout, "lsmcuckoo.v<format>.densest.bpk=<bits>"), for example
 // "lsmcuckoo.v3.bpk=10" (NewPolicy), "lsmcuckoo.v2.bpk=10" (NewV2Policy)
 // or "lsmcuckoo.v1.bpk=9.5" (NewV1Policy), and
 // "lsmcuckoo.v3.densest.bpk=10" for NewDensestPolicy. The number is the

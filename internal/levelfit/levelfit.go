@@ -16,8 +16,12 @@
 // average exactly (three levels at 5.5, 5.5 and 7 bits for an average of
 // 6 round up past it), so the search runs a unit per level past the
 // average and keeps, of the allocations it finds, the best whose exact
-// spend is within the average: one it returns never exceeds it. It is exact
-// on the grid: rate curves are not convex (a cuckoo filter's halves at each
+// spend is within the average: one it returns never exceeds it. It keeps
+// one allocation per number of units spent, so a feasible allocation can
+// hide behind a cheaper one of the same units that overspends; up to that,
+// it is exact on the grid (on the half-bit grid LevelBudgets uses, the
+// tests' exhaustive searches find none missed). That matters because rate
+// curves are not convex (a cuckoo filter's halves at each
 // step of fingerprint width and falls slowly between), and a Lagrangian
 // solution, which equalises the marginal gain per bit and so only sees the
 // curve's convex hull, misses much of the attainable gain at small budgets.
@@ -111,7 +115,7 @@ func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float
 		}
 		cost, next = next, cost
 	}
-	// cost[u] is the best cost spending u units: walk the picks back from
+	// cost[u] is the best cost spending at most u units: walk the picks back from
 	// each u, and keep the cheapest allocation whose exact spend is within
 	// the average (every one of at most units units is).
 	walk := func(u int, into []int) float64 {
