@@ -430,9 +430,9 @@ func v3SecondLineModel(s v3Shape, lam, stop float64) float64 {
 	// y, the keys a line receives: P(y) starts from its logarithm, since
 	// the lines below capacity contribute nothing.
 	k := float64(s.k)
+	lg, _ := math.Lgamma(k + 2) // log((k+1)!)
 	step := func(m float64) (next, share float64) {
 		mu := lam * (1 + m)
-		lg, _ := math.Lgamma(k + 2)
 		p := math.Exp(-mu + (k+1)*math.Log(mu) - lg)
 		moved := 0.0
 		for y := k + 1; y < max(k, mu)+10*math.Sqrt(mu)+20; y++ {
