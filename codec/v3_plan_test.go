@@ -109,7 +109,7 @@ func TestV3SecondLineModel(t *testing.T) {
 	for k := uint32(math.Ceil(lam / 0.97)); float64(k) < lam/0.75; k++ {
 		s := v3BestShape(lam, k, 0)
 		o := Options{BitsPerKey: 10, Seed: 63, Version: 3}
-		v3LargeLast[0].Store(&v3LargeMemo{lam, 0, false, s})
+		v3LargeLast[0].Store(&v3LargeMemo{lam, 0, s})
 		if p := planV3(&o, len(keys)); p.shape != s {
 			t.Fatalf("capacity %d: planned %+v, want %+v", k, p.shape, s)
 		}

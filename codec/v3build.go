@@ -158,7 +158,6 @@ func v3LineShape(s v3Shape, lam float64, r uint32, densest bool) v3Shape {
 type v3LargeMemo struct {
 	perLine float64
 	r       uint32
-	densest bool
 	shape   v3Shape
 }
 
@@ -174,11 +173,11 @@ func v3LargeShape(s v3Shape, perLine float64, r uint32, densest bool) v3Shape {
 	if densest {
 		last = &v3LargeLast[1]
 	}
-	if m := last.Load(); m != nil && m.perLine == perLine && m.r == r && m.densest == densest {
+	if m := last.Load(); m != nil && m.perLine == perLine && m.r == r {
 		return m.shape
 	}
 	d := v3LineShape(s, perLine, r, densest)
-	last.Store(&v3LargeMemo{perLine, r, densest, d})
+	last.Store(&v3LargeMemo{perLine, r, d})
 	return d
 }
 
