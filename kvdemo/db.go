@@ -58,6 +58,7 @@ import (
 	"github.com/dgraph-io/badger/v4/skl"
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
+	"github.com/dgraph-io/ristretto/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
@@ -109,6 +110,12 @@ type Options struct {
 	// MaxTables: when there are more tables, adjacent ones are merged in
 	// the background. Default 24; negative disables compaction.
 	MaxTables int
+	// BlockCacheBytes bounds the decoded table blocks the store keeps in
+	// memory, shared by its tables (Badger's block cache, a ristretto
+	// cache): a Get that reads a block again finds it decompressed and
+	// checked. Default 64 MiB; negative turns it off. A store without
+	// compression has none (its blocks need no decoding).
+	BlockCacheBytes int64
 	// MaxKeySize and MaxValueSize cap writes; defaults 1 KiB and 1 MiB,
 	// at most 60000 bytes and 64 MiB.
 	MaxKeySize   int
@@ -188,6 +195,14 @@ type DB struct {
 	tOpt   table.Options
 	filter tableFilter
 	lock   io.Closer
+
+	// blockCache holds decoded blocks of the store's tables (nil: off).
+	// Each opened table gets a number of its own as its key there
+	// (tableSerial), never its file number: a number can come back (a
+	// table discarded after a failed flush, say), and a cached block of
+	// the old table must not answer for the new one.
+	blockCache  *ristretto.Cache[[]byte, *table.Block]
+	tableSerial atomic.Uint64
 
 	// Writers. wmu serialises log appends, so that sequence numbers and
 	// log order agree, and memtable switches.
@@ -287,6 +302,9 @@ type Stats struct {
 	Tables     int
 	TableKeys  int64 // entries in tables (tombstones included)
 	TableBytes int64 // table files
+	// BlockCacheBytes: the block cache's bound, and BlockCacheUsedBytes
+	// the decoded blocks it holds (Options.BlockCacheBytes; 0: off).
+	BlockCacheBytes, BlockCacheUsedBytes int64
 	// FilterBytes: filters held in memory, tables' and memtables'.
 	FilterBytes      int64
 	TableFilterBytes int64
@@ -324,6 +342,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.MaxKeySize == 0 {
 		c.MaxKeySize = 1 << 10
 	}
+	if c.BlockCacheBytes == 0 {
+		c.BlockCacheBytes = 64 << 20
+	}
 	if c.MaxValueSize == 0 {
 		c.MaxValueSize = 1 << 20
 	}
@@ -348,6 +369,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("kvdemo: unknown WAL recovery mode %q", c.WALRecovery)
 	case c.SyncInterval < 0:
 		return c, fmt.Errorf("kvdemo: negative SyncInterval")
+	case c.BlockCacheBytes > 1<<40:
+		return c, fmt.Errorf("kvdemo: BlockCacheBytes %d above 1 TiB", c.BlockCacheBytes)
 	}
 	if c.Compression != "" {
 		if _, err := c.Compression.badger(); err != nil {
@@ -798,6 +821,10 @@ func (db *DB) Stats() Stats {
 		Filter:                  db.opts.Filter,
 		Compression:             db.opts.Compression,
 	}
+	if db.blockCache != nil {
+		m := db.blockCache.Metrics
+		s.BlockCacheBytes, s.BlockCacheUsedBytes = db.blockCache.MaxCost(), max(int64(m.CostAdded())-int64(m.CostEvicted()), 0)
+	}
 	s.FilterNegatives = s.MemFilterNegatives + s.TableFilterNegatives
 	db.wmu.Lock()
 	s.Seq = db.acked.Load()
@@ -884,6 +911,7 @@ func (db *DB) Close() error {
 		db.recordCleanClose()
 	}
 	v.release()
+	db.closeBlockCache()
 	db.lock.Close() // releases the flock
 	return err
 }

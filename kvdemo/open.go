@@ -11,6 +11,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/ristretto/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
@@ -59,6 +60,9 @@ func (db *DB) open() error {
 	if err := db.configure(); err != nil {
 		return err
 	}
+	if err := db.openBlockCache(); err != nil {
+		return err
+	}
 	unfiltered, err := db.openTables()
 	if err != nil {
 		return err
@@ -88,7 +92,41 @@ func (db *DB) abandonOpen() {
 			st.close()
 		}
 	}
+	db.closeBlockCache()
 	db.lock.Close()
+}
+
+// openBlockCache sizes the block cache as ristretto's users size it for
+// Badger's blocks: ten counters (admission statistics) per block the cache
+// can hold. Blocks it evicts are released through Badger's handler.
+//
+// A store without compression gets none: its blocks are the table's own
+// bytes, so a cache would save nothing but the checksum check of each
+// read, and a cached block is not checked again.
+func (db *DB) openBlockCache() error {
+	if db.opts.BlockCacheBytes <= 0 || db.tOpt.Compression == options.None {
+		return nil
+	}
+	blocks := max(db.opts.BlockCacheBytes/int64(db.tOpt.BlockSize), 1)
+	c, err := ristretto.NewCache(&ristretto.Config[[]byte, *table.Block]{
+		NumCounters: 10 * blocks,
+		MaxCost:     db.opts.BlockCacheBytes,
+		BufferItems: 64,
+		Metrics:     true, // Stats reports the bytes held
+		OnExit:      table.BlockEvictHandler,
+	})
+	if err != nil {
+		return fmt.Errorf("kvdemo: block cache: %w", err)
+	}
+	db.blockCache = c
+	return nil
+}
+
+// closeBlockCache stops the cache's goroutines once no Get can use it.
+func (db *DB) closeBlockCache() {
+	if db.blockCache != nil {
+		db.blockCache.Close()
+	}
 }
 
 // prepareDir empties tmp/ (files being written when a process stopped)
@@ -181,8 +219,9 @@ func (db *DB) configure() error {
 		Compression:          ctype,
 		ZSTDCompressionLevel: 1,
 		// Every block is checked when a table is opened and again
-		// each time it is read: a block that reads back different is an
-		// error, never a wrong value or a key silently missing.
+		// each time it is read (decoded, with the block cache: the cache
+		// keeps the checked copy): a block that reads back different is
+		// an error, never a wrong value or a key silently missing.
 		ChkMode: options.OnTableAndBlockRead,
 	}
 	if db.filter, err = newTableFilter(db.opts.Filter, db); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 
@@ -253,7 +254,15 @@ func (db *DB) openTable(id uint64, data []byte) (*sstable, error) {
 			return nil, errorf("table %06d: %w", id, err)
 		}
 	}
-	t, err := openMemTable(data, id, db.tOpt)
+	opt, cacheID := db.tOpt, id
+	if db.blockCache != nil {
+		// Badger keys cached blocks by a 32-bit table number: past that
+		// (four billion table opens), tables go uncached.
+		if serial := db.tableSerial.Add(1); serial < math.MaxUint32 {
+			opt.BlockCache, cacheID = db.blockCache, serial
+		}
+	}
+	t, err := openMemTable(data, cacheID, opt)
 	if err != nil {
 		return nil, errorf("table %06d: %w", id, err)
 	}

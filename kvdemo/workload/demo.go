@@ -23,7 +23,10 @@ type DemoConfig struct {
 	ValueSize    int                 // bytes per value [64]
 	Filters      []kvdemo.FilterKind // [cuckoo, global, bloom, none]
 	BitsPerKey   float64             // filter budget of every store [10]
-	Seed         uint64              // lookup key choice [1]
+	// BlockCacheBytes is each store's block cache (kvdemo.Options) [64 MiB;
+	// negative: none].
+	BlockCacheBytes int64
+	Seed            uint64 // lookup key choice [1]
 	// Misses, if set, runs the lookups once per share of absent keys
 	// (each over every store in turn, interleaved) instead of once with
 	// Miss: one result per store and share, in that order.
@@ -120,6 +123,7 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 		db, err := kvdemo.Open(dir, &kvdemo.Options{
 			Filter:          f,
 			BitsPerKey:      cfg.BitsPerKey,
+			BlockCacheBytes: cfg.BlockCacheBytes,
 			MemtableBytes:   memBytes,
 			NoSyncEachWrite: true, // bulk load: one fsync per table, not per key
 			MaxTables:       -1,

@@ -90,6 +90,7 @@ type command struct {
 	timeouts    struct{ idle, auth, write time.Duration }
 	mustExist   bool // the command reads or deletes: never create a store
 	bits        float64
+	blockCache  int64 // MiB
 	stderr      io.Writer
 	walRecovery string
 	positional  []string
@@ -104,6 +105,7 @@ func newCommand(name string, stderr io.Writer) *command {
 			help = "parent directory for the demo's stores (default: a temporary directory, removed afterwards)"
 		}
 		c.fs.StringVar(&c.dir, "dir", "", help)
+		c.fs.Int64Var(&c.blockCache, "block-cache", 64, "MiB of decoded table blocks kept in memory (0: none)")
 		if dirRequired {
 			c.fs.StringVar(&c.filter, "filter", "", "table filter for a new store: cuckoo, bloom, global (one store-wide index) or none (default cuckoo; an existing store keeps its own)")
 			c.fs.Int64Var(&c.memtable, "memtable", 0, "memtable flush threshold in bytes (default 8 MiB)")
@@ -242,6 +244,8 @@ func (c *command) check() error {
 	switch {
 	case c.memtable < 0:
 		return misuse("-memtable must be positive")
+	case c.blockCache < 0 || c.blockCache > 1<<20:
+		return misuse("-block-cache must be within 0..1048576 (MiB)")
 	case (name == "load" || name == "lookup") && c.n <= 0:
 		return misuse("-n N (a positive number of keys) is required")
 	case name == "demo" && (c.n <= 0 || c.memKeys <= 0):
@@ -273,6 +277,7 @@ func (c *command) open(batched bool) (*kvdemo.DB, error) {
 		BitsPerKey:      c.bits,
 		MemtableBytes:   c.memtable,
 		MaxTables:       c.maxTables,
+		BlockCacheBytes: cacheBytes(c.blockCache),
 		NoSyncEachWrite: batched,
 		WALRecovery:     kvdemo.WALRecoveryMode(c.walRecovery),
 		Logger:          log.New(logWriter{c.stderr, c.fs.Name()}, programPrefix, 0),
@@ -360,6 +365,7 @@ func printStats(out io.Writer, st kvdemo.Stats) {
 	fmt.Fprintf(out, "tables:                 %d (%d entries, %d bytes; %d without a filter yet)\n", st.Tables, st.TableKeys, st.TableBytes, st.UnfilteredTables)
 	fmt.Fprintf(out, "memtable entries:       %d\n", st.MemtableEntries)
 	fmt.Fprintf(out, "filter bytes in memory: %d (tables %d, memtables %d)\n", st.FilterBytes, st.TableFilterBytes, st.MemFilterBytes)
+	fmt.Fprintf(out, "block cache:            %d of %d bytes\n", st.BlockCacheUsedBytes, st.BlockCacheBytes)
 	if st.Filter == kvdemo.FilterGlobal {
 		ix := st.Index
 		fmt.Fprintf(out, "global index:           %d entries, %d segment(s), %.2f bits/entry (%d-bit slots), load %.3f, table codes %.2f bits/entry (table-size entropy %.2f), %d stashed, %d tables probed always\n",
@@ -436,15 +442,25 @@ func runDemo(ctx context.Context, c *command, out io.Writer) error {
 		miss = -1 // DemoConfig reads 0 as "the default" and a negative share as 0
 	}
 	_, err := workload.RunDemo(ctx, out, workload.DemoConfig{
-		Dir:          c.dir,
-		Keys:         c.n,
-		Gets:         c.gets,
-		Miss:         miss,
-		MemtableKeys: c.memKeys,
-		ValueSize:    c.valueSize,
-		BitsPerKey:   c.bits,
+		Dir:             c.dir,
+		Keys:            c.n,
+		Gets:            c.gets,
+		Miss:            miss,
+		MemtableKeys:    c.memKeys,
+		ValueSize:       c.valueSize,
+		BitsPerKey:      c.bits,
+		BlockCacheBytes: cacheBytes(c.blockCache),
 	})
 	return err
+}
+
+// cacheBytes turns -block-cache into Options.BlockCacheBytes, where 0
+// means the default and a negative size none.
+func cacheBytes(mib int64) int64 {
+	if mib == 0 {
+		return -1
+	}
+	return mib << 20
 }
 
 func runCheck(_ context.Context, c *command, out io.Writer) error {

@@ -765,6 +765,8 @@ func (s *Server) info() []byte {
 	line("filter_bytes", st.FilterBytes)
 	line("table_filter_bytes", st.TableFilterBytes)
 	line("mem_filter_bytes", st.MemFilterBytes)
+	line("block_cache_bytes", st.BlockCacheBytes)
+	line("block_cache_used_bytes", st.BlockCacheUsedBytes)
 	if st.Filter == "global" {
 		line("index_bytes", st.Index.Bytes)
 		line("index_entries", st.Index.Entries)
