@@ -522,6 +522,16 @@ func (x *Index) prefetchKey(s *idxSegment, h uint64) {
 	prefetch(uintptr(unsafe.Pointer(&s.words[uint64(i2)*bw>>6])))
 }
 
+// PrefetchHash asks the processor to bring in the buckets a lookup of the
+// key given by KeyHash(key) will read, and returns at once: a caller with
+// other work before the lookup (a memtable probe, say) overlaps the two
+// cache misses. Safe for concurrent use; it changes nothing.
+func (x *Index) PrefetchHash(h uint64) {
+	for _, s := range *x.segs.Load() {
+		x.prefetchKey(s, h)
+	}
+}
+
 // entries decodes bucket i (writer only: the writer reads what it wrote, so
 // the code is always valid): its four entries in ascending order, empty
 // slots (0) first.

@@ -245,6 +245,13 @@ func (f *MemFilter) MayContain(key []byte) bool {
 	return f.contains(x, fp, hi)
 }
 
+// MayContainHash is MayContain for a key given by KeyHash(key), for a
+// caller that hashes a key once for several filters (a store's memtable
+// filter and its Index, say).
+func (f *MemFilter) MayContainHash(h uint64) bool {
+	return f.contains(f.mixed(h))
+}
+
 func (f *MemFilter) contains(x uint64, fp, hi uint32) bool {
 	for _, s := range *f.segments.Load() {
 		if s.contains(fp, hi) {

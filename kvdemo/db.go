@@ -634,14 +634,22 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 
 // getIn is Get on view v.
 func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
-	seek := y.KeyWithTs(key, math.MaxUint64)
+	// The key is hashed once for the memtables' filters and the table
+	// filter, whose reads start before the memtables are probed; the
+	// search key is made only for a search.
+	h := dynamic.KeyHash(key)
+	db.filter.warm(h)
+	var seek []byte
 	for _, m := range [2]*memtable{v.mem, v.imm} {
 		if m == nil {
 			continue
 		}
-		if !m.filter.MayContain(key) {
+		if !m.filter.MayContainHash(h) {
 			db.stats.memFilterNegatives.Add(1)
 			continue
+		}
+		if seek == nil {
+			seek = y.KeyWithTs(key, math.MaxUint64)
 		}
 		vs, ok := m.get(seek)
 		if !ok {
@@ -667,10 +675,21 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 			db.stats.filterFalsePositives.Add(falsePos)
 		}
 	}()
-	q := db.filter.prepare(key)
+	q := db.filter.prepare(key, h)
 	db.pauseAt(pauseGetLookup)
 	for _, st := range v.tables {
-		ans := db.filter.mayContain(st, q)
+		// The two kinds that screen every table are called directly, on
+		// the query in place: 22 interface calls each copying it cost
+		// more than the lookups they screen.
+		var ans filterAnswer
+		switch f := db.filter.(type) {
+		case *globalFilter:
+			ans = f.screen(st, &q)
+		case *cuckooFilter:
+			ans = f.screen(st, &q)
+		default:
+			ans = db.filter.mayContain(st, q)
+		}
 		if ans == filterAbsent {
 			negatives++
 			continue
@@ -680,6 +699,9 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 			return nil, errorf("%w (a Get for this key needs it)", st.damaged)
 		}
 		probed++
+		if seek == nil {
+			seek = y.KeyWithTs(key, math.MaxUint64)
+		}
 		vs, ok, err := st.get(seek, key)
 		if err != nil {
 			return nil, err

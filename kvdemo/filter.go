@@ -49,7 +49,11 @@ type tableFilter interface {
 	merged(st *sstable, inputs []*sstable)
 	attach(st *sstable) bool
 	rebuild(st *sstable) error
-	prepare(key []byte) filterQuery
+	// warm starts bringing in what prepare will read for the key of hash
+	// h (dynamic.KeyHash), so that its cache misses overlap the
+	// memtables' probes; prepare derives the Get's query.
+	warm(h uint64)
+	prepare(key []byte, h uint64) filterQuery
 	mayContain(st *sstable, q filterQuery) filterAnswer
 	drop(st *sstable)
 	memoryBytes(st *sstable) int64
@@ -132,7 +136,8 @@ func (noFilter) newBuilder(bool) filterBuilder                 { return nopBuild
 func (noFilter) merged(*sstable, []*sstable)                   {}
 func (noFilter) attach(*sstable) bool                          { return true }
 func (noFilter) rebuild(*sstable) error                        { return nil }
-func (noFilter) prepare(key []byte) filterQuery                { return filterQuery{key: key} }
+func (noFilter) warm(uint64)                                   {}
+func (noFilter) prepare(key []byte, _ uint64) filterQuery      { return filterQuery{key: key} }
 func (noFilter) mayContain(*sstable, filterQuery) filterAnswer { return filterNone }
 func (noFilter) drop(*sstable)                                 {}
 func (noFilter) memoryBytes(*sstable) int64                    { return 0 }
@@ -156,7 +161,9 @@ func (bloomFilter) newBuilder(bool) filterBuilder { return nopBuilder{} }
 func (bloomFilter) merged(*sstable, []*sstable)   {}
 func (bloomFilter) attach(*sstable) bool          { return true }
 func (bloomFilter) rebuild(*sstable) error        { return nil }
-func (bloomFilter) prepare(key []byte) filterQuery {
+func (bloomFilter) warm(uint64)                   {}
+
+func (bloomFilter) prepare(key []byte, _ uint64) filterQuery {
 	return filterQuery{key: key, hash: y.Hash(key)}
 }
 func (bloomFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
@@ -312,8 +319,15 @@ func (c *cuckooFilter) rebuild(st *sstable) error {
 	return c.db.syncDir()
 }
 
-func (*cuckooFilter) prepare(key []byte) filterQuery { return filterQuery{key: key} }
-func (*cuckooFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
+func (*cuckooFilter) warm(uint64)                              {}
+func (*cuckooFilter) prepare(key []byte, _ uint64) filterQuery { return filterQuery{key: key} }
+func (c *cuckooFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
+	return c.screen(st, &q)
+}
+
+// screen is mayContain without the copy of the query (see
+// globalFilter.screen).
+func (*cuckooFilter) screen(st *sstable, q *filterQuery) filterAnswer {
 	f := st.cf.Load()
 	if f == nil {
 		return filterNone

@@ -480,7 +480,13 @@ func (g *globalFilter) rebuildIndex(v *view) {
 }
 
 // prepare is the Get's one index lookup.
-func (g *globalFilter) prepare(key []byte) filterQuery {
+func (g *globalFilter) warm(h uint64) {
+	if idx := g.idx.Load(); idx != nil {
+		idx.PrefetchHash(h)
+	}
+}
+
+func (g *globalFilter) prepare(key []byte, h uint64) filterQuery {
 	q := filterQuery{key: key, epoch: g.epoch.Load()}
 	idx := g.idx.Load()
 	if idx == nil {
@@ -488,7 +494,7 @@ func (g *globalFilter) prepare(key []byte) filterQuery {
 		return q
 	}
 	var buf [8]uint64
-	c := idx.Lookup(key, buf[:0])
+	c := idx.LookupHash(h, buf[:0])
 	if len(c) > len(q.cands) {
 		q.many = true
 		return q
@@ -498,6 +504,12 @@ func (g *globalFilter) prepare(key []byte) filterQuery {
 }
 
 func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
+	return g.screen(st, &q)
+}
+
+// screen is mayContain without the copy of the query: getIn calls it
+// directly (an interface call would move q to the heap).
+func (*globalFilter) screen(st *sstable, q *filterQuery) filterAnswer {
 	if q.many {
 		return filterNone
 	}

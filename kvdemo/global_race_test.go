@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 )
 
 // getWithQuery is getIn's table loop with the index lookup q made
@@ -60,7 +61,7 @@ func TestGlobalGetLookupBeforeReplace(t *testing.T) {
 	// compactRun's build does not touch it.
 	qs := map[string]filterQuery{}
 	for k := range want {
-		qs[k] = g.prepare([]byte(k))
+		qs[k] = g.prepare([]byte(k), dynamic.KeyHash([]byte(k)))
 	}
 	v, err := db.acquire()
 	if err != nil {
@@ -261,7 +262,7 @@ func TestGlobalOldViewAcrossRebuildsAndMerges(t *testing.T) {
 		qs := map[string]filterQuery{}
 		for i := 0; i < keys; i++ {
 			k := fmt.Sprintf("k%05d", i)
-			qs[k] = g.prepare([]byte(k))
+			qs[k] = g.prepare([]byte(k), dynamic.KeyHash([]byte(k)))
 		}
 		return qs
 	}
@@ -375,7 +376,7 @@ func TestGlobalTombstoneLookupBeforeReplace(t *testing.T) {
 	qs := map[string]filterQuery{}
 	for i := 0; i < keys; i++ {
 		k := fmt.Sprintf("k%05d", i)
-		qs[k] = g.prepare([]byte(k))
+		qs[k] = g.prepare([]byte(k), dynamic.KeyHash([]byte(k)))
 	}
 	v, err := db.acquire()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -202,7 +203,7 @@ func (h *histRun) sample() {
 	storeMax(&h.indexSegments, h.db.IndexStats().Segments)
 	if g, ok := h.db.filter.(*globalFilter); ok {
 		for k := 0; k < h.cfg.hot; k++ {
-			if g.prepare(histKey(k)).many {
+			if g.prepare(histKey(k), dynamic.KeyHash(histKey(k))).many {
 				h.manyLookups.Add(1)
 			}
 		}
