@@ -148,3 +148,52 @@ func TestIndexPrefetchCappedConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestHashedProbesAgree: a store that hashes a key once (KeyHash) and asks
+// MemFilter.MayContainHash and Index.LookupHash, after Index.PrefetchHash,
+// gets what MayContain and Lookup answer for the key, and no added key is
+// missed, in filters grown to several segments.
+func TestHashedProbesAgree(t *testing.T) {
+	withPrefetchedCappedSegments(64, func() {
+		rng := rand.New(rand.NewPCG(5, 6))
+		mf := NewMemFilter(16)
+		x := newIndexSeeded(16, 10, 7)
+		var keys [][]byte
+		for tbl := uint64(1); tbl <= 6; tbl++ {
+			var hs []uint64
+			for range 300 {
+				k := fmt.Appendf(nil, "key-%d-%d", tbl, rng.Uint64())
+				keys = append(keys, k)
+				mf.Add(k)
+				hs = append(hs, KeyHash(k))
+			}
+			if err := x.AddTable(tbl, hs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st := x.Stats(); st.Segments < 2 {
+			t.Fatalf("the index did not grow (%d segment)", st.Segments)
+		}
+		for i := range 4000 {
+			k := fmt.Appendf(nil, "probe-%d", i)
+			if i < len(keys) {
+				k = keys[i]
+			}
+			h := KeyHash(k)
+			x.PrefetchHash(h)
+			if mf.MayContainHash(h) != mf.MayContain(k) {
+				t.Fatalf("%q: MayContainHash disagrees with MayContain", k)
+			}
+			if i < len(keys) && !mf.MayContainHash(h) {
+				t.Fatalf("%q: added, and MayContainHash says absent", k)
+			}
+			a, b := x.LookupHash(h, nil), x.Lookup(k, nil)
+			if fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Fatalf("%q: LookupHash %v, Lookup %v", k, a, b)
+			}
+			if i < len(keys) && len(a) == 0 {
+				t.Fatalf("%q: added, and the index names no table", k)
+			}
+		}
+	})
+}
