@@ -7,7 +7,9 @@ import (
 	"log"
 	"math"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
@@ -134,6 +136,7 @@ func TestBlockCacheKeepsCheckedCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	db.blockCache.Wait()   // the cache's sets are applied in the background
 	mid.t.Data[40] ^= 0x04 // inside the first data block
 	served := 0
 	for i := 0; i < per; i++ {
@@ -148,5 +151,65 @@ func TestBlockCacheKeepsCheckedCopy(t *testing.T) {
 			t.Fatalf("%s: %v (want the value or ErrCorrupt naming table %06d)", k, err, mid.id)
 		}
 	}
+	if served == 0 {
+		t.Fatal("no key was served from the cached copy of the damaged block's table")
+	}
 	t.Logf("%d of %d keys served", served, per)
+}
+
+// TestCloseWhileGetsRead: Close returns while Gets still hold views and
+// read tables through the block cache; the cache is closed only when the
+// last of them lets go (closing it under a read panicked inside
+// ristretto), and every Get ends with its value or ErrClosed.
+func TestCloseWhileGetsRead(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{MemtableBytes: 1 << 20, MaxTables: -1, BlockCacheBytes: 256 << 10, Logger: log.New(io.Discard, "", 0)}
+	db := open(t, dir, o)
+	const n = 20_000
+	for i := 0; i < n; i++ {
+		k, v := kv(i)
+		mustPut(t, db, k, v)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	rounds := 40
+	if testing.Short() {
+		rounds = 5
+	}
+	for r := 0; r < rounds; r++ {
+		db := open(t, dir, o)
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for g := 0; g < 64; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				for i := g; ; i = (i + 7919) % n {
+					k, v := kv(i)
+					got, err := db.Get(k)
+					switch {
+					case errors.Is(err, ErrClosed):
+						return
+					case err != nil:
+						errs <- fmt.Errorf("%s: %v", k, err)
+						return
+					case string(got) != string(v):
+						errs <- fmt.Errorf("%s = %q, want %q", k, got, v)
+						return
+					}
+				}
+			}(g)
+		}
+		time.Sleep(2 * time.Millisecond)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
 }

@@ -203,6 +203,12 @@ type DB struct {
 	// the old table must not answer for the new one.
 	blockCache  *ristretto.Cache[[]byte, *table.Block]
 	tableSerial atomic.Uint64
+	// views counts the views not yet released; shut is set by Close. The
+	// block cache is closed once both say no Get can read a table any
+	// more (closing it under a Get's read panics inside ristretto).
+	views      atomic.Int64
+	shut       atomic.Bool
+	cacheClose sync.Once
 
 	// Writers. wmu serialises log appends, so that sequence numbers and
 	// log order agree, and memtable switches.
@@ -247,12 +253,16 @@ type view struct {
 	mem, imm *memtable
 	tables   []*sstable
 	refs     atomic.Int32
+	db       *DB
 }
 
 func (v *view) release() {
 	if v.refs.Add(-1) == 0 {
 		for _, st := range v.tables {
 			st.unref()
+		}
+		if v.db.views.Add(-1) == 0 && v.db.shut.Load() {
+			v.db.closeBlockCache()
 		}
 	}
 }
@@ -569,11 +579,12 @@ func (db *DB) rotateLocked() error {
 
 // installLocked publishes a new view; db.mu is held for writing.
 func (db *DB) installLocked(mem, imm *memtable, tables []*sstable) {
-	v := &view{mem: mem, imm: imm, tables: tables}
+	v := &view{mem: mem, imm: imm, tables: tables, db: db}
 	for _, st := range tables {
 		st.ref()
 	}
 	v.refs.Store(1) // the DB's own reference
+	db.views.Add(1)
 	old := db.cur
 	db.cur = v
 	old.release()
@@ -635,11 +646,10 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 // getIn is Get on view v.
 func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 	// The key is hashed once for the memtables' filters and the table
-	// filter, whose reads start before the memtables are probed; the
-	// search key is made only for a search.
+	// filter, whose reads start before the memtables are probed.
 	h := dynamic.KeyHash(key)
 	db.filter.warm(h)
-	var seek []byte
+	seek := y.KeyWithTs(key, math.MaxUint64)
 	for _, m := range [2]*memtable{v.mem, v.imm} {
 		if m == nil {
 			continue
@@ -647,9 +657,6 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 		if !m.filter.MayContainHash(h) {
 			db.stats.memFilterNegatives.Add(1)
 			continue
-		}
-		if seek == nil {
-			seek = y.KeyWithTs(key, math.MaxUint64)
 		}
 		vs, ok := m.get(seek)
 		if !ok {
@@ -699,9 +706,6 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 			return nil, errorf("%w (a Get for this key needs it)", st.damaged)
 		}
 		probed++
-		if seek == nil {
-			seek = y.KeyWithTs(key, math.MaxUint64)
-		}
 		vs, ok, err := st.get(seek, key)
 		if err != nil {
 			return nil, err
@@ -915,6 +919,7 @@ func (db *DB) Close() error {
 	db.mu.Lock()
 	v := db.cur
 	db.closed = true
+	db.shut.Store(true)
 	db.mu.Unlock()
 	var err error
 	for _, m := range [2]*memtable{v.imm, v.mem} {
@@ -932,8 +937,7 @@ func (db *DB) Close() error {
 	if err == nil && db.readOnlyErr() == nil {
 		db.recordCleanClose()
 	}
-	v.release()
-	db.closeBlockCache()
+	v.release()     // the last view's release closes the block cache
 	db.lock.Close() // releases the flock
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 )
 
 // The history tests run a store under concurrent Puts, Deletes and Gets of

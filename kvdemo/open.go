@@ -107,7 +107,9 @@ func (db *DB) openBlockCache() error {
 	if db.opts.BlockCacheBytes <= 0 || db.tOpt.Compression == options.None {
 		return nil
 	}
-	blocks := max(db.opts.BlockCacheBytes/int64(db.tOpt.BlockSize), 1)
+	// Counters are allocated at once, about 5 bytes each: past a million
+	// blocks (4 GiB) the admission statistics stop growing with the cache.
+	blocks := min(max(db.opts.BlockCacheBytes/int64(db.tOpt.BlockSize), 1), 1<<20)
 	c, err := ristretto.NewCache(&ristretto.Config[[]byte, *table.Block]{
 		NumCounters: 10 * blocks,
 		MaxCost:     db.opts.BlockCacheBytes,
@@ -122,11 +124,15 @@ func (db *DB) openBlockCache() error {
 	return nil
 }
 
-// closeBlockCache stops the cache's goroutines once no Get can use it.
+// closeBlockCache stops the cache's goroutines, once; the caller knows no
+// Get can read a table any more (Close's last view released, or an Open
+// that failed).
 func (db *DB) closeBlockCache() {
-	if db.blockCache != nil {
-		db.blockCache.Close()
-	}
+	db.cacheClose.Do(func() {
+		if db.blockCache != nil {
+			db.blockCache.Close()
+		}
+	})
 }
 
 // prepareDir empties tmp/ (files being written when a process stopped)
@@ -237,8 +243,9 @@ func (db *DB) configure() error {
 // the rest of the store is served (Gets that reach it report it). It
 // returns the tables whose filter must be rebuilt.
 func (db *DB) openTables() (unfiltered []*sstable, err error) {
-	db.cur = &view{}
+	db.cur = &view{db: db}
 	db.cur.refs.Store(1)
+	db.views.Add(1)
 	for _, id := range db.man.Tables {
 		path := fileName(db.dir, id, extTable)
 		if _, err := db.fs.Stat(path); err != nil {
