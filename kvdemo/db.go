@@ -686,8 +686,8 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 	db.pauseAt(pauseGetLookup)
 	for _, st := range v.tables {
 		// The two kinds that screen every table are called directly, on
-		// the query in place: 22 interface calls each copying it cost
-		// more than the lookups they screen.
+		// the query in place: an interface call per table, each copying
+		// the query, cost more than the screening itself.
 		var ans filterAnswer
 		switch f := db.filter.(type) {
 		case *globalFilter:

@@ -479,13 +479,14 @@ func (g *globalFilter) rebuildIndex(v *view) {
 	g.db.stats.indexUpdateNanos.Add((built + time.Since(start)).Nanoseconds())
 }
 
-// prepare is the Get's one index lookup.
+// warm prefetches the index buckets that prepare's lookup reads.
 func (g *globalFilter) warm(h uint64) {
 	if idx := g.idx.Load(); idx != nil {
 		idx.PrefetchHash(h)
 	}
 }
 
+// prepare is the Get's one index lookup.
 func (g *globalFilter) prepare(key []byte, h uint64) filterQuery {
 	q := filterQuery{key: key, epoch: g.epoch.Load()}
 	idx := g.idx.Load()
