@@ -108,11 +108,12 @@ type budgetError struct{ msg string }
 
 func (e *budgetError) Error() string { return e.msg }
 
-// reserve takes n bytes. A command that holds none yet may wait for them
-// until deadline (if not zero), shutdown (quit) or eviction; one that holds some must get
-// them at once, so that commands never wait for each other's bytes.
-func (b *requestBudget) reserve(n int64, holding bool, deadline time.Time, quit, evict <-chan struct{}) error {
-	if n > b.limit {
+// reserve takes n more bytes for a command that holds held. A command
+// that holds none yet may wait for them until deadline (if not zero),
+// shutdown (quit) or eviction; one that holds some must get them at once,
+// so that commands never wait for each other's bytes.
+func (b *requestBudget) reserve(n, held int64, deadline time.Time, quit, evict <-chan struct{}) error {
+	if held+n > b.limit {
 		return &budgetError{fmt.Sprintf("ERR command larger than the server's request budget of %d bytes", b.limit)}
 	}
 	busy := &budgetError{fmt.Sprintf("ERR server busy: commands still arriving hold all %d bytes of the request budget; try again", b.limit)}
@@ -124,7 +125,7 @@ func (b *requestBudget) reserve(n int64, holding bool, deadline time.Time, quit,
 			b.mu.Unlock()
 			return nil
 		}
-		if holding {
+		if held > 0 {
 			b.mu.Unlock()
 			return busy
 		}
@@ -171,7 +172,7 @@ type connBudget struct {
 }
 
 func (b *connBudget) Reserve(n, held int) error {
-	return b.s.budget.reserve(int64(n), held > 0, b.deadline, b.s.quit, b.st.evict)
+	return b.s.budget.reserve(int64(n), int64(held), b.deadline, b.s.quit, b.st.evict)
 }
 
 func (b *connBudget) Release(n int) { b.s.budget.release(int64(n)) }
