@@ -331,6 +331,7 @@ func (s *Server) handle(st *connState, id int64) {
 	}
 	for {
 		if !cn.awaitCommand() {
+			cn.ended()
 			return
 		}
 		args, err := r.ReadCommand()
