@@ -12,7 +12,11 @@
 //
 // Who may connect follows Redis (see auth.go): with a password set, a
 // connection must AUTH before any other command; without one, protected
-// mode refuses clients that are not on the loopback interface.
+// mode refuses clients that are not on the loopback interface. Password
+// guessing is throttled per source address, per connection and across the
+// server, in a way that never makes the right password wait behind other
+// addresses' guesses (authLimiter). Clients that are slow or idle hold
+// bounded memory and no slot another client needs (slots.go).
 package server
 
 import (
@@ -309,9 +313,9 @@ func (s *Server) handle(st *connState, id int64) {
 		}
 		w.Flush()
 	}()
-	r := resp.NewReader(flushingReader{c, w}, s.cfg.Limits)
+	cn := &connection{s: s, st: st, tw: tw, w: w, sess: &session{id: id, authed: !s.password.set, st: st}}
+	r := resp.NewReader(flushingReader{c, w, cn.beforeRead}, s.cfg.Limits)
 	defer r.Release()
-	cn := &connection{s: s, st: st, tw: tw, w: w, r: r, sess: &session{id: id, authed: !s.password.set, st: st}}
 	if s.budget != nil {
 		cn.budget = &connBudget{s: s, st: st}
 		r.SetBudget(cn.budget, requestAllowance)
@@ -330,10 +334,7 @@ func (s *Server) handle(st *connState, id int64) {
 		}
 	}
 	for {
-		if !cn.awaitCommand() {
-			cn.ended()
-			return
-		}
+		cn.awaitCommand()
 		args, err := r.ReadCommand()
 		st.idleSince.Store(0)
 		if err != nil {
@@ -379,7 +380,6 @@ type connection struct {
 	sess *session
 	tw   *timedWriter
 	w    *resp.Writer
-	r    *resp.Reader
 
 	budget       *connBudget // nil without a request budget
 	authDeadline time.Time   // zero: none, or authenticated
@@ -387,13 +387,17 @@ type connection struct {
 	// auth deadline); commandDue is when the command that has begun to
 	// arrive must be complete.
 	waitUntil, commandDue time.Time
-	deadlineSet           bool // the connection has a read deadline
+	// want is the read deadline that the next read from the client must
+	// have, applied the one the connection has: deadlines are set only
+	// before a read that waits, not for every command parsed from the
+	// buffer.
+	want, applied time.Time
 }
 
 // awaitCommand prepares the wait for the next command: it ends at the
 // idle timeout or, before AUTH, at the auth deadline, whichever comes
-// first. It reports false if the connection is to close instead.
-func (cn *connection) awaitCommand() bool {
+// first.
+func (cn *connection) awaitCommand() {
 	var d time.Time
 	if cn.s.cfg.IdleTimeout > 0 {
 		d = time.Now().Add(cn.s.cfg.IdleTimeout)
@@ -402,11 +406,8 @@ func (cn *connection) awaitCommand() bool {
 		d = cn.authDeadline
 	}
 	cn.waitUntil, cn.commandDue = d, time.Time{}
-	if cn.budget != nil {
-		cn.budget.deadline = d
-	}
+	cn.setWant(d)
 	cn.st.idleSince.Store(time.Now().UnixNano())
-	return cn.setReadDeadline(d)
 }
 
 // commandStarted runs when the first byte of a command has arrived: the
@@ -420,28 +421,32 @@ func (cn *connection) commandStarted() {
 	if !cn.waitUntil.IsZero() && cn.waitUntil.Before(d) {
 		d = cn.waitUntil
 	}
+	cn.setWant(d)
+}
+
+// setWant makes d (zero: none) the deadline of the reads to come, and of
+// a wait for the request budget.
+func (cn *connection) setWant(d time.Time) {
+	cn.want = d
 	if cn.budget != nil {
 		cn.budget.deadline = d
 	}
-	cn.setReadDeadline(d)
 }
 
-// setReadDeadline sets the connection's read deadline to d (zero: none),
-// and reports false if the connection is to close.
-func (cn *connection) setReadDeadline(d time.Time) bool {
-	if d.IsZero() && !cn.deadlineSet {
-		return true
+// beforeRead gives the connection the read deadline its next read must
+// have.
+func (cn *connection) beforeRead() {
+	if cn.want.Equal(cn.applied) {
+		return
 	}
-	cn.st.c.SetReadDeadline(d)
-	cn.deadlineSet = !d.IsZero()
+	cn.st.c.SetReadDeadline(cn.want)
+	cn.applied = cn.want
 	// Shutdown and eviction end waits with a deadline of their own, which
-	// this one may just have replaced: look again.
+	// this one may just have replaced: look again. (Both are for good, so
+	// a deadline left in place stays theirs.)
 	if cn.s.closing() || wasEvicted(cn.st) {
 		cn.st.c.SetReadDeadline(time.Now())
-		cn.deadlineSet = true
-		return false
 	}
-	return true
 }
 
 // ended reports, after a command, whether the connection is to close
@@ -492,7 +497,7 @@ func (cn *connection) readFailed(err error) {
 	case errors.As(err, &pe):
 		s.protocolErrors.Add(1)
 		cn.w.Error("ERR " + pe.Error())
-	case overBudget:
+	case overBudget && !s.closing():
 		s.budgetRefusals.Add(1)
 		cn.finalWords(msg)
 	case timeout && !cn.sess.authed && !cn.authDeadline.IsZero() && !now.Before(cn.authDeadline):
@@ -511,8 +516,9 @@ func (cn *connection) readFailed(err error) {
 // after which the replies to the commands before it must not wait for the
 // rest (Redis sends them too).
 type flushingReader struct {
-	c net.Conn
-	w *resp.Writer
+	c          net.Conn
+	w          *resp.Writer
+	beforeRead func() // sets the read deadline
 }
 
 // flushError is a failure to send replies, met while reading.
@@ -524,6 +530,7 @@ func (f flushingReader) Read(p []byte) (int, error) {
 	if err := f.w.Flush(); err != nil {
 		return 0, flushError{err}
 	}
+	f.beforeRead()
 	return f.c.Read(p)
 }
 
