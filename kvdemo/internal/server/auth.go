@@ -96,10 +96,11 @@ func protectedModeDenies(protected, passwordSet bool, remote net.Addr) bool {
 }
 
 // authLimiter throttles password guessing without locking out the right
-// password. Every guess is checked at once, in constant time, so a right
-// password never queues behind other clients' wrong ones; what waits is
-// the reply to a failure, and, for a source address that has guessed
-// wrong too often, the next check. Three limits apply:
+// password. A guess is checked, in constant time, as soon as it arrives,
+// so a right password never queues behind other clients' wrong ones; what
+// waits is the reply to a failure and, for a source address that has
+// guessed wrong too often, the check of its next guess. Three limits
+// apply:
 //
 //   - per source address, a token bucket of guesses (burst addrBurst, then
 //     one per addrInterval): a guess from an address with no token left
@@ -132,8 +133,9 @@ type authLimiter struct {
 	// addrs holds, for each address with guesses outstanding, when its
 	// bucket is full again (a "theoretical arrival time"): an address
 	// absent, or whose time has passed, has its whole burst.
-	addrs map[netip.Addr]time.Time
-	swept int // len(addrs) after the last sweep
+	addrs   map[netip.Addr]time.Time
+	swept   int       // len(addrs) after the last sweep
+	sweptAt time.Time // when it was
 }
 
 // maxGuessingAddrs bounds the addresses the limiter remembers. Past it,
@@ -180,7 +182,11 @@ func (a *authLimiter) reserve(now, deadline time.Time, addr netip.Addr) (bucket 
 	}
 	full, ok := a.addrs[addr]
 	if !ok && len(a.addrs) >= maxGuessingAddrs {
-		a.sweep(now)
+		// A full table is swept at most once a second: new addresses
+		// must not each cost a pass over it.
+		if now.Sub(a.sweptAt) >= time.Second {
+			a.sweep(now)
+		}
 		if len(a.addrs) >= maxGuessingAddrs {
 			addr = netip.Addr{}
 			full = a.addrs[addr]
@@ -223,7 +229,7 @@ func (a *authLimiter) sweep(now time.Time) {
 			delete(a.addrs, addr)
 		}
 	}
-	a.swept = len(a.addrs)
+	a.swept, a.sweptAt = len(a.addrs), now
 }
 
 // failed returns how long a failure checked at now waits for its answer:
