@@ -106,7 +106,7 @@ func TestRedisCLIWhileIdleClientsHoldEverySlot(t *testing.T) {
 	// one of those that went idle at nearly the same moment is not
 	// certain.)
 	told := 0
-	look := time.Now().Add(300 * time.Millisecond)
+	look := time.Now().Add(time.Second)
 	for i, c := range idle {
 		c.c.SetReadDeadline(look)
 		line, err := c.br.ReadString('\n')
