@@ -15,7 +15,10 @@ import (
 // command must arrive in full within RequestTimeout of its first byte; the
 // bytes that commands hold while they arrive come from one server-wide
 // budget (RequestBudget); and when every slot is taken, a new client takes
-// the slot of the connection that has been idle longest.
+// the slot of the connection that has been idle longest, one that has not
+// authenticated first. What clients can make the server hold is then
+// RequestBudget plus, per connection, its allowance and its read and
+// write buffers, whatever they send and however slowly.
 
 // requestAllowance is what each connection's command may hold without
 // the budget: the size of its read buffer, so that every command that
