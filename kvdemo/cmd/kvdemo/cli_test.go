@@ -284,6 +284,12 @@ func TestPasswordFlags(t *testing.T) {
 		{"serve", "-dir", dir, "-protected-mode=maybe"},
 		{"serve", "-dir", dir, "-idle-timeout", "-1s"},
 		{"serve", "-dir", dir, "-write-timeout", "soon"},
+		{"serve", "-dir", dir, "-request-timeout", "-1s"},
+		{"serve", "-dir", dir, "-request-budget", "2"},
+		{"serve", "-dir", dir, "-request-budget", "-1"},
+		{"serve", "-dir", dir, "-evict-idle", "-1s"},
+		{"serve", "-dir", dir, "-auth-burst", "0"},
+		{"serve", "-dir", dir, "-auth-interval", "-1ms"},
 	} {
 		if code, _, stderr := runCLI(t, args...); code != 2 || !strings.Contains(stderr, "usage") {
 			t.Errorf("%q: exit %d, %q; want misuse", truncate(strings.Join(args, " ")), code, stderr)

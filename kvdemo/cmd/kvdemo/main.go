@@ -73,21 +73,26 @@ type command struct {
 	args string // positional arguments, for the usage line
 	run  func(ctx context.Context, c *command, out io.Writer) error
 
-	dir         string
-	filter      string
-	memtable    int64
-	maxTables   int
-	n, gets     int
-	valueSize   int
-	miss        float64
-	seed        uint64
-	addr        string
-	maxConns    int
-	memKeys     int
-	pass        string // -requirepass
-	passFile    string // -requirepass-file
-	protected   bool   // -protected-mode
-	timeouts    struct{ idle, auth, write time.Duration }
+	dir       string
+	filter    string
+	memtable  int64
+	maxTables int
+	n, gets   int
+	valueSize int
+	miss      float64
+	seed      uint64
+	addr      string
+	maxConns  int
+	memKeys   int
+	pass      string // -requirepass
+	passFile  string // -requirepass-file
+	protected bool   // -protected-mode
+	timeouts  struct{ idle, auth, write, request, evictIdle time.Duration }
+	reqBudget int64 // MiB
+	guessing  struct {
+		burst                             int
+		interval, failDelay, failInterval time.Duration
+	}
 	mustExist   bool // the command reads or deletes: never create a store
 	bits        float64
 	blockCache  int64 // MiB
@@ -152,6 +157,13 @@ func newCommand(name string, stderr io.Writer) *command {
 		c.fs.DurationVar(&c.timeouts.idle, "idle-timeout", 0, "close a connection whose next command has not arrived in full after this long (0: never)")
 		c.fs.DurationVar(&c.timeouts.auth, "auth-timeout", 10*time.Second, "with a password set, close a connection that has not authenticated this long after connecting (0: never)")
 		c.fs.DurationVar(&c.timeouts.write, "write-timeout", 30*time.Second, "close a connection that accepts none of its replies for this long (0: never)")
+		c.fs.DurationVar(&c.timeouts.request, "request-timeout", 30*time.Second, "close a connection whose command has begun to arrive and is not complete this long after its first byte (0: never)")
+		c.fs.Int64Var(&c.reqBudget, "request-budget", 64, "MiB that the commands of all connections may hold while they arrive, beyond 64 KiB each; a command that cannot get its share waits for it within -request-timeout, or is refused with an error (0: no bound; else at least 3)")
+		c.fs.DurationVar(&c.timeouts.evictIdle, "evict-idle", time.Second, "when every -max-conns slot is taken, a new client takes the slot of the connection that has gone longest without authenticating or, failing that, has waited longest for its next command, once that is this long (0: never; the new client is refused)")
+		c.fs.IntVar(&c.guessing.burst, "auth-burst", 10, "AUTHs a source address (an IPv4 address, an IPv6 /64) may try at once; after them its tries, right or wrong, wait -auth-interval each")
+		c.fs.DurationVar(&c.guessing.interval, "auth-interval", 200*time.Millisecond, "a source address that has used its -auth-burst tries once per this interval (0: no per-address limit)")
+		c.fs.DurationVar(&c.guessing.failDelay, "auth-fail-delay", 100*time.Millisecond, "the least a failed AUTH waits for its answer, which bounds one connection's tries (0: none)")
+		c.fs.DurationVar(&c.guessing.failInterval, "auth-fail-interval", 20*time.Millisecond, "answers to failed AUTHs across the server are at least this far apart; a right password never waits for them (0: no spacing)")
 		c.run = runServe
 	case "demo":
 		store(false)
@@ -256,8 +268,14 @@ func (c *command) check() error {
 		return misuse("-value-size must be within 0..1048576")
 	case name == "serve" && c.maxConns <= 0:
 		return misuse("-max-conns must be positive")
-	case c.timeouts.idle < 0 || c.timeouts.auth < 0 || c.timeouts.write < 0:
+	case c.timeouts.idle < 0 || c.timeouts.auth < 0 || c.timeouts.write < 0 || c.timeouts.request < 0 || c.timeouts.evictIdle < 0:
 		return misuse("timeouts must not be negative")
+	case c.reqBudget < 0 || c.reqBudget > 0 && c.reqBudget < 3 || c.reqBudget > 1<<20:
+		return misuse("-request-budget must be 0 (no bound) or within 3..1048576 (MiB): the largest command needs over 2 MiB")
+	case name == "serve" && c.guessing.burst <= 0:
+		return misuse("-auth-burst must be positive")
+	case c.guessing.interval < 0 || c.guessing.failDelay < 0 || c.guessing.failInterval < 0:
+		return misuse("AUTH intervals must not be negative")
 	case c.pass != "" && c.passFile != "":
 		return misuse("-requirepass and -requirepass-file: give one")
 	case len(c.pass) > server.MaxPasswordLen:
@@ -412,6 +430,13 @@ func runServe(ctx context.Context, c *command, out io.Writer) error {
 		IdleTimeout:          c.timeouts.idle,
 		AuthTimeout:          orNever(c.timeouts.auth),
 		WriteTimeout:         orNever(c.timeouts.write),
+		RequestTimeout:       orNever(c.timeouts.request),
+		RequestBudget:        requestBudget(c.reqBudget),
+		EvictIdleAfter:       orNever(c.timeouts.evictIdle),
+		AddrAuthBurst:        c.guessing.burst,
+		AddrAuthInterval:     orNever(c.guessing.interval),
+		FailedAuthDelay:      orNever(c.guessing.failDelay),
+		FailedAuthInterval:   orNever(c.guessing.failInterval),
 	})
 	c.warnExposure(ln.Addr(), pass != "")
 	// Tests and scripts read the address (port 0 picks one) from here.

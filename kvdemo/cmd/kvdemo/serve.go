@@ -21,6 +21,15 @@ func orNever(d time.Duration) time.Duration {
 	return d
 }
 
+// requestBudget maps -request-budget's MiB, 0 for "no bound", to the
+// server's bytes (negative for no bound; 0 is its default there).
+func requestBudget(mib int64) int64 {
+	if mib == 0 {
+		return -1
+	}
+	return mib << 20
+}
+
 // password returns the password clients must give, from -requirepass or
 // the first line of -requirepass-file; "" when none is set.
 func (c *command) password() (string, error) {

@@ -58,6 +58,64 @@ type Reader struct {
 	br    *bufio.Reader
 	lim   Limits
 	chunk int // bulkChunk; smaller in tests, to exercise growth
+
+	budget    Budget
+	allowance int    // bytes of a command's bulk strings that need no budget
+	held      int    // budget granted to the command being read or run
+	onStart   func() // called when a command's first byte has arrived
+}
+
+// A Budget is shared by the readers of many connections and bounds the
+// bytes that their commands hold while they arrive: bulk lengths are
+// declared before their bytes, so a reader reserves what a command
+// declares before it allocates for it, and the sum of what every
+// connection holds stays within the budget however slowly the bytes come.
+type Budget interface {
+	// Reserve grants n more bytes to a command that already holds held
+	// bytes of the budget. An error refuses them: ReadCommand returns it
+	// and the connection's framing is lost. An implementation must not
+	// let a command that holds bytes wait for more (commands that each
+	// hold part of the budget and wait for the rest would wait for each
+	// other).
+	Reserve(n, held int) error
+	// Release returns n bytes.
+	Release(n int)
+}
+
+// SetBudget makes the reader reserve from b the bytes a command's bulk
+// strings declare beyond its first allowance bytes, which are the
+// connection's own. The reservation lasts until the next ReadCommand, so
+// it also covers the command while it runs, or until Release.
+func (r *Reader) SetBudget(b Budget, allowance int) {
+	r.Release()
+	r.budget, r.allowance = b, max(allowance, 0)
+}
+
+// OnCommandStart sets f to be called once per ReadCommand, when the first
+// byte of a command has arrived: a server times from there how long the
+// rest of the command takes to come.
+func (r *Reader) OnCommandStart(f func()) { r.onStart = f }
+
+// Release returns the budget held for the last command.
+func (r *Reader) Release() {
+	if r.held > 0 {
+		r.budget.Release(r.held)
+		r.held = 0
+	}
+}
+
+// reserve makes the budget held for the command cover total declared
+// bytes.
+func (r *Reader) reserve(total int) error {
+	need := total - r.allowance
+	if r.budget == nil || need <= r.held {
+		return nil
+	}
+	if err := r.budget.Reserve(need-r.held, r.held); err != nil {
+		return err
+	}
+	r.held = need
+	return nil
 }
 
 // NewReader reads from r within lim (zero fields take defaults).
@@ -83,10 +141,22 @@ func (r *Reader) Buffered() int { return r.br.Buffered() }
 // ReadCommand returns the next non-empty command's arguments. Errors are
 // the connection's (io.EOF at a clean end) or a *ProtocolError.
 func (r *Reader) ReadCommand() ([][]byte, error) {
-	for {
+	r.Release()
+	args, err := r.readCommand()
+	if err != nil {
+		r.Release()
+	}
+	return args, err
+}
+
+func (r *Reader) readCommand() ([][]byte, error) {
+	for first := true; ; first = false {
 		b, err := r.br.ReadByte()
 		if err != nil {
 			return nil, err
+		}
+		if first && r.onStart != nil {
+			r.onStart()
 		}
 		var args [][]byte
 		if b == '*' {
@@ -167,6 +237,9 @@ func (r *Reader) readArray() ([][]byte, error) {
 		}
 		if total += int(l); total > r.lim.MaxCommand {
 			return nil, protoErr("command longer than %d bytes", r.lim.MaxCommand)
+		}
+		if err := r.reserve(total + 2*int(i+1)); err != nil {
+			return nil, err
 		}
 		arg, err := r.readBulk(int(l) + 2)
 		if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -62,29 +63,43 @@ func TestAuthTimeoutWithUnreadReplies(t *testing.T) {
 	}
 }
 
-// TestAuthThrottleHidesTheRightGuess: a guesser need not wait for the
+// TestRightGuessWaitsForItsAddressTurn: a guesser need not wait for the
 // WRONGPASS answers if the right password is answered at once: it sends
-// many guesses on many connections and watches for the first +OK. The
-// answer to the right guess must come no sooner than a wrong one's would,
-// so that the outcomes are learned no faster than one per interval.
-func TestAuthThrottleHidesTheRightGuess(t *testing.T) {
-	const iv, wrong = 50 * time.Millisecond, 8
-	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: iv})
+// many guesses on many connections and watches for the first +OK. From an
+// address that has used its burst, every guess, the right one too, waits
+// for the address's turn before it is checked, so the outcomes are learned
+// no faster than one per interval. A client at another address is
+// answered at once.
+func TestRightGuessWaitsForItsAddressTurn(t *testing.T) {
+	const iv, burst = 100 * time.Millisecond, 2
+	f := start(t, Config{RequirePass: testPass, AddrAuthBurst: burst, AddrAuthInterval: iv, FailedAuthDelay: -1, FailedAuthInterval: -1})
+	guesser := net.ParseIP("127.0.0.2")
+	const wrong = 8
 	begin := time.Now()
 	for i := 0; i < wrong; i++ {
-		f.dial(t).send("AUTH guess-" + strings.Repeat("x", i) + "\r\n")
+		dialFrom(t, guesser, f.addr).send("AUTH guess-" + strings.Repeat("x", i) + "\r\n")
 	}
-	if !waitFor(func() bool { return f.srv.authFailures.Load() == wrong }) {
-		t.Fatalf("%d of %d guesses reached the server", f.srv.authFailures.Load(), wrong)
+	// The guesses past the burst wait their turns, one interval apart,
+	// unchecked: the first burst are checked at once.
+	if !waitFor(func() bool { return f.srv.authFailures.Load() >= burst }) {
+		t.Fatalf("%d guesses checked", f.srv.authFailures.Load())
 	}
-	right := f.dial(t)
+	other := dialFrom(t, net.ParseIP("127.0.0.1"), f.addr)
+	t0 := time.Now()
+	if got := other.cmd("AUTH", testPass); got != "+OK" {
+		t.Fatalf("the right password from another address: %q", got)
+	}
+	if el := time.Since(t0); el > 5*iv {
+		t.Errorf("the right password from another address took %v, behind the guesser's turns", el)
+	}
+	right := dialFrom(t, guesser, f.addr)
 	if got := right.cmd("AUTH", testPass); got != "+OK" {
-		t.Fatalf("the right password: %q", got)
+		t.Fatalf("the right password from the guesser's address: %q", got)
 	}
-	// The wrong guesses hold the next wrong-1 intervals; a wrong guess
-	// sent now would be answered after them.
-	if el, min := time.Since(begin), (wrong-1)*iv; el < min {
-		t.Errorf("the right password was told after %v, ahead of %d queued failures (%v)", el, wrong, min)
+	// The guesses past the burst hold the address's next wrong-burst
+	// turns; the right guess comes after them.
+	if el, min := time.Since(begin), (wrong-burst+1)*iv; el < min {
+		t.Errorf("the right password from the guesser's address was told after %v, ahead of %d queued guesses (%v)", el, wrong-burst, min)
 	}
 	if got := right.cmd("GET", "k"); got != "$nil" {
 		t.Errorf("after AUTH: %q", got)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +23,7 @@ const testPass = "correct horse battery staple"
 // before AUTH; wrong passwords and wrong users are refused with Redis's
 // replies; both AUTH forms work; and the password never comes back.
 func TestAuth(t *testing.T) {
-	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1})
+	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1, FailedAuthDelay: -1, AddrAuthInterval: -1})
 	c := f.dial(t)
 	for _, tc := range []struct {
 		args []string
@@ -102,7 +103,7 @@ func TestAuth(t *testing.T) {
 // TestAuthWithoutPassword: with no password set, AUTH behaves as Redis's
 // does for a default user without one.
 func TestAuthWithoutPassword(t *testing.T) {
-	f := start(t, Config{FailedAuthInterval: -1})
+	f := start(t, Config{FailedAuthInterval: -1, FailedAuthDelay: -1, AddrAuthInterval: -1})
 	c := f.dial(t)
 	for _, tc := range []struct {
 		args []string
@@ -195,38 +196,111 @@ func TestPasswordMatches(t *testing.T) {
 	}
 }
 
-// TestAuthThrottle: failed answers are spaced one interval apart however
-// many come at once; after a quiet spell there is no wait.
-func TestAuthThrottle(t *testing.T) {
-	const iv = 50 * time.Millisecond
-	a := authThrottle{interval: iv}
+// TestAuthLimiterPerAddress: an address guesses its burst at once, then
+// one per interval, whatever else guesses; a right guess gives its token
+// back; a turn past the deadline takes nothing.
+func TestAuthLimiterPerAddress(t *testing.T) {
+	const iv = time.Second
+	a := authLimiter{addrBurst: 3, addrInterval: iv}
 	now := time.Unix(1000, 0)
-	for i := 0; i < 5; i++ {
-		if d, late := a.wait(now, time.Time{}, true); d != time.Duration(i)*iv || late {
-			t.Errorf("failure %d at once waits %v (late %v), want %v", i, d, late, time.Duration(i)*iv)
+	x, y := netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")
+	for i, want := range []time.Duration{0, 0, 0, iv, 2 * iv} {
+		if b, d, late := a.reserve(now, time.Time{}, x); d != want || late || b != x {
+			t.Errorf("guess %d from one address waits %v (late %v, bucket %v), want %v", i, d, late, b, want)
 		}
 	}
-	// The right password waits as long as a failure would, and takes no
-	// slot: the next failure waits no longer for it.
-	for i := 0; i < 2; i++ {
-		if d, late := a.wait(now, time.Time{}, false); d != 5*iv || late {
-			t.Errorf("right password behind 5 failures waits %v (late %v), want %v", d, late, 5*iv)
+	if _, d, _ := a.reserve(now, time.Time{}, y); d != 0 {
+		t.Errorf("another address waits %v behind the first's guesses", d)
+	}
+	// A right guess returns its token: the next guess waits no longer
+	// than the one before it did.
+	a.refund(now, x)
+	if _, d, _ := a.reserve(now, time.Time{}, x); d != 2*iv {
+		t.Errorf("after a refund, the next guess waits %v, want %v", d, 2*iv)
+	}
+	// A turn after the deadline is not taken.
+	if _, d, late := a.reserve(now, now.Add(iv), x); d != iv || !late {
+		t.Errorf("guess whose turn is past its deadline: %v, late %v", d, late)
+	}
+	if _, d, _ := a.reserve(now, time.Time{}, x); d != 3*iv {
+		t.Errorf("after a late guess, the next waits %v, want %v", d, 3*iv)
+	}
+	// Once the bucket is full again, the address is forgotten.
+	later := now.Add(time.Hour)
+	a.sweep(later)
+	if len(a.addrs) != 0 {
+		t.Errorf("%d addresses remembered after an idle hour", len(a.addrs))
+	}
+	off := authLimiter{addrInterval: -1}
+	if _, d, late := off.reserve(now, now, x); d != 0 || late {
+		t.Errorf("disabled per-address limit waits %v", d)
+	}
+}
+
+// TestAuthLimiterAddressTable: past maxGuessingAddrs addresses, new ones
+// share one bucket instead of growing the table.
+func TestAuthLimiterAddressTable(t *testing.T) {
+	a := authLimiter{addrBurst: 1, addrInterval: time.Minute}
+	now := time.Unix(1000, 0)
+	for i := 0; i < maxGuessingAddrs; i++ {
+		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		a.reserve(now, time.Time{}, addr)
+	}
+	extra := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")}
+	b0, d0, _ := a.reserve(now, time.Time{}, extra[0])
+	b1, d1, _ := a.reserve(now, time.Time{}, extra[1])
+	if b0.IsValid() || b1.IsValid() || d0 != 0 || d1 != time.Minute {
+		t.Errorf("past the table's bound: buckets %v %v, waits %v %v; want the shared one, 0 and 1m", b0, b1, d0, d1)
+	}
+	if len(a.addrs) > maxGuessingAddrs+1 {
+		t.Errorf("the table grew to %d addresses", len(a.addrs))
+	}
+	// Once the old ones are full again, new addresses get their own.
+	later := now.Add(time.Hour)
+	if b, d, _ := a.reserve(later, time.Time{}, extra[0]); b != extra[0] || d != 0 {
+		t.Errorf("after the table emptied: bucket %v, wait %v", b, d)
+	}
+}
+
+// TestAuthLimiterFailures: a failure waits at least the per-connection
+// delay, and failures are answered one global interval apart; a failure
+// whose answer comes after its deadline takes no slot.
+func TestAuthLimiterFailures(t *testing.T) {
+	const delay, iv = 100 * time.Millisecond, 50 * time.Millisecond
+	a := authLimiter{failDelay: delay, failInterval: iv}
+	now := time.Unix(1000, 0)
+	for i, want := range []time.Duration{delay, delay, delay, 3 * iv, 4 * iv} {
+		if d, late := a.failed(now, time.Time{}); d != want || late {
+			t.Errorf("failure %d at once waits %v (late %v), want %v", i, d, late, want)
 		}
 	}
-	// A slot past the connection's deadline is not taken: it waits out
-	// the deadline and is closed.
-	if d, late := a.wait(now, now.Add(iv), true); d != iv || !late {
-		t.Errorf("failure whose slot is past its deadline: %v, late %v", d, late)
+	if d, late := a.failed(now, now.Add(iv)); d != iv || !late {
+		t.Errorf("failure whose answer is past its deadline: %v, late %v", d, late)
 	}
-	if d, _ := a.wait(now, time.Time{}, true); d != 5*iv {
-		t.Errorf("the sixth failure waits %v, want %v", d, 5*iv)
+	if d, _ := a.failed(now, time.Time{}); d != 5*iv {
+		t.Errorf("the next failure waits %v, want %v", d, 5*iv)
 	}
-	if d, late := a.wait(now.Add(time.Hour), time.Time{}, true); d != 0 || late {
+	if d, late := a.failed(now.Add(time.Hour), time.Time{}); d != delay || late {
 		t.Errorf("after a quiet hour: %v", d)
 	}
-	off := authThrottle{interval: -1}
-	if d, late := off.wait(now, now, true); d != 0 || late {
-		t.Errorf("disabled throttle waits %v", d)
+}
+
+func TestGuessAddr(t *testing.T) {
+	for _, tc := range []struct {
+		addr net.Addr
+		want string
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("127.0.0.2"), Port: 5}, "127.0.0.2"},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:192.0.2.7"), Port: 5}, "192.0.2.7"},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2:3:4:5:6"), Port: 5}, "2001:db8:1:2::"},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 5}, "::"},
+		{strAddr("198.51.100.1:80"), "198.51.100.1"},
+		{&net.UnixAddr{Name: "/tmp/s", Net: "unix"}, "invalid IP"},
+		{nil, "invalid IP"},
+	} {
+		if got := guessAddr(tc.addr).String(); got != tc.want {
+			t.Errorf("%v: bucket %s, want %s", tc.addr, got, tc.want)
+		}
 	}
 }
 
@@ -394,7 +468,7 @@ func TestProtectedModeListener(t *testing.T) {
 // TestGarbageBeforeAuth: random bytes and mutated commands from clients
 // that never authenticated change nothing in the store and crash nothing.
 func TestGarbageBeforeAuth(t *testing.T) {
-	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1})
+	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1, FailedAuthDelay: -1, AddrAuthInterval: -1})
 	rng := rand.New(rand.NewPCG(3, 4))
 	valid := []byte("*3\r\n$3\r\nSET\r\n$3\r\nkey\r\n$5\r\nvalue\r\nSET key2 v\r\n*2\r\n$3\r\nDEL\r\n$4\r\nsafe\r\nAUTH default wrong\r\n")
 	var wg sync.WaitGroup
@@ -452,7 +526,7 @@ func helloReply(c *client) map[string]string {
 // TestHello: HELLO authenticates as AUTH does, speaks only RESP2, and
 // answers in Redis's words.
 func TestHello(t *testing.T) {
-	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1})
+	f := start(t, Config{RequirePass: testPass, FailedAuthInterval: -1, FailedAuthDelay: -1, AddrAuthInterval: -1})
 	c := f.dial(t)
 	const noAuth = "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
 	for _, tc := range []struct {
@@ -491,7 +565,7 @@ func TestHello(t *testing.T) {
 		helloReply(c)
 	}
 
-	open := start(t, Config{FailedAuthInterval: -1})
+	open := start(t, Config{FailedAuthInterval: -1, FailedAuthDelay: -1, AddrAuthInterval: -1})
 	d := open.dial(t)
 	if got := d.cmd("HELLO", "2", "AUTH", "default", "anything"); got != "*14" {
 		t.Errorf("no password set, HELLO AUTH default: %q", got)

@@ -12,7 +12,11 @@
 //
 // Who may connect follows Redis (see auth.go): with a password set, a
 // connection must AUTH before any other command; without one, protected
-// mode refuses clients that are not on the loopback interface.
+// mode refuses clients that are not on the loopback interface. Password
+// guessing is throttled per source address, per connection and across the
+// server, in a way that never makes the right password wait behind other
+// addresses' guesses (authLimiter). Clients that are slow or idle hold
+// bounded memory and no slot another client needs (slots.go).
 package server
 
 import (
@@ -24,9 +28,7 @@ import (
 	"log"
 	"net"
 	"os"
-	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,11 +63,37 @@ type Config struct {
 	// for this long: a client that sends and never reads holds no
 	// goroutine forever [30s; negative: never].
 	WriteTimeout time.Duration
-	// FailedAuthInterval spaces out the answers to failed AUTHs across all
-	// connections, which bounds the rate of password guessing; a right
-	// password is answered no sooner than a failure sent with it would be
-	// [20ms; negative: no spacing].
+	// RequestTimeout closes a connection whose command has begun to
+	// arrive and is not complete this long after its first byte, as
+	// proxies bound the time to send a request's headers [30s; negative:
+	// never].
+	RequestTimeout time.Duration
+	// RequestBudget bounds the bytes that all connections' commands hold
+	// while they arrive and run, beyond 64 KiB each. A command that
+	// cannot get its bytes waits for them, within RequestTimeout, if it
+	// holds none yet; otherwise it is refused with an error and its
+	// connection closed. It must exceed Limits.MaxCommand for the largest
+	// commands to be served [64 MiB; negative: no bound].
+	RequestBudget int64
+	// EvictIdleAfter lets a new client in while every MaxConns slot is
+	// taken: it takes the slot of the connection that has gone longest
+	// without authenticating or, if none has, of the connection that has
+	// waited longest for its next command, once that is this long
+	// [1s; negative: never, and new clients are refused].
+	EvictIdleAfter time.Duration
+
+	// Password guessing (see authLimiter). FailedAuthInterval spaces out
+	// the answers to failed AUTHs across the whole server [20ms];
+	// FailedAuthDelay is the least a failure waits for its answer, which
+	// bounds one connection's guesses [100ms]; a source address may
+	// guess AddrAuthBurst times at once [10] and then once per
+	// AddrAuthInterval [200ms]. A right password waits for none of them,
+	// unless its own address has used its burst. Negative durations turn
+	// a limit off.
 	FailedAuthInterval time.Duration
+	FailedAuthDelay    time.Duration
+	AddrAuthBurst      int
+	AddrAuthInterval   time.Duration
 }
 
 // Server is a RESP front end to one store.
@@ -73,20 +101,23 @@ type Server struct {
 	db       *kvdemo.DB
 	cfg      Config // RequirePass cleared: only its hash is kept
 	password password
-	throttle authThrottle
-	quit     chan struct{} // closed by Shutdown: ends AUTH throttling waits
+	limiter  authLimiter
+	budget   *requestBudget // nil: no bound
+	quit     chan struct{}  // closed by Shutdown: ends AUTH throttling waits
 
 	mu       sync.Mutex
 	ln       net.Listener
-	conns    map[net.Conn]struct{}
+	conns    map[net.Conn]*connState
+	evicting int // connections evicted whose goroutines have not ended
 	shutdown bool
 	wg       sync.WaitGroup
 
-	started                                   time.Time
-	connsTotal, refused, cmds                 atomic.Int64
-	protocolErrors, panicsCaught              atomic.Int64
-	authFailures, deniedByProtectedMode       atomic.Int64
-	idleTimeouts, authTimeouts, writeTimeouts atomic.Int64
+	started                                    time.Time
+	connsTotal, refused, cmds                  atomic.Int64
+	protocolErrors, panicsCaught               atomic.Int64
+	authFailures, deniedByProtectedMode        atomic.Int64
+	idleTimeouts, authTimeouts, writeTimeouts  atomic.Int64
+	requestTimeouts, budgetRefusals, evictions atomic.Int64
 }
 
 // New returns a server for db.
@@ -103,17 +134,42 @@ func New(db *kvdemo.DB, cfg Config) *Server {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 30 * time.Second
 	}
-	if cfg.FailedAuthInterval == 0 {
-		cfg.FailedAuthInterval = 20 * time.Millisecond
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.RequestBudget == 0 {
+		cfg.RequestBudget = 64 << 20
+	}
+	if cfg.EvictIdleAfter == 0 {
+		cfg.EvictIdleAfter = time.Second
+	}
+	cfg.FailedAuthInterval = orDefault(cfg.FailedAuthInterval, 20*time.Millisecond)
+	cfg.FailedAuthDelay = orDefault(cfg.FailedAuthDelay, 100*time.Millisecond)
+	cfg.AddrAuthInterval = orDefault(cfg.AddrAuthInterval, 200*time.Millisecond)
+	if cfg.AddrAuthBurst <= 0 {
+		cfg.AddrAuthBurst = 10
 	}
 	s := &Server{
 		db: db, password: newPassword(cfg.RequirePass),
-		throttle: authThrottle{interval: cfg.FailedAuthInterval},
-		quit:     make(chan struct{}), conns: map[net.Conn]struct{}{}, started: time.Now(),
+		limiter: authLimiter{
+			failDelay: cfg.FailedAuthDelay, failInterval: cfg.FailedAuthInterval,
+			addrBurst: cfg.AddrAuthBurst, addrInterval: cfg.AddrAuthInterval,
+		},
+		quit: make(chan struct{}), conns: map[net.Conn]*connState{}, started: time.Now(),
+	}
+	if cfg.RequestBudget > 0 {
+		s.budget = &requestBudget{limit: cfg.RequestBudget}
 	}
 	cfg.RequirePass = ""
 	s.cfg = cfg
 	return s
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // ErrServerClosed is returned by Serve after Shutdown.
@@ -162,17 +218,24 @@ func (s *Server) Serve(ln net.Listener) error {
 			refuse(c, replyDenied)
 			continue
 		}
-		if len(s.conns) >= s.cfg.MaxConns {
-			s.mu.Unlock()
-			s.refused.Add(1)
-			refuse(c, "ERR max number of clients reached")
-			continue
+		now := time.Now()
+		if len(s.conns)-s.evicting >= s.cfg.MaxConns {
+			v := s.victim(now)
+			if v == nil {
+				s.mu.Unlock()
+				s.refused.Add(1)
+				refuse(c, "ERR max number of clients reached")
+				continue
+			}
+			s.evictLocked(v)
 		}
-		s.conns[c] = struct{}{}
+		st := &connState{c: c, addr: guessAddr(c.RemoteAddr()), connected: now, evict: make(chan struct{})}
+		st.authed.Store(!s.password.set)
+		s.conns[c] = st
 		s.wg.Add(1)
 		s.mu.Unlock()
 		id := s.connsTotal.Add(1)
-		go s.handle(c, id)
+		go s.handle(st, id)
 	}
 }
 
@@ -226,10 +289,14 @@ func (s *Server) closing() bool {
 	return s.shutdown
 }
 
-func (s *Server) handle(c net.Conn, id int64) {
+func (s *Server) handle(st *connState, id int64) {
+	c := st.c
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		if st.evicted {
+			s.evicting--
+		}
 		s.mu.Unlock()
 		c.Close()
 		s.wg.Done()
@@ -246,80 +313,45 @@ func (s *Server) handle(c net.Conn, id int64) {
 		}
 		w.Flush()
 	}()
-	r := resp.NewReader(flushingReader{c, w}, s.cfg.Limits)
-	sess := &session{id: id, authed: !s.password.set}
-	if !sess.authed {
+	cn := &connection{s: s, st: st, tw: tw, w: w, sess: &session{id: id, authed: !s.password.set, st: st}}
+	r := resp.NewReader(flushingReader{c, w, cn.beforeRead}, s.cfg.Limits)
+	defer r.Release()
+	if s.budget != nil {
+		cn.budget = &connBudget{s: s, st: st}
+		r.SetBudget(cn.budget, requestAllowance)
+	}
+	r.OnCommandStart(cn.commandStarted)
+	if !cn.sess.authed {
 		r.SetLimits(unauthenticatedLimits)
+		if s.cfg.AuthTimeout > 0 {
+			cn.authDeadline = time.Now().Add(s.cfg.AuthTimeout)
+			// Before AUTH, nothing the server does for the client
+			// outlasts the deadline: not the writes of replies it does
+			// not read, not the limiter's waits for guesses it has
+			// already sent.
+			cn.sess.authDeadline = cn.authDeadline
+			tw.notAfter = cn.authDeadline
+		}
 	}
-	var authDeadline time.Time
-	if !sess.authed && s.cfg.AuthTimeout > 0 {
-		authDeadline = time.Now().Add(s.cfg.AuthTimeout)
-		// Before AUTH, nothing the server does for the client outlasts
-		// the deadline: not the writes of replies it does not read, not
-		// the throttle's waits for guesses it has already sent.
-		sess.authDeadline = authDeadline
-		tw.notAfter = authDeadline
-	}
-	authTimedOut := func() {
-		s.authTimeouts.Add(1)
-		// The reason gets a moment past the deadline, as a refused
-		// connection's does.
-		tw.notAfter = time.Now().Add(time.Second)
-		w.Error(fmt.Sprintf("ERR closing the connection: no AUTH within %v of connecting", s.cfg.AuthTimeout))
-	}
-	deadlineSet := false
 	for {
-		// The wait for the next command ends at the idle timeout or, before
-		// AUTH, at the auth deadline, whichever comes first.
-		var deadline time.Time
-		if s.cfg.IdleTimeout > 0 {
-			deadline = time.Now().Add(s.cfg.IdleTimeout)
-		}
-		if !sess.authed && !authDeadline.IsZero() && (deadline.IsZero() || authDeadline.Before(deadline)) {
-			deadline = authDeadline
-		}
-		if !deadline.IsZero() || deadlineSet {
-			c.SetReadDeadline(deadline)
-			deadlineSet = !deadline.IsZero()
-			// Shutdown ends waits with a deadline of its own, which this
-			// one may just have replaced: look again.
-			if s.closing() {
-				return
-			}
-		}
+		cn.awaitCommand()
 		args, err := r.ReadCommand()
+		st.idleSince.Store(0)
 		if err != nil {
-			var pe *resp.ProtocolError
-			var ne net.Error
-			var fe flushError
-			switch {
-			case errors.As(err, &fe):
-				if errors.As(fe.err, &ne) && ne.Timeout() {
-					s.writeTimeouts.Add(1)
-				}
-			case errors.As(err, &pe):
-				s.protocolErrors.Add(1)
-				w.Error("ERR " + pe.Error())
-			case errors.As(err, &ne) && ne.Timeout() && !sess.authed && !authDeadline.IsZero() && !time.Now().Before(authDeadline) && !s.closing():
-				authTimedOut()
-			case errors.As(err, &ne) && ne.Timeout() && !s.closing():
-				s.idleTimeouts.Add(1)
-			}
+			cn.readFailed(err)
 			return
 		}
 		s.cmds.Add(1)
-		wasAuthed := sess.authed
-		quit := s.exec(sess, w, args)
-		if sess.authed && !wasAuthed {
+		wasAuthed := cn.sess.authed
+		quit := s.exec(cn.sess, w, args)
+		if cn.sess.authed && !wasAuthed {
+			st.authed.Store(true)
 			r.SetLimits(s.cfg.Limits)
 			tw.notAfter = time.Time{}
 		}
 		// Commands already in the read buffer are parsed without a read
-		// that the deadline could end: look at the clock too.
-		if !sess.authed && !authDeadline.IsZero() && !time.Now().Before(authDeadline) {
-			if !s.closing() {
-				authTimedOut()
-			}
+		// that a deadline or an eviction could end: look again.
+		if cn.ended() {
 			return
 		}
 		// Flush when the client has nothing more in flight: one write
@@ -341,14 +373,152 @@ func (s *Server) handle(c net.Conn, id int64) {
 	}
 }
 
+// connection is one connection's goroutine's state.
+type connection struct {
+	s    *Server
+	st   *connState
+	sess *session
+	tw   *timedWriter
+	w    *resp.Writer
+
+	budget       *connBudget // nil without a request budget
+	authDeadline time.Time   // zero: none, or authenticated
+	// waitUntil ends the wait for the next command (idle timeout or
+	// auth deadline); commandDue is when the command that has begun to
+	// arrive must be complete.
+	waitUntil, commandDue time.Time
+	// want is the read deadline that the next read from the client must
+	// have, applied the one the connection has: deadlines are set only
+	// before a read that waits, not for every command parsed from the
+	// buffer.
+	want, applied time.Time
+}
+
+// awaitCommand prepares the wait for the next command: it ends at the
+// idle timeout or, before AUTH, at the auth deadline, whichever comes
+// first.
+func (cn *connection) awaitCommand() {
+	var d time.Time
+	if cn.s.cfg.IdleTimeout > 0 {
+		d = time.Now().Add(cn.s.cfg.IdleTimeout)
+	}
+	if !cn.sess.authed && !cn.authDeadline.IsZero() && (d.IsZero() || cn.authDeadline.Before(d)) {
+		d = cn.authDeadline
+	}
+	cn.waitUntil, cn.commandDue = d, time.Time{}
+	cn.setWant(d)
+	cn.st.idleSince.Store(time.Now().UnixNano())
+}
+
+// commandStarted runs when the first byte of a command has arrived: the
+// rest must come within RequestTimeout.
+func (cn *connection) commandStarted() {
+	if cn.s.cfg.RequestTimeout <= 0 {
+		return
+	}
+	cn.commandDue = time.Now().Add(cn.s.cfg.RequestTimeout)
+	d := cn.commandDue
+	if !cn.waitUntil.IsZero() && cn.waitUntil.Before(d) {
+		d = cn.waitUntil
+	}
+	cn.setWant(d)
+}
+
+// setWant makes d (zero: none) the deadline of the reads to come, and of
+// a wait for the request budget.
+func (cn *connection) setWant(d time.Time) {
+	cn.want = d
+	if cn.budget != nil {
+		cn.budget.deadline = d
+	}
+}
+
+// beforeRead gives the connection the read deadline its next read must
+// have.
+func (cn *connection) beforeRead() {
+	if cn.want.Equal(cn.applied) {
+		return
+	}
+	cn.st.c.SetReadDeadline(cn.want)
+	cn.applied = cn.want
+	// Shutdown and eviction end waits with a deadline of their own, which
+	// this one may just have replaced: look again. (Both are for good, so
+	// a deadline left in place stays theirs.)
+	if cn.s.closing() || wasEvicted(cn.st) {
+		cn.st.c.SetReadDeadline(time.Now())
+	}
+}
+
+// ended reports, after a command, whether the connection is to close
+// for a reason the client is told: it lost its slot, or it has not
+// authenticated by its deadline.
+func (cn *connection) ended() bool {
+	switch {
+	case wasEvicted(cn.st):
+		cn.finalWords(replyEvicted)
+	case !cn.sess.authed && !cn.authDeadline.IsZero() && !time.Now().Before(cn.authDeadline):
+		if !cn.s.closing() {
+			cn.authTimedOut()
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// finalWords sends an error reply to a connection about to be closed.
+// It gets a moment, as a refused connection's does, however late.
+func (cn *connection) finalWords(msg string) {
+	cn.tw.notAfter = time.Now().Add(time.Second)
+	cn.w.Error(msg)
+}
+
+func (cn *connection) authTimedOut() {
+	cn.s.authTimeouts.Add(1)
+	cn.finalWords(fmt.Sprintf("ERR closing the connection: no AUTH within %v of connecting", cn.s.cfg.AuthTimeout))
+}
+
+// readFailed answers, if it can, a connection whose next command could
+// not be read, and counts why.
+func (cn *connection) readFailed(err error) {
+	s := cn.s
+	var pe *resp.ProtocolError
+	var ne net.Error
+	var fe flushError
+	timeout := errors.As(err, &ne) && ne.Timeout() && !s.closing()
+	now := time.Now()
+	switch msg, overBudget := isBudgetError(err); {
+	case errors.As(err, &fe):
+		if errors.As(fe.err, &ne) && ne.Timeout() {
+			s.writeTimeouts.Add(1)
+		}
+	case wasEvicted(cn.st):
+		cn.finalWords(replyEvicted)
+	case errors.As(err, &pe):
+		s.protocolErrors.Add(1)
+		cn.w.Error("ERR " + pe.Error())
+	case overBudget && !s.closing():
+		s.budgetRefusals.Add(1)
+		cn.finalWords(msg)
+	case timeout && !cn.sess.authed && !cn.authDeadline.IsZero() && !now.Before(cn.authDeadline):
+		cn.authTimedOut()
+	case timeout && !cn.commandDue.IsZero() && !now.Before(cn.commandDue):
+		s.requestTimeouts.Add(1)
+		cn.finalWords(fmt.Sprintf("ERR closing the connection: the command did not arrive in full within %v of its first byte", s.cfg.RequestTimeout))
+	case timeout:
+		s.idleTimeouts.Add(1)
+	}
+}
+
 // flushingReader sends the replies written so far before it waits for
 // more of the client's bytes. The server also flushes when no bytes are
 // left unparsed; this covers bytes that end in the middle of a command,
 // after which the replies to the commands before it must not wait for the
 // rest (Redis sends them too).
 type flushingReader struct {
-	c net.Conn
-	w *resp.Writer
+	c          net.Conn
+	w          *resp.Writer
+	beforeRead func() // sets the read deadline
 }
 
 // flushError is a failure to send replies, met while reading.
@@ -360,6 +530,7 @@ func (f flushingReader) Read(p []byte) (int, error) {
 	if err := f.w.Flush(); err != nil {
 		return 0, flushError{err}
 	}
+	f.beforeRead()
 	return f.c.Read(p)
 }
 
@@ -389,8 +560,9 @@ func (t *timedWriter) Write(p []byte) (int, error) {
 
 // session is one connection's state.
 type session struct {
-	id     int64 // the connection's number since the server started
-	authed bool  // gave the password, or none is required
+	id     int64      // the connection's number since the server started
+	st     *connState // the connection as the server sees it
+	authed bool       // gave the password, or none is required
 	// authDeadline is when a connection that has not authenticated is
 	// closed; zero: never.
 	authDeadline time.Time
@@ -564,136 +736,6 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// hello runs HELLO [protover [AUTH username password] [SETNAME name]],
-// with which RESP3-era clients open a connection, authenticating and
-// choosing the protocol in one command. Only RESP2 is spoken: HELLO 3 gets
-// Redis's NOPROTO, after which clients carry on in RESP2.
-func (s *Server) hello(sess *session, w *resp.Writer, args [][]byte) {
-	if len(args) > 0 {
-		ver, err := strconv.ParseInt(string(args[0]), 10, 64)
-		switch {
-		case err != nil:
-			w.Error("ERR Protocol version is not an integer or out of range")
-			return
-		case ver != 2:
-			w.Error("NOPROTO unsupported protocol version")
-			return
-		}
-	}
-	var cred [][]byte
-	for i := 1; i < len(args); i++ {
-		more := len(args) - 1 - i
-		switch opt := strings.ToUpper(string(args[i])); {
-		case opt == "AUTH" && more >= 2:
-			cred = args[i+1 : i+3]
-			i += 2
-		case opt == "SETNAME" && more >= 1:
-			// Client names only label connections in CLIENT LIST, which
-			// this server does not have: accepted and not kept.
-			i++
-		default:
-			w.Error(fmt.Sprintf("ERR Syntax error in HELLO option '%s'", truncate(args[i], 64)))
-			return
-		}
-	}
-	if cred != nil {
-		if !s.password.set {
-			if string(cred[0]) != defaultUser {
-				s.refuseAuth(sess, w)
-				return
-			}
-		} else if !s.password.matches(string(cred[0]), cred[1]) {
-			s.refuseAuth(sess, w)
-			return
-		} else if !s.awaitAuthAnswer(sess, w, false) {
-			return
-		}
-		sess.authed = true
-	}
-	if !sess.authed {
-		w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
-		return
-	}
-	w.Array(14)
-	for _, kv := range [][2]string{{"server", "redis"}, {"version", redisVersion}} {
-		w.Bulk([]byte(kv[0]))
-		w.Bulk([]byte(kv[1]))
-	}
-	w.Bulk([]byte("proto"))
-	w.Int(2)
-	w.Bulk([]byte("id"))
-	w.Int(sess.id)
-	for _, kv := range [][2]string{{"mode", "standalone"}, {"role", "master"}} {
-		w.Bulk([]byte(kv[0]))
-		w.Bulk([]byte(kv[1]))
-	}
-	w.Bulk([]byte("modules"))
-	w.Array(0)
-}
-
-// auth runs AUTH password or AUTH username password.
-func (s *Server) auth(sess *session, w *resp.Writer, args [][]byte) {
-	user, guess := defaultUser, args[0]
-	if len(args) == 2 {
-		user, guess = string(args[0]), args[1]
-	}
-	if !s.password.set {
-		// As Redis: the default user then has no password, which the
-		// two-argument form accepts and the old one-argument form calls a
-		// configuration mistake.
-		if len(args) == 2 && user == defaultUser {
-			w.Simple("OK")
-			return
-		}
-		if len(args) == 1 {
-			w.Error(replyNoPassSet)
-			return
-		}
-		s.refuseAuth(sess, w)
-		return
-	}
-	if !s.password.matches(user, guess) {
-		// A failed AUTH leaves the session as it was, as in Redis.
-		s.refuseAuth(sess, w)
-		return
-	}
-	if !s.awaitAuthAnswer(sess, w, false) {
-		return
-	}
-	sess.authed = true
-	w.Simple("OK")
-}
-
-// refuseAuth answers a failed AUTH when the throttle allows.
-func (s *Server) refuseAuth(sess *session, w *resp.Writer) {
-	s.authFailures.Add(1)
-	if s.awaitAuthAnswer(sess, w, true) {
-		w.Error(replyWrongPass)
-	}
-}
-
-// awaitAuthAnswer waits until an AUTH's outcome may be told (see
-// authThrottle). It reports false for a connection whose auth deadline
-// comes first: it gets no answer, and the caller closes it for the
-// deadline.
-func (s *Server) awaitAuthAnswer(sess *session, w *resp.Writer, failed bool) bool {
-	var deadline time.Time
-	if !sess.authed {
-		deadline = sess.authDeadline
-	}
-	d, late := s.throttle.wait(time.Now(), deadline, failed)
-	if d > 0 {
-		w.Flush() // earlier pipelined replies need not wait too
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-s.quit:
-			t.Stop()
-		}
-	}
-	return !late
-}
-
 // redisVersion is the Redis version the server reports: the one whose
 // replies it follows.
 const redisVersion = "7.0.0"
@@ -721,74 +763,4 @@ func errReply(err error) string {
 		msg = strings.TrimPrefix(msg, "kvdemo: ")
 	}
 	return "ERR " + strings.ReplaceAll(msg, ": kvdemo: ", ": ")
-}
-
-func (s *Server) info() []byte {
-	st := s.db.Stats()
-	s.mu.Lock()
-	clients := len(s.conns)
-	s.mu.Unlock()
-	var b bytes.Buffer
-	line := func(k string, v any) { fmt.Fprintf(&b, "%s:%v\r\n", k, v) }
-	b.WriteString("# Server\r\n")
-	line("redis_version", redisVersion)
-	line("kvdemo", "lsmcuckoo demo store")
-	line("go_version", runtime.Version())
-	line("process_id", os.Getpid())
-	line("uptime_in_seconds", int64(time.Since(s.started).Seconds()))
-	b.WriteString("\r\n# Clients\r\n")
-	line("connected_clients", clients)
-	line("maxclients", s.cfg.MaxConns)
-	line("requirepass_set", yesNo(s.password.set))
-	line("protected_mode", yesNo(!s.cfg.DisableProtectedMode))
-	b.WriteString("\r\n# Stats\r\n")
-	line("total_connections_received", s.connsTotal.Load())
-	line("rejected_connections", s.refused.Load())
-	line("total_commands_processed", s.cmds.Load())
-	line("protocol_errors", s.protocolErrors.Load())
-	line("acl_access_denied_auth", s.authFailures.Load())
-	line("protected_mode_denied_connections", s.deniedByProtectedMode.Load())
-	line("idle_timeouts", s.idleTimeouts.Load())
-	line("auth_timeouts", s.authTimeouts.Load())
-	line("write_timeouts", s.writeTimeouts.Load())
-	b.WriteString("\r\n# Store\r\n")
-	line("filter", st.Filter)
-	line("compression", st.Compression)
-	line("gets", st.Gets)
-	line("puts", st.Puts)
-	line("deletes", st.Deletes)
-	line("filter_negatives", st.FilterNegatives)
-	line("mem_filter_negatives", st.MemFilterNegatives)
-	line("table_filter_negatives", st.TableFilterNegatives)
-	line("tables_probed", st.TablesProbed)
-	line("filter_false_positives", st.FilterFalsePositives)
-	line("filter_bytes", st.FilterBytes)
-	line("table_filter_bytes", st.TableFilterBytes)
-	line("mem_filter_bytes", st.MemFilterBytes)
-	line("block_cache_bytes", st.BlockCacheBytes)
-	line("block_cache_used_bytes", st.BlockCacheUsedBytes)
-	if st.Filter == "global" {
-		line("index_bytes", st.Index.Bytes)
-		line("index_entries", st.Index.Entries)
-		line("index_segments", st.Index.Segments)
-		line("index_code_bits_per_entry", fmt.Sprintf("%.3f", st.Index.CodeBits))
-		line("index_table_size_entropy", fmt.Sprintf("%.3f", st.Index.SizeEntropy))
-		line("index_always_probed_tables", st.Index.Always)
-		line("index_contended_lookups", st.Index.Contended)
-		line("index_rebuilding", yesNo(st.IndexRebuilding))
-	}
-	line("index_update_ns_per_key", fmt.Sprintf("%.1f", st.IndexUpdateNsPerKey))
-	line("filter_build_ns_per_key", fmt.Sprintf("%.1f", st.FilterBuildNsPerKey))
-	line("tables", st.Tables)
-	line("table_keys", st.TableKeys)
-	line("table_bytes", st.TableBytes)
-	line("memtable_entries", st.MemtableEntries)
-	line("flushes", st.Flushes)
-	line("compactions", st.Compactions)
-	line("rebuilt_filters", st.RebuiltFilters)
-	line("unfiltered_tables", st.UnfilteredTables)
-	line("torn_wal_tails", st.TornWALTails)
-	line("wal_fsyncs", st.WALSyncs)
-	line("last_seq", st.Seq)
-	return b.Bytes()
 }
