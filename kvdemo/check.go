@@ -152,7 +152,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 			name := fmt.Sprintf("%06d.%s", id, ext)
 			switch {
 			case live[id]:
-			case id >= man.NextFile || slices.Contains(man.Retired, id):
+			case unfinishedOutput(man, id):
 				report(true, name, "left by an unfinished flush or compaction; Open removes it")
 			default:
 				report(false, name, "not named by the MANIFEST; Open moves it to lost/")

@@ -231,6 +231,7 @@ type DB struct {
 	manMu    sync.Mutex
 	man      manifest
 	nextFile atomic.Uint64
+	pending  pendingOutputs // outputs not yet named (see outputs.go)
 
 	retMu   sync.Mutex
 	retired map[uint64]bool // compacted away, files not yet removed

@@ -387,8 +387,10 @@ func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
 		return nil, err
 	}
 	w.syncs = &db.stats.walSyncs
+	tid := db.allocOutput()
+	defer db.outputDone(tid)
 	it := mem.sl.NewIterator()
-	st, ts, err := db.buildTable(db.allocFile(), sklSource{it}, false, false, nil)
+	st, ts, err := db.buildTable(tid, sklSource{it}, false, false, nil)
 	it.Close()
 	if err == nil {
 		err = db.applyEdit(tableEdit{add: st, seq: ts.maxSeq, log: id})
