@@ -190,7 +190,9 @@ func (r *logReader) scan(skip bool, fn func(walRecord) error) (logScan, error) {
 // sequence number above minSeq: -1 if there is none. The search is
 // bounded: if the content makes it too costly (many plausible-looking
 // lengths), it gives up with -2, which callers treat as "a record may
-// follow", the cautious answer. Zeros cannot hold a record's length, so
+// follow", the cautious answer. The budget is charged only for lengths a
+// record can have (not above walMaxRec), so random garbage before a large
+// hole does not exhaust it. Zeros cannot hold a record's length, so
 // runs of them (and the file's holes) are skipped without a look at
 // each offset.
 func (r *logReader) findRecord(off int64, minSeq uint64) (int64, error) {
@@ -225,7 +227,7 @@ func (r *logReader) findRecord(off int64, minSeq uint64) (int64, error) {
 				break
 			}
 			l := int64(binary.LittleEndian.Uint32(w[i+4:]))
-			if l < walFixed || l > r.size-(off+int64(i))-walHeader {
+			if l < walFixed || l > walMaxRec || l > r.size-(off+int64(i))-walHeader {
 				i++
 				continue
 			}

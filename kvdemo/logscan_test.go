@@ -54,7 +54,7 @@ func referenceScan(data []byte, skip bool) (sc logScan, seqs []uint64) {
 		budget := 64*int64(len(data)) + 1<<20
 		for ; off+walHeader+walFixed <= int64(len(data)); off++ {
 			l := int64(binary.LittleEndian.Uint32(data[off+4:]))
-			if l < walFixed || l > int64(len(data))-off-walHeader {
+			if l < walFixed || l > walMaxRec || l > int64(len(data))-off-walHeader {
 				continue
 			}
 			if budget -= l; budget < 0 {
