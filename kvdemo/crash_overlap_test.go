@@ -1,12 +1,18 @@
 package kvdemo
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,4 +168,136 @@ func TestCrashDuringOverlappingFlushAndCompaction(t *testing.T) {
 		t.Errorf("the unfinished compaction's table %06d is still there", id)
 	}
 	mustCheckClean(t, dir, "after reopening")
+}
+
+// The kill -9 rounds run a writer in a child process (this test binary
+// again, selected by these variables).
+const (
+	envOverlapDir   = "KVDEMO_OVERLAP_CHILD_DIR"
+	envOverlapRound = "KVDEMO_OVERLAP_CHILD_ROUND"
+)
+
+// overlapValue is a value of about 3 KB: tables grow fast, so flushes
+// and compactions of sizeable tables overlap.
+func overlapValue(key string) string { return strings.Repeat(key+";", 3000/(len(key)+1)) }
+
+// TestKill9OverlapChild is the child's side; it does nothing in a normal
+// run. Eight goroutines write fresh keys to a store with a small memtable
+// and at most two tables, so that flushes and compactions run all the
+// time and overlap, and report each acknowledged key on stdout.
+func TestKill9OverlapChild(t *testing.T) {
+	dir := os.Getenv(envOverlapDir)
+	if dir == "" {
+		t.Skip("only run as the kill -9 overlap test's child")
+	}
+	round := os.Getenv(envOverlapRound)
+	// Writes are not fsynced one by one: a SIGKILL keeps what reached the
+	// kernel, so every acknowledged write must still be there, and far
+	// more flushes and compactions happen in a round.
+	db, err := Open(dir, &Options{MemtableBytes: 256 << 10, MaxTables: 2, NoSyncEachWrite: true, Logger: quiet()})
+	if err != nil {
+		fmt.Printf("OPENFAIL %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		return
+	}
+	var outMu sync.Mutex
+	var wg sync.WaitGroup
+	for c := 0; c < 8; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				k := fmt.Sprintf("o%s-c%d-%06d", round, c, i)
+				if err := db.Put([]byte(k), []byte(overlapValue(k))); err != nil {
+					fmt.Printf("X %s %v\n", k, err)
+					return
+				}
+				outMu.Lock()
+				fmt.Printf("A %s\n", k)
+				outMu.Unlock()
+			}
+		}(c)
+	}
+	wg.Wait()
+}
+
+// TestKill9DuringFlushesAndCompactions: rounds of a child writing to a
+// store whose flushes and compactions overlap all the time, killed with
+// SIGKILL after one to two seconds. After each round check must find
+// nothing wrong (no crash leftover taken for damage), Open must move no
+// table to lost/, and every acknowledged write must be there.
+func TestKill9DuringFlushesAndCompactions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes for about ten seconds")
+	}
+	dir := t.TempDir()
+	acked := map[string]bool{}
+	for round := 0; round < 5; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestKill9OverlapChild$", "-test.v=false")
+		cmd.Env = append(os.Environ(), envOverlapDir+"="+dir, envOverlapRound+"="+strconv.Itoa(round))
+		stdout, _ := cmd.StdoutPipe()
+		cmd.Stderr = io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := make(chan string, 1024)
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		deadline := time.After(time.Duration(1000+rand.IntN(1000)) * time.Millisecond)
+		n := 0
+	read:
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					break read
+				}
+				switch kind, rest, _ := strings.Cut(l, " "); kind {
+				case "A":
+					acked[rest] = true
+					n++
+				case "PASS":
+				default:
+					t.Errorf("round %d: child: %s", round, l)
+				}
+			case <-deadline:
+				break read
+			}
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		for l := range lines {
+			if k, ok := strings.CutPrefix(l, "A "); ok {
+				acked[k] = true
+				n++
+			}
+		}
+		cmd.Wait()
+
+		mustCheckClean(t, dir, fmt.Sprintf("round %d, after SIGKILL", round))
+		db, err := Open(dir, &Options{MemtableBytes: 256 << 10, MaxTables: 2, Logger: quiet()})
+		if err != nil {
+			t.Fatalf("round %d: reopen after SIGKILL: %v", round, err)
+		}
+		for k := range acked {
+			if v, err := db.Get([]byte(k)); err != nil || string(v) != overlapValue(k) {
+				t.Fatalf("round %d: acknowledged %s: %d bytes, %v", round, k, len(v), err)
+			}
+		}
+		st := db.Stats()
+		if st.MovedAside != 0 {
+			t.Errorf("round %d: Open moved %d files to lost/", round, st.MovedAside)
+		}
+		t.Logf("round %d: %d acknowledged (%d in all), %d tables, %d torn log tails", round, n, len(acked), st.Tables, st.TornWALTails)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		noTablesInLost(t, dir, fmt.Sprintf("round %d", round))
+	}
+	if len(acked) < 100 {
+		t.Errorf("only %d acknowledged writes in five rounds: the test exercised little", len(acked))
+	}
 }
