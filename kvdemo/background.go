@@ -108,7 +108,8 @@ func (db *DB) flushImm() error {
 	// Writes that took a place in imm's log before the switch may still
 	// be inserting; the table must hold every record the log holds.
 	imm.writers.Wait()
-	id := db.allocFile()
+	id := db.allocOutput()
+	defer db.outputDone(id)
 	it := imm.sl.NewIterator()
 	st, ts, err := db.buildTable(id, sklSource{it}, false, false, nil)
 	it.Close()
@@ -150,7 +151,8 @@ func (db *DB) flushDone() {
 // until a later flush retires them: the manifest's Seq makes replay skip
 // what is in tables.
 func (db *DB) flushAtOpen(m *memtable) error {
-	id := db.allocFile()
+	id := db.allocOutput()
+	defer db.outputDone(id)
 	it := m.sl.NewIterator()
 	st, ts, err := db.buildTable(id, sklSource{it}, false, false, nil)
 	it.Close()
@@ -257,7 +259,8 @@ func (db *DB) compactRun(v *view, start, width int) error {
 		iters[i] = counted[i]
 	}
 	merged := table.NewMergeIterator(iters, false)
-	id := db.allocFile()
+	id := db.allocOutput()
+	defer db.outputDone(id)
 	st, _, err := db.buildTable(id, merged, dropTombstones, true, db.stop)
 	merged.Close()
 	if err == nil {

@@ -120,16 +120,14 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 	reach := man.Seq // as Open's checkLogs counts it
 	for i, id := range needed {
 		name := fmt.Sprintf("%06d.%s", id, extLog)
-		data, err := vfs.ReadFile(fs, fileName(dir, id, extLog))
+		records := 0
+		sc, err := scanLogFile(fs, fileName(dir, id, extLog), true, func(walRecord) error { records++; return nil })
 		if err != nil {
 			report(false, name, "%s", quote(err))
 			continue
 		}
-		records := 0
-		sc, _ := scanLog(data, true, func(walRecord) error { records++; return nil })
 		// Replay (the default mode) stops at the first damage.
-		upToDamage, _ := scanLog(data, false, func(walRecord) error { return nil })
-		reach = max(reach, upToDamage.lastSeq)
+		reach = max(reach, sc.reach)
 		switch {
 		case sc.damageAt < 0:
 			report(true, name, "%d records intact, %d bytes", records, sc.size)
@@ -152,7 +150,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 			name := fmt.Sprintf("%06d.%s", id, ext)
 			switch {
 			case live[id]:
-			case id >= man.NextFile || slices.Contains(man.Retired, id):
+			case unfinishedOutput(man, id):
 				report(true, name, "left by an unfinished flush or compaction; Open removes it")
 			default:
 				report(false, name, "not named by the MANIFEST; Open moves it to lost/")

@@ -181,6 +181,7 @@ const compactionWidth = 4 // tables merged at a time
 //	mu      the current view (readers take it shared, briefly)
 //	retMu   the set of retired tables not yet removed (leaf)
 //	roMu    the read-only error (leaf)
+//	pending.mu  outputs allocated and not yet named (leaf)
 //
 // and, inside one log (wal), bufMu may be taken under ioMu, never the
 // reverse; no DB lock is taken while holding either. A view's release can
@@ -231,6 +232,7 @@ type DB struct {
 	manMu    sync.Mutex
 	man      manifest
 	nextFile atomic.Uint64
+	pending  pendingOutputs // outputs not yet named (see outputs.go)
 
 	retMu   sync.Mutex
 	retired map[uint64]bool // compacted away, files not yet removed

@@ -66,7 +66,7 @@ func (db *DB) applyEdit(e tableEdit) error {
 	if e.log != 0 {
 		man.Log = e.log
 	}
-	man.NextFile = db.nextFile.Load()
+	man.NextFile, man.Pending = db.outputsInFlight(man.Tables)
 	man.Retired = db.retiredWith(e.replace)
 	var unsynced error
 	if err := db.writeManifest(man); err != nil {

@@ -114,13 +114,9 @@ func (db *DB) moveAside(name, why string) error {
 // (a damaged log, until the manifest no longer names it), so that a crash
 // on either side of that change leaves the file in one of the two places.
 func (db *DB) keepCopy(name string) (string, error) {
-	data, err := vfs.ReadFile(db.fs, filepath.Join(db.dir, name))
-	if err != nil {
-		return "", err
-	}
 	dst, err := db.lostPath(name)
 	if err == nil {
-		err = vfs.WriteFile(db.fs, dst, data)
+		_, err = copyFileSparse(db.fs, filepath.Join(db.dir, name), 0, dst)
 	}
 	if err == nil {
 		err = db.syncLost()

@@ -45,6 +45,15 @@ type manifest struct {
 	// a table or filter numbered NextFile or higher that the manifest does
 	// not name is the output of a flush or compaction that did not finish.
 	NextFile uint64 `json:"next_file"`
+	// Pending: numbers below NextFile given to flush or compaction
+	// outputs that no edit had named when this manifest was written (they
+	// were being built: a flush and a compaction overlap). A table or
+	// filter with such a number that the manifest does not name holds
+	// nothing it needs: the output of a flush or compaction that did not
+	// finish, removed like those numbered NextFile or higher. Absent in
+	// manifests written before it was recorded (readers that predate it
+	// ignore it, and keep such a file in lost/).
+	Pending []uint64 `json:"pending,omitempty"`
 	// Retired: tables a compaction replaced whose files may not be
 	// removed yet (a reader was still using them). Open removes them.
 	Retired []uint64 `json:"retired,omitempty"`

@@ -289,25 +289,22 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 
 // sweepUnlisted deals with tables and filters no manifest names. Those
 // numbered at or above the manifest's NextFile were allocated after it
-// was written, so they are provably the output of a flush or compaction
-// that did not finish: removed. Those the manifest lists as Retired were
-// replaced by a compaction: removed. Anything else is not ours to judge:
-// moved aside to lost/ and reported.
+// was written, and those it lists as Pending were being built when it
+// was, so they are provably the output of a flush or compaction that did
+// not finish: removed. Those the manifest lists as Retired were replaced
+// by a compaction: removed. Anything else is not ours to judge: moved
+// aside to lost/ and reported.
 func (db *DB) sweepUnlisted(files map[string][]uint64) error {
 	live := map[uint64]bool{}
 	for _, id := range db.man.Tables {
 		live[id] = true
-	}
-	retired := map[uint64]bool{}
-	for _, id := range db.man.Retired {
-		retired[id] = true
 	}
 	changed := false
 	for _, ext := range []string{extTable, extFilter} {
 		for _, id := range files[ext] {
 			switch {
 			case live[id]:
-			case id >= db.man.NextFile || retired[id]:
+			case unfinishedOutput(db.man, id):
 				db.removeFile(id, ext)
 				changed = true
 			default:

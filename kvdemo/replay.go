@@ -1,12 +1,8 @@
 package kvdemo
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"slices"
-
-	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
 // WALRecoveryMode says what Open does with a damaged log record. The names
@@ -45,91 +41,6 @@ func (m WALRecoveryMode) valid() bool {
 		return true
 	}
 	return false
-}
-
-// logScan is what scanning one log found.
-type logScan struct {
-	size      int64
-	damageAt  int64 // offset of the first bad record; -1: none
-	nextValid int64 // offset of an intact record after it; -1: none, -2: could not rule one out
-	lastSeq   uint64
-}
-
-// parseRecord decodes the record at off, if an intact one starts there.
-// minSeq (if not 0) also requires a sequence number above it: used when
-// searching for a record after damage, where a plausible-looking one with
-// a sequence number from the past is a false match.
-func parseRecord(data []byte, off int64, minSeq uint64) (r walRecord, n int64, ok bool) {
-	if int64(len(data))-off < walHeader+walFixed {
-		return r, 0, false
-	}
-	hdr := data[off : off+walHeader]
-	l := binary.LittleEndian.Uint32(hdr[4:])
-	if l < walFixed || l > walMaxRec || int64(l) > int64(len(data))-off-walHeader {
-		return r, 0, false
-	}
-	body := data[off+walHeader : off+walHeader+int64(l)]
-	kind := recordKind(body[8])
-	keyLen := binary.LittleEndian.Uint32(body[9:])
-	seq := binary.LittleEndian.Uint64(body)
-	if (kind != kindPut && kind != kindDel) || uint64(keyLen) > uint64(l-walFixed) || (minSeq != 0 && seq <= minSeq) {
-		return r, 0, false
-	}
-	if crc32.Update(crc32.Checksum(hdr[4:], crcTable), crcTable, body) != binary.LittleEndian.Uint32(hdr) {
-		return r, 0, false
-	}
-	return walRecord{seq: seq, kind: kind, key: body[walFixed : walFixed+keyLen], value: body[walFixed+keyLen:]},
-		walHeader + int64(l), true
-}
-
-// scanLog calls fn for each intact record of data in order, up to the
-// first bad one or, with skip, past bad ones to every intact record. fn
-// must copy what it keeps.
-func scanLog(data []byte, skip bool, fn func(walRecord) error) (logScan, error) {
-	sc := logScan{size: int64(len(data)), damageAt: -1, nextValid: -1}
-	off := int64(0)
-	for off < sc.size {
-		r, n, ok := parseRecord(data, off, 0)
-		if ok {
-			if err := fn(r); err != nil {
-				return sc, err
-			}
-			sc.lastSeq = r.seq
-			off += n
-			continue
-		}
-		next := findRecord(data, off+1, sc.lastSeq)
-		if sc.damageAt < 0 {
-			sc.damageAt, sc.nextValid = off, next
-		}
-		if !skip || next < 0 {
-			break
-		}
-		off = next
-	}
-	return sc, nil
-}
-
-// findRecord searches from off for the start of an intact record with a
-// sequence number above minSeq: -1 if there is none. The search is
-// bounded: if the content makes it too costly (many plausible-looking
-// lengths), it gives up with -2, which callers treat as "a record may
-// follow", the cautious answer.
-func findRecord(data []byte, off int64, minSeq uint64) int64 {
-	budget := 64*int64(len(data)) + 1<<20 // bytes checksummed
-	for ; off+walHeader+walFixed <= int64(len(data)); off++ {
-		l := int64(binary.LittleEndian.Uint32(data[off+4:]))
-		if l < walFixed || l > int64(len(data))-off-walHeader {
-			continue
-		}
-		if budget -= l; budget < 0 {
-			return -2
-		}
-		if _, _, ok := parseRecord(data, off, minSeq); ok {
-			return off
-		}
-	}
-	return -1
 }
 
 // damagedLogError is the refusal to open over a damaged log.
@@ -173,11 +84,10 @@ func (db *DB) checkLogs(logs []uint64) error {
 	reach := db.man.Seq // the last write the tables and intact records hold
 	for i, id := range replay {
 		path := fileName(db.dir, id, extLog)
-		data, err := vfs.ReadFile(db.fs, path)
+		sc, err := scanLogFile(db.fs, path, false, func(walRecord) error { return nil })
 		if err != nil {
 			return errorf("reading log %06d: %w", id, err)
 		}
-		sc, _ := scanLog(data, false, func(walRecord) error { return nil })
 		reach = max(reach, sc.lastSeq)
 		if sc.damageAt < 0 {
 			continue
@@ -260,11 +170,7 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 	var aside []uint64 // damaged logs (and, point in time, the ones after)
 	for i, id := range replay {
 		path := fileName(db.dir, id, extLog)
-		data, err := vfs.ReadFile(db.fs, path)
-		if err != nil {
-			return nil, errorf("reading log %06d: %w", id, err)
-		}
-		sc, err := scanLog(data, mode == SkipAnyCorruptedRecords, apply)
+		sc, err := scanLogFile(db.fs, path, mode == SkipAnyCorruptedRecords, apply)
 		if err != nil {
 			return nil, errorf("replaying log %06d: %w", id, err)
 		}
@@ -283,7 +189,7 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 			aside = append(aside, id)
 			continue
 		case mode == TolerateCorruptedTailRecords && torn:
-			if err := db.cutTornTail(id, data, sc.damageAt); err != nil {
+			if err := db.cutTornTail(id, sc.damageAt); err != nil {
 				return nil, err
 			}
 			continue
@@ -333,24 +239,28 @@ func (db *DB) syncLogFile(id uint64) error {
 
 // cutTornTail keeps the torn tail of the newest log in lost/ (under a
 // name no earlier file there has, made durable) and only then cuts it off
-// the log, so that new records follow the last intact one. If the tail
-// cannot be kept (a full disk, say), the log is not touched and Open
-// refuses, naming the log: a tail is never destroyed, even one that was
-// never acknowledged.
-func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
+// the log, so that new records follow the last intact one. The copy
+// leaves runs of zeros as holes (copyFileSparse): a sparse or zero-filled
+// tail of any length is kept byte for byte without taking its length in
+// disk space. If the tail cannot be kept (a full disk, say), the log is
+// not touched and Open refuses, naming the log: a tail is never
+// destroyed, even one that was never acknowledged.
+func (db *DB) cutTornTail(id uint64, at int64) error {
 	name := fmt.Sprintf("%06d.%s.tail-at-%d", id, extLog, at)
+	path := fileName(db.dir, id, extLog)
 	dst, err := db.lostPath(name)
+	var n int64
 	if err == nil {
-		err = vfs.WriteFile(db.fs, dst, data[at:])
+		n, err = copyFileSparse(db.fs, path, at, dst)
 	}
 	if err == nil {
 		err = db.syncLost()
 	}
 	if err != nil {
 		return errorf("log %s has a torn tail of %d bytes at offset %d (never acknowledged) that could not be kept in lost/ before cutting it off, so the log was left as it is: %w. Free space (or move the store to where there is some) and open again",
-			fileName(db.dir, id, extLog), len(data)-int(at), at, err)
+			path, n, at, err)
 	}
-	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
+	f, err := db.fs.OpenAppend(path)
 	if err != nil {
 		return err
 	}
@@ -362,7 +272,7 @@ func (db *DB) cutTornTail(id uint64, data []byte, at int64) error {
 		return err
 	}
 	db.stats.tornWAL.Add(1)
-	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; kept as %s)", id, len(data)-int(at), at, dst)
+	db.opts.Logger.Printf("WAL %06d.log: cut %d bytes of torn tail at offset %d (never acknowledged; kept as %s)", id, n, at, dst)
 	return nil
 }
 
@@ -387,8 +297,10 @@ func (db *DB) recoverPast(mem *memtable, aside []uint64) (*memtable, error) {
 		return nil, err
 	}
 	w.syncs = &db.stats.walSyncs
+	tid := db.allocOutput()
+	defer db.outputDone(tid)
 	it := mem.sl.NewIterator()
-	st, ts, err := db.buildTable(db.allocFile(), sklSource{it}, false, false, nil)
+	st, ts, err := db.buildTable(tid, sklSource{it}, false, false, nil)
 	it.Close()
 	if err == nil {
 		err = db.applyEdit(tableEdit{add: st, seq: ts.maxSeq, log: id})
