@@ -45,17 +45,18 @@
 //
 // # Memtables
 //
-// The lock-free memtable filter moved to package dynamic (dynamic.MemFilter),
-// so that a store wanting only it does not import Pebble and Badger. The
-// MemFilter names here are deprecated aliases kept so existing code
-// compiles.
+// The lock-free memtable filter is package dynamic's MemFilter, so that a
+// store wanting only it does not link Pebble or Badger.
 //
 // # Robustness
 //
 // The readers answer "maybe" for anything they cannot trust: a truncated or
 // malformed block, a damaged header, a block of another format version or
 // hash kind, a filter type they do not know. They never allocate, never
-// retain the block, and are safe for concurrent use. A bit flipped inside a
+// retain the block, and are safe for concurrent use. The writers are not:
+// one writer serves one goroutine (Pebble gives each table its own), and
+// keys added from two goroutines at once can be lost from the block, which
+// then answers "absent" for them. A bit flipped inside a
 // block's buckets is not visible to a lookup (it would take a checksum pass
 // over the block per probe) and can turn a present key absent; Pebble's
 // block checksum catches it when the block is read from disk.

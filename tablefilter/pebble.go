@@ -31,8 +31,9 @@ var pebbleWriters = [...]struct {
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
 // cannot honour the budget at all, and just above it not quite: its
-// smallest filter takes a little more than MinBitsPerKey bits per key (the
-// README gives the figure), and a smaller budget builds that filter; above
+// smallest filter (5-bit fingerprints at the planned load) takes a little
+// more than MinBitsPerKey bits per key, and a smaller budget builds that
+// filter; above
 // MaxBitsPerKey every version's fingerprints (version 3's remainders) are
 // at their widest, 16 bits, in lightly loaded lines or buckets, and further
 // bits buy almost nothing.
@@ -52,7 +53,10 @@ const (
 // reads one 64-byte line of the filter in the common case, like Pebble's
 // blocked bloom filter, and each line is a small quotient filter, which
 // gives a lower false-positive rate than version 2 at the same bits per
-// key (README.md has the measured rates and lookup costs). The older
+// key: an absent key is compared only with the remainders of its own
+// quotient, and the unary header costs about one bit per key, where version
+// 2 compares with two buckets' slots and spends bits on slots left empty
+// (codec/FORMAT.md derives both rates). The older
 // writers stay for stores that must keep writing what an older release
 // reads: NewV2Policy writes version 2 (the same one line per lookup, with
 // lines of four-slot buckets), NewV1Policy the version-1 layout, whose
@@ -63,8 +67,9 @@ const (
 // the versions of an MVCC key, which Pebble hands to the filter as repeats
 // of one prefix, count once.
 //
-// A Policy is a small comparable value. The zero value is the version-3
-// policy of codec.DefaultBitsPerKey bits per key, with that name.
+// A Policy is a small comparable value, safe for concurrent use; the
+// writers it returns are not (see NewWriter). The zero value is the
+// version-3 policy of codec.DefaultBitsPerKey bits per key, with that name.
 type Policy struct {
 	bitsPerKey float64
 	version    int // 0: codec.FormatVersion
@@ -90,8 +95,9 @@ func NewPolicy(bitsPerKey float64) Policy {
 // filled for the lowest false-positive rate the budget buys, at the price
 // of more negative lookups reading a second line, so that a cold lookup
 // waits for a second cache miss more often. Run it where a false positive
-// costs a read from a device (README.md, "Which layout to run", has both
-// layouts' rates and lookup costs). Every Policy reads its blocks.
+// costs a read from a device, which dwarfs a cache miss; keep NewPolicy
+// where filters are probed from memory and most lookups are negative.
+// Every Policy reads its blocks.
 func NewDensestPolicy(bitsPerKey float64) Policy {
 	p := NewPolicy(bitsPerKey)
 	p.densest = true
@@ -100,8 +106,8 @@ func NewDensestPolicy(bitsPerKey float64) Policy {
 
 // NewV1Policy is NewPolicy for codec format version 1, named
 // "lsmcuckoo.v1.bpk=<bits>": a layout without lines, whose lookup reads two
-// dependent cache lines (README.md compares the versions' rates and
-// costs). It is what every table written before version 2 carries; use it
+// dependent cache lines (an offset table, then the buckets). It is what
+// every table written before version 2 carries; use it
 // only for a store that older releases must still be able to read. Its blocks are built under seed 0,
 // which a tenant who chooses keys can aim them at; the builder's limits
 // (codec/FORMAT.md, "Keys aimed at a known seed") keep such a table's
@@ -115,7 +121,7 @@ func NewV1Policy(bitsPerKey float64) Policy {
 // NewV2Policy is NewPolicy for codec format version 2, named
 // "lsmcuckoo.v2.bpk=<bits>": one 64-byte line per lookup like version 3,
 // with lines of semi-sorted four-slot buckets (a higher false-positive
-// rate than version 3 at the same budget; README.md has the figures). It
+// rate than version 3 at the same budget, see NewPolicy). It
 // is what every table written by the version-2 releases carries; use it
 // for a store that a version-2 release must still be able to read (a
 // rolling upgrade, a downgrade path), or to pin version-2 blocks.
@@ -190,9 +196,15 @@ func (p Policy) MayContain(ftype pebble.FilterType, filter, key []byte) bool {
 }
 
 // NewWriter returns a writer for one table's filter: it keeps 8 bytes per
-// distinct key until Finish, which resets it for reuse, and like the
-// codec.Builder under it is not safe for concurrent use (Pebble gives each
-// table writer its own). NewWriter itself is safe for concurrent use.
+// distinct key until Finish, which resets it for reuse.
+//
+// One writer serves one goroutine, like the codec.Builder under it: Pebble
+// gives each table writer its own, and code that feeds a writer itself must
+// too. AddKey calls from two goroutines race on the builder's key list, and
+// the keys lost there are missing from the block, so the filter answers
+// "absent" for keys the table holds: false negatives, with no error.
+// NewWriter itself, like MayContain, is safe for concurrent use.
+//
 // Pebble has a single
 // filter type; for any other value the same table writer is returned
 // rather than a panic (which, inside a compaction, would take the whole

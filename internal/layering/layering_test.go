@@ -30,7 +30,7 @@ func TestLayering(t *testing.T) {
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"codec", []string{module + "/dynamic", module + "/tablefilter", module + "/kvdemo", module + "/bench", pebble, badger}},
 		{"dynamic", []string{module + "/codec", module + "/tablefilter", module + "/kvdemo", module + "/bench", pebble, badger}},
-		{"tablefilter", []string{module + "/tablefilter/badgerfilter", module + "/kvdemo", module + "/bench", badger}},
+		{"tablefilter", []string{module + "/tablefilter/badgerfilter", module + "/dynamic", module + "/kvdemo", module + "/bench", badger}},
 		{"tablefilter/badgerfilter", []string{module + "/tablefilter\n", module + "/dynamic", module + "/kvdemo", module + "/bench", pebble}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", module+"/"+c.pkg).Output()
