@@ -1,7 +1,10 @@
-// Package tablefilter plugs lsmcuckoo's per-table filter into Pebble: a
-// pebble.FilterPolicy, a thin adapter over package codec, which builds,
-// encodes and reads the blocks; nothing here changes what a block means.
-// Its subpackage badgerfilter does the same for Badger's table format.
+// Package tablefilter plugs lsmcuckoo's per-table filter into Pebble v2
+// (github.com/cockroachdb/pebble/v2): a pebble.FilterPolicy, a thin
+// adapter over package codec, which builds, encodes and reads the blocks;
+// nothing here changes what a block means. Its subpackage pebblev1 is the
+// same surface for Pebble v1 (github.com/cockroachdb/pebble v1.1.x), with
+// the same names and bytes, so a store moving from v1 to v2 keeps its
+// filters; badgerfilter does the same for Badger's table format.
 //
 // # Pebble
 //

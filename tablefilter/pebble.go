@@ -17,8 +17,16 @@ import (
 // remainders) are at their widest, 16 bits, in lightly loaded lines or
 // buckets, and further bits buy almost nothing.
 const (
-	MinBitsPerKey = pebblecore.MinBitsPerKey
-	MaxBitsPerKey = pebblecore.MaxBitsPerKey
+	MinBitsPerKey = 4
+	MaxBitsPerKey = 64
+)
+
+// The shared core checks budgets against the same range.
+var (
+	_ [MinBitsPerKey - pebblecore.MinBitsPerKey]struct{}
+	_ [pebblecore.MinBitsPerKey - MinBitsPerKey]struct{}
+	_ [MaxBitsPerKey - pebblecore.MaxBitsPerKey]struct{}
+	_ [pebblecore.MaxBitsPerKey - MaxBitsPerKey]struct{}
 )
 
 // Policy is a pebble.FilterPolicy that stores each table's keys in an

@@ -5,7 +5,8 @@
 // filtered. The two Pebble modules declare the same FilterPolicy interface
 // over distinct FilterType types, so one Go type cannot satisfy both; both
 // packages are thin adapters over one shared core, and neither links the
-// other's Pebble.
+// other's Pebble. (The v3 in a policy's name, "lsmcuckoo.v3.bpk=10", is the
+// codec format version, unrelated to Pebble's.)
 //
 // # Adopting it
 //

@@ -14,8 +14,16 @@ import (
 // their widest and further bits buy almost nothing (the same range as
 // package tablefilter's).
 const (
-	MinBitsPerKey = pebblecore.MinBitsPerKey
-	MaxBitsPerKey = pebblecore.MaxBitsPerKey
+	MinBitsPerKey = 4
+	MaxBitsPerKey = 64
+)
+
+// The shared core checks budgets against the same range.
+var (
+	_ [MinBitsPerKey - pebblecore.MinBitsPerKey]struct{}
+	_ [pebblecore.MinBitsPerKey - MinBitsPerKey]struct{}
+	_ [MaxBitsPerKey - pebblecore.MaxBitsPerKey]struct{}
+	_ [pebblecore.MaxBitsPerKey - MaxBitsPerKey]struct{}
 )
 
 // Policy is a pebble.FilterPolicy of Pebble v1 that stores each table's

@@ -168,16 +168,15 @@ func ParseError(pkg, name, none string) error {
 }
 
 // Family returns, for a budget, a policy under each name a release has
-// written for it: version 3 (the default) and its densest layout, then
-// versions 2 and 1. Registering all of them is what keeps a store upgraded
-// from earlier versions reading its tables with their filters. It panics
-// on an invalid budget, naming pkg.
+// written for it, one per writer in Writers' order: versions 1 and 2, then
+// version 3 (the default) and its densest layout. Registering all of them
+// is what keeps a store upgraded from earlier versions reading its tables
+// with their filters. It panics on an invalid budget, naming pkg.
 func Family(pkg string, bitsPerKey float64) [len(Writers)]Policy {
 	CheckBitsPerKey(pkg, bitsPerKey)
-	return [...]Policy{
-		New(bitsPerKey, codec.FormatVersion, false),
-		New(bitsPerKey, codec.FormatVersion, true),
-		New(bitsPerKey, 2, false),
-		New(bitsPerKey, 1, false),
+	var family [len(Writers)]Policy
+	for i, w := range Writers {
+		family[i] = New(bitsPerKey, w.Version, w.Densest)
 	}
+	return family
 }
