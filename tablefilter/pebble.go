@@ -168,11 +168,10 @@ func (p Policy) MayContain(ftype pebble.FilterType, filter, key []byte) bool {
 // "absent" for keys the table holds: false negatives, with no error.
 // NewWriter itself, like MayContain, is safe for concurrent use.
 //
-// Pebble has a single
-// filter type; for any other value the same table writer is returned
-// rather than a panic (which, inside a compaction, would take the whole
-// process down), and MayContain answers true for that type, so such
-// filters are never trusted to exclude anything.
+// Pebble has a single filter type; for any other value the same table
+// writer is returned rather than a panic (which, inside a compaction, would
+// take the whole process down), and MayContain answers true for that type,
+// so such filters are never trusted to exclude anything.
 func (p Policy) NewWriter(ftype pebble.FilterType) pebble.FilterWriter {
 	return p.core.NewWriter()
 }
