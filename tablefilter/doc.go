@@ -1,7 +1,10 @@
-// Package tablefilter plugs lsmcuckoo's per-table filter into Pebble: a
-// pebble.FilterPolicy, a thin adapter over package codec, which builds,
-// encodes and reads the blocks; nothing here changes what a block means.
-// Its subpackage badgerfilter does the same for Badger's table format.
+// Package tablefilter plugs lsmcuckoo's per-table filter into Pebble v2
+// (github.com/cockroachdb/pebble/v2): a pebble.FilterPolicy, a thin
+// adapter over package codec, which builds, encodes and reads the blocks;
+// nothing here changes what a block means. Its subpackage pebblev1 is the
+// same surface for Pebble v1 (github.com/cockroachdb/pebble v1.1.x), with
+// the same names and bytes, so a store moving from v1 to v2 keeps its
+// filters; badgerfilter does the same for Badger's table format.
 //
 // # Pebble
 //
@@ -45,17 +48,18 @@
 //
 // # Memtables
 //
-// The lock-free memtable filter moved to package dynamic (dynamic.MemFilter),
-// so that a store wanting only it does not import Pebble and Badger. The
-// MemFilter names here are deprecated aliases kept so existing code
-// compiles.
+// The lock-free memtable filter is package dynamic's MemFilter, so that a
+// store wanting only it does not link Pebble or Badger.
 //
 // # Robustness
 //
 // The readers answer "maybe" for anything they cannot trust: a truncated or
 // malformed block, a damaged header, a block of another format version or
 // hash kind, a filter type they do not know. They never allocate, never
-// retain the block, and are safe for concurrent use. A bit flipped inside a
+// retain the block, and are safe for concurrent use. The writers are not:
+// one writer serves one goroutine (Pebble gives each table its own), and
+// keys added from two goroutines at once can be lost from the block, which
+// then answers "absent" for them. A bit flipped inside a
 // block's buckets is not visible to a lookup (it would take a checksum pass
 // over the block per probe) and can turn a present key absent; Pebble's
 // block checksum catches it when the block is read from disk.

@@ -1,49 +1,20 @@
 package tablefilter
 
 import (
-	"fmt"
-	"math"
-
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/lsmcuckoo/lsmcuckoo/codec"
-	"github.com/lsmcuckoo/lsmcuckoo/internal/levelfit"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
 // NumLevels is Pebble's level count, L0 to L6: the length of
 // pebble.Options.Levels and of the budgets LevelBudgets returns.
 const NumLevels = len(pebble.Options{}.Levels)
 
-// The grid of budgets LevelBudgets chooses from. The search spends budgets
-// up to levelBudgetMax, where the filter has reached its widest (16-bit)
-// fingerprint and a further bit per key only lowers the load: from there a
-// bit buys under 1e-5 fewer table reads per lookup, less than it costs in
-// block cache anywhere in the tree. A uniform allocation (an empty tree, a
-// tree on one level, an average of levelBudgetMax or more) takes the
-// average rounded down to the step, up to MaxBitsPerKey. So every budget
-// LevelBudgets returns is a point of the grid from MinBitsPerKey to
-// MaxBitsPerKey, and SetLevelBudgets registers every point: a table
-// written under any allocation it ever made keeps its filter whatever the
-// average and shape a later process configures. An average off the grid
-// would be a name no later process registers, and Pebble reads a table
-// whose filter name is not registered without its filter, silently.
-//
-// The search starts at levelBudgetMin, not MinBitsPerKey: the codec's
-// smallest filter (5-bit fingerprints at its planned load) takes more than
-// 4 bits per key, so a budget of 4 would spend more than the search
-// counted and the tree more than the average it was given
-// (TestLevelBudgetsSpendWhatTheyPromise builds the filters and checks).
-const (
-	levelBudgetStep = 0.5
-	levelBudgetMin  = 4.5
-	levelBudgetMax  = 32
+// The shared core fits budgets for the same seven levels.
+var (
+	_ [NumLevels - pebblecore.NumLevels]struct{}
+	_ [pebblecore.NumLevels - NumLevels]struct{}
 )
-
-// levelBudgetFloor is the largest grid point at or under avg (avg must be a
-// valid budget, so the result is too).
-func levelBudgetFloor(avg float64) float64 {
-	return math.Floor(avg/levelBudgetStep) * levelBudgetStep
-}
 
 // LevelShape describes where a tree's keys sit, for LevelBudgets.
 type LevelShape struct {
@@ -73,16 +44,8 @@ func ModelLevelShape(opts *pebble.Options) LevelShape {
 	// opts' (which an open store may be reading).
 	o.Filters = nil
 	o.EnsureDefaults()
-	mult := float64(max(o.Experimental.LevelMultiplier, 2))
-	var s LevelShape
-	s.Keys[NumLevels-1] = 1
-	for l := NumLevels - 2; l >= 1; l-- {
-		s.Keys[l] = s.Keys[l+1] / mult
-	}
-	runs := float64(max(o.L0CompactionThreshold, 1))
-	s.Keys[0] = s.Keys[1] * runs * float64(o.MemTableSize) / float64(max(o.LBaseMaxBytes, 1))
-	s.L0Runs = runs
-	return s
+	return LevelShape(pebblecore.ModelShape(o.Experimental.LevelMultiplier, o.L0CompactionThreshold,
+		float64(o.MemTableSize), float64(max(o.LBaseMaxBytes, 1))))
 }
 
 // MeasuredLevelShape is the shape of a live store, from DB.Metrics: the
@@ -95,19 +58,6 @@ func MeasuredLevelShape(m *pebble.Metrics) LevelShape {
 	s.L0Runs = float64(m.Levels[0].Sublevels)
 	return s
 }
-
-// modelFPR is the false-positive rate of an lsmcuckoo filter at
-// bitsPerKey: the codec's own plan (codec.PlannedFPR) for a table of
-// modelKeys keys, large enough that the trailer's few bytes do not count.
-func modelFPR(bitsPerKey float64) float64 {
-	if bitsPerKey <= 0 {
-		return 1 // no filter: every table is read
-	}
-	return codec.PlannedFPR(codec.Options{BitsPerKey: bitsPerKey}, modelKeys)
-}
-
-// modelKeys is the table size the rate model assumes.
-const modelKeys = 100_000
 
 // LevelBudgets returns the bits per key for L0..L6 that minimise the
 // expected number of tables a lookup for an absent key reads in vain,
@@ -147,40 +97,8 @@ const modelKeys = 100_000
 // average or shape still reads every table with its filter.
 // It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
 func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
-	if !pebbleValidBitsPerKey(avgBitsPerKey) {
-		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", avgBitsPerKey, MinBitsPerKey, MaxBitsPerKey))
-	}
-	uniform := levelBudgetFloor(avgBitsPerKey)
-	var out [NumLevels]float64
-	for l := range out {
-		out[l] = uniform
-	}
-	if avgBitsPerKey >= levelBudgetMax {
-		return out
-	}
-	grid := levelBudgetGrid()
-	fpr := make([]float64, len(grid))
-	for i, b := range grid {
-		fpr[i] = modelFPR(b)
-	}
-	choice, ok := levelfit.Fit(levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs}, grid, fpr,
-		avgBitsPerKey, levelBudgetUnits, modelFPR(uniform))
-	if !ok {
-		return out
-	}
-	for l, i := range choice {
-		if i >= 0 {
-			out[l] = grid[i]
-		}
-	}
-	levelfit.FillEmpty(out[:], choice)
-	return out
+	return pebblecore.LevelBudgets("tablefilter", pebblecore.LevelShape(shape), avgBitsPerKey)
 }
-
-// levelBudgetUnits is the resolution of LevelBudgets' search: each level's
-// spend is rounded up to avg/levelBudgetUnits bits per key, so the
-// allocation undershoots the optimum's spend by at most seven units.
-const levelBudgetUnits = 8192
 
 // SetLevelPolicies gives each level of opts its own lsmcuckoo policy so that
 // the tree as a whole spends about avgBitsPerKey bits per key on filters,
@@ -243,21 +161,5 @@ func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
 		opts.Levels[l].FilterPolicy = p
 	}
 	RegisterPolicies(opts, budgets[:]...)
-	RegisterPolicies(opts, levelBudgetNames()...)
-}
-
-// levelBudgetGrid is the budgets the search chooses from.
-func levelBudgetGrid() []float64 { return budgetSteps(levelBudgetMin, levelBudgetMax) }
-
-// levelBudgetNames is every budget LevelBudgets can return (the search's
-// grid and the uniform fallback's half bits around it), and every budget
-// earlier versions of it could.
-func levelBudgetNames() []float64 { return budgetSteps(MinBitsPerKey, MaxBitsPerKey) }
-
-func budgetSteps(bottom, top float64) []float64 {
-	var g []float64
-	for i := 0; bottom+float64(i)*levelBudgetStep <= top; i++ {
-		g = append(g, bottom+float64(i)*levelBudgetStep)
-	}
-	return g
+	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
 // modelCost is the expected number of tables an absent-key lookup reads in
@@ -31,7 +32,7 @@ func modelCost(s LevelShape, b [NumLevels]float64) float64 {
 		if l == 0 {
 			runs = math.Max(s.L0Runs, 1)
 		}
-		c += runs * modelFPR(b[l])
+		c += runs * pebblecore.ModelFPR(b[l])
 	}
 	return c
 }
@@ -60,7 +61,7 @@ func TestModelFPRMatchesCodec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, want := modelFPR(b), f.Info().ExpectedFPR
+		got, want := pebblecore.ModelFPR(b), f.Info().ExpectedFPR
 		if math.Abs(got-want) > 0.08*want {
 			t.Errorf("%v bits/key: model FPR %.3g, codec block's expected FPR %.3g (f=%d load %.3f)", b, got, want, f.Info().FingerprintBits, f.Info().Load)
 		}
@@ -88,13 +89,13 @@ func TestLevelBudgetsProperties(t *testing.T) {
 		for _, avg := range []float64{4, 5, 6, 8, 9.5, 10, 12, 16, 20, 31} {
 			b := LevelBudgets(s, avg)
 			for l, x := range b {
-				if !pebbleValidBitsPerKey(x) {
+				if !pebblecore.ValidBitsPerKey(x) {
 					t.Fatalf("%s avg %v: L%d budget %v invalid", name, avg, l, x)
 				}
 			}
 			// The average is spent, to within one grid step on the
 			// smallest level (the remainder no step fits in).
-			if got := weightedAvg(s, b); got > avg+1e-9 || got < avg-levelBudgetStep {
+			if got := weightedAvg(s, b); got > avg+1e-9 || got < avg-pebblecore.BudgetStep {
 				t.Errorf("%s avg %v: spends %.4f bits/key: %v", name, avg, got, b)
 			}
 			var uniform [NumLevels]float64
@@ -131,7 +132,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 // TestLevelBudgetsNearOptimal compares the allocator with an exhaustive
 // search of the grid on trees of three populated levels.
 func TestLevelBudgetsNearOptimal(t *testing.T) {
-	grid := levelBudgetGrid()
+	grid := pebblecore.BudgetGrid()
 	for _, s := range []LevelShape{
 		{Keys: [7]float64{0.5, 0, 0, 0, 1, 10, 100}, L0Runs: 3},
 		{Keys: [7]float64{2, 0, 0, 0, 0, 3, 40}, L0Runs: 6},
@@ -179,7 +180,7 @@ func TestLevelBudgetsEdges(t *testing.T) {
 	// Garbage weights are ignored, not propagated as NaN budgets.
 	b := LevelBudgets(LevelShape{Keys: [7]float64{math.NaN(), math.Inf(1), -3, 0, 1, 10, 100}, L0Runs: math.NaN()}, 10)
 	for l, x := range b {
-		if !pebbleValidBitsPerKey(x) {
+		if !pebblecore.ValidBitsPerKey(x) {
 			t.Fatalf("garbage shape: L%d budget %v", l, x)
 		}
 	}
@@ -221,7 +222,7 @@ func TestSetLevelPoliciesKeepsOtherOptions(t *testing.T) {
 	if _, ok := o.Filters["other"]; !ok {
 		t.Error("an existing Filters entry was dropped")
 	}
-	for _, b := range append(levelBudgetGrid(), 10) {
+	for _, b := range append(pebblecore.BudgetGrid(), 10) {
 		if _, ok := o.Filters[NewPolicy(b).Name()]; !ok {
 			t.Errorf("%s not registered", NewPolicy(b).Name())
 		}
@@ -503,13 +504,13 @@ func TestLevelBudgetsRandomShapes(t *testing.T) {
 		b := LevelBudgets(s, avg)
 		var uniform [NumLevels]float64
 		for l := range b {
-			if !pebbleValidBitsPerKey(b[l]) {
+			if !pebblecore.ValidBitsPerKey(b[l]) {
 				t.Fatalf("case %d: L%d budget %v (shape %v, avg %v)", i, l, b[l], s, avg)
 			}
-			if b[l] != levelBudgetFloor(b[l]) {
+			if b[l] != pebblecore.BudgetFloor(b[l]) {
 				t.Fatalf("case %d: L%d budget %v is off the registered grid (shape %v, avg %v)", i, l, b[l], s, avg)
 			}
-			uniform[l] = levelBudgetFloor(avg)
+			uniform[l] = pebblecore.BudgetFloor(avg)
 		}
 		if s.Keys == ([NumLevels]float64{}) {
 			continue

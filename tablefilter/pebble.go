@@ -1,44 +1,32 @@
 package tablefilter
 
 import (
-	"fmt"
 	"maps"
-	"strconv"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
-
-// pebbleNamePrefix returns the start of a policy name. It carries the
-// family, the codec format version the policy writes and, for the densest
-// layout, that word: Pebble routes blocks to policies by name alone (see
-// Policy.Name).
-func pebbleNamePrefix(version int, densest bool) string {
-	if densest {
-		return fmt.Sprintf("lsmcuckoo.v%d.densest.bpk=", version)
-	}
-	return fmt.Sprintf("lsmcuckoo.v%d.bpk=", version)
-}
-
-// pebbleWriters are the writers a policy can be (format version, densest
-// layout) and PolicyFromName parses.
-var pebbleWriters = [...]struct {
-	version int
-	densest bool
-}{{1, false}, {2, false}, {codec.FormatVersion, false}, {codec.FormatVersion, true}}
 
 // The range of budgets NewPolicy accepts. Below MinBitsPerKey the codec
 // cannot honour the budget at all, and just above it not quite: its
-// smallest filter takes a little more than MinBitsPerKey bits per key (the
-// README gives the figure), and a smaller budget builds that filter; above
-// MaxBitsPerKey every version's fingerprints (version 3's remainders) are
-// at their widest, 16 bits, in lightly loaded lines or buckets, and further
-// bits buy almost nothing.
+// smallest filter (5-bit fingerprints at the planned load) takes a little
+// more than MinBitsPerKey bits per key, and a smaller budget builds that
+// filter; above MaxBitsPerKey every version's fingerprints (version 3's
+// remainders) are at their widest, 16 bits, in lightly loaded lines or
+// buckets, and further bits buy almost nothing.
 const (
 	MinBitsPerKey = 4
 	MaxBitsPerKey = 64
+)
+
+// The shared core checks budgets against the same range.
+var (
+	_ [MinBitsPerKey - pebblecore.MinBitsPerKey]struct{}
+	_ [pebblecore.MinBitsPerKey - MinBitsPerKey]struct{}
+	_ [MaxBitsPerKey - pebblecore.MaxBitsPerKey]struct{}
+	_ [pebblecore.MaxBitsPerKey - MaxBitsPerKey]struct{}
 )
 
 // Policy is a pebble.FilterPolicy that stores each table's keys in an
@@ -52,7 +40,10 @@ const (
 // reads one 64-byte line of the filter in the common case, like Pebble's
 // blocked bloom filter, and each line is a small quotient filter, which
 // gives a lower false-positive rate than version 2 at the same bits per
-// key (README.md has the measured rates and lookup costs). The older
+// key: an absent key is compared only with the remainders of its own
+// quotient, and the unary header costs about one bit per key, where version
+// 2 compares with two buckets' slots and spends bits on slots left empty
+// (codec/FORMAT.md derives both rates). The older
 // writers stay for stores that must keep writing what an older release
 // reads: NewV2Policy writes version 2 (the same one line per lookup, with
 // lines of four-slot buckets), NewV1Policy the version-1 layout, whose
@@ -63,12 +54,11 @@ const (
 // the versions of an MVCC key, which Pebble hands to the filter as repeats
 // of one prefix, count once.
 //
-// A Policy is a small comparable value. The zero value is the version-3
-// policy of codec.DefaultBitsPerKey bits per key, with that name.
+// A Policy is a small comparable value, safe for concurrent use; the
+// writers it returns are not (see NewWriter). The zero value is the
+// version-3 policy of codec.DefaultBitsPerKey bits per key, with that name.
 type Policy struct {
-	bitsPerKey float64
-	version    int // 0: codec.FormatVersion
-	densest    bool
+	core pebblecore.Policy
 }
 
 var _ pebble.FilterPolicy = Policy{}
@@ -79,10 +69,8 @@ var _ pebble.FilterPolicy = Policy{}
 // Pebble's bloom.FilterPolicy panics on a nonsensical setting: a
 // configuration error should stop the process before any table is written.
 func NewPolicy(bitsPerKey float64) Policy {
-	if !pebbleValidBitsPerKey(bitsPerKey) {
-		panic(fmt.Sprintf("tablefilter: bits per key %v outside [%d, %d]", bitsPerKey, MinBitsPerKey, MaxBitsPerKey))
-	}
-	return Policy{bitsPerKey: bitsPerKey}
+	pebblecore.CheckBitsPerKey("tablefilter", bitsPerKey)
+	return Policy{pebblecore.New(bitsPerKey, codec.FormatVersion, false)}
 }
 
 // NewDensestPolicy is NewPolicy with version 3's densest layout
@@ -90,61 +78,44 @@ func NewPolicy(bitsPerKey float64) Policy {
 // filled for the lowest false-positive rate the budget buys, at the price
 // of more negative lookups reading a second line, so that a cold lookup
 // waits for a second cache miss more often. Run it where a false positive
-// costs a read from a device (README.md, "Which layout to run", has both
-// layouts' rates and lookup costs). Every Policy reads its blocks.
+// costs a read from a device, which dwarfs a cache miss; keep NewPolicy
+// where filters are probed from memory and most lookups are negative.
+// Every Policy reads its blocks.
 func NewDensestPolicy(bitsPerKey float64) Policy {
-	p := NewPolicy(bitsPerKey)
-	p.densest = true
-	return p
+	pebblecore.CheckBitsPerKey("tablefilter", bitsPerKey)
+	return Policy{pebblecore.New(bitsPerKey, codec.FormatVersion, true)}
 }
 
 // NewV1Policy is NewPolicy for codec format version 1, named
 // "lsmcuckoo.v1.bpk=<bits>": a layout without lines, whose lookup reads two
-// dependent cache lines (README.md compares the versions' rates and
-// costs). It is what every table written before version 2 carries; use it
+// dependent cache lines (an offset table, then the buckets). It is what
+// every table written before version 2 carries; use it
 // only for a store that older releases must still be able to read. Its blocks are built under seed 0,
 // which a tenant who chooses keys can aim them at; the builder's limits
 // (codec/FORMAT.md, "Keys aimed at a known seed") keep such a table's
 // filter within its budget, under a random seed, or answering "maybe".
 func NewV1Policy(bitsPerKey float64) Policy {
-	p := NewPolicy(bitsPerKey)
-	p.version = 1
-	return p
+	pebblecore.CheckBitsPerKey("tablefilter", bitsPerKey)
+	return Policy{pebblecore.New(bitsPerKey, 1, false)}
 }
 
 // NewV2Policy is NewPolicy for codec format version 2, named
 // "lsmcuckoo.v2.bpk=<bits>": one 64-byte line per lookup like version 3,
 // with lines of semi-sorted four-slot buckets (a higher false-positive
-// rate than version 3 at the same budget; README.md has the figures). It
+// rate than version 3 at the same budget, see NewPolicy). It
 // is what every table written by the version-2 releases carries; use it
 // for a store that a version-2 release must still be able to read (a
 // rolling upgrade, a downgrade path), or to pin version-2 blocks.
 func NewV2Policy(bitsPerKey float64) Policy {
-	p := NewPolicy(bitsPerKey)
-	p.version = 2
-	return p
+	pebblecore.CheckBitsPerKey("tablefilter", bitsPerKey)
+	return Policy{pebblecore.New(bitsPerKey, 2, false)}
 }
 
 // Version returns the codec format version the policy writes.
-func (p Policy) Version() int {
-	if p.version == 0 {
-		return codec.FormatVersion
-	}
-	return p.version
-}
-
-func pebbleValidBitsPerKey(b float64) bool {
-	// NaN fails both comparisons.
-	return b >= MinBitsPerKey && b <= MaxBitsPerKey
-}
+func (p Policy) Version() int { return p.core.Version() }
 
 // BitsPerKey returns the policy's budget.
-func (p Policy) BitsPerKey() float64 {
-	if p.bitsPerKey == 0 {
-		return codec.DefaultBitsPerKey
-	}
-	return p.bitsPerKey
-}
+func (p Policy) BitsPerKey() float64 { return p.core.BitsPerKey() }
 
 // Name returns "lsmcuckoo.v<format>.bpk=<bits>" (or, for the densest
 // layout, "lsmcuckoo.v<format>.densest.bpk=<bits>"), for example
@@ -166,9 +137,7 @@ func (p Policy) BitsPerKey() float64 {
 // budget and version its tables were written with (see RegisterPolicies).
 // Any lsmcuckoo policy reads any block of format version 1, 2 or 3,
 // whatever its budget: the block describes itself.
-func (p Policy) Name() string {
-	return pebbleNamePrefix(p.Version(), p.densest) + strconv.FormatFloat(p.BitsPerKey(), 'g', -1, 64)
-}
+func (p Policy) Name() string { return p.core.Name() }
 
 // String returns the name.
 func (p Policy) String() string { return p.Name() }
@@ -186,40 +155,26 @@ func (p Policy) MayContain(ftype pebble.FilterType, filter, key []byte) bool {
 	if ftype != pebble.TableFilter {
 		return true
 	}
-	return codec.MayContain(filter, key)
+	return p.core.MayContain(filter, key)
 }
 
 // NewWriter returns a writer for one table's filter: it keeps 8 bytes per
-// distinct key until Finish, which resets it for reuse, and like the
-// codec.Builder under it is not safe for concurrent use (Pebble gives each
-// table writer its own). NewWriter itself is safe for concurrent use.
-// Pebble has a single
-// filter type; for any other value the same table writer is returned
-// rather than a panic (which, inside a compaction, would take the whole
-// process down), and MayContain answers true for that type, so such
-// filters are never trusted to exclude anything.
+// distinct key until Finish, which resets it for reuse.
+//
+// One writer serves one goroutine, like the codec.Builder under it: Pebble
+// gives each table writer its own, and code that feeds a writer itself must
+// too. AddKey calls from two goroutines race on the builder's key list, and
+// the keys lost there are missing from the block, so the filter answers
+// "absent" for keys the table holds: false negatives, with no error.
+// NewWriter itself, like MayContain, is safe for concurrent use.
+//
+// Pebble has a single filter type; for any other value the same table
+// writer is returned rather than a panic (which, inside a compaction, would
+// take the whole process down), and MayContain answers true for that type,
+// so such filters are never trusted to exclude anything.
 func (p Policy) NewWriter(ftype pebble.FilterType) pebble.FilterWriter {
-	return &pebbleWriter{b: codec.NewBuilder(codec.Options{
-		BitsPerKey: p.BitsPerKey(),
-		Hash:       codec.HashKey64,
-		Version:    p.Version(),
-		Densest:    p.densest,
-	})}
+	return p.core.NewWriter()
 }
-
-// pebbleWriter adapts codec.Builder to pebble.FilterWriter. All the work
-// (hashing each key on arrival, dropping the consecutive repeats that MVCC
-// versions produce and any other repeats at Finish, holding 8 bytes per
-// key, resetting for reuse) is the builder's.
-type pebbleWriter struct {
-	b *codec.Builder
-}
-
-// AddKey records key; the slice is not retained.
-func (w *pebbleWriter) AddKey(key []byte) { w.b.Add(key) }
-
-// Finish appends the filter block to dst and resets the writer.
-func (w *pebbleWriter) Finish(dst []byte) []byte { return w.b.Finish(dst) }
 
 // PolicyFromName returns the policy whose Name is name, or false if name is
 // not a policy name this version of the package writes: version 1, 2 and
@@ -232,22 +187,11 @@ func (w *pebbleWriter) Finish(dst []byte) []byte { return w.b.Finish(dst) }
 // ParseFilterPolicy, in pebble.ParseHooks.NewFilterPolicy when parsing an
 // OPTIONS file.
 func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
-	for _, w := range pebbleWriters {
-		num, ok := strings.CutPrefix(name, pebbleNamePrefix(w.version, w.densest))
-		if !ok {
-			continue
-		}
-		b, err := strconv.ParseFloat(num, 64)
-		if err != nil || !pebbleValidBitsPerKey(b) || strconv.FormatFloat(b, 'g', -1, 64) != num {
-			return nil, false
-		}
-		p := Policy{bitsPerKey: b, densest: w.densest}
-		if w.version != codec.FormatVersion {
-			p.version = w.version
-		}
-		return p, true
+	p, ok := pebblecore.FromName(name)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return Policy{p}, true
 }
 
 // ParseFilterPolicy has the signature of pebble.ParseHooks.NewFilterPolicy,
@@ -272,11 +216,7 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 	if name == pebble.NoFilterPolicy.Name() {
 		return pebble.NoFilterPolicy, nil
 	}
-	forms := make([]string, len(pebbleWriters))
-	for i, w := range pebbleWriters {
-		forms[i] = pebbleNamePrefix(w.version, w.densest) + "<bits>"
-	}
-	return nil, fmt.Errorf("tablefilter: %q is not a filter policy name this package writes (%s) nor %q", name, strings.Join(forms, ", "), pebble.NoFilterPolicy.Name())
+	return nil, pebblecore.ParseError("tablefilter", name, pebble.NoFilterPolicy.Name())
 }
 
 // RegisterPolicies adds to o.Filters, for each budget, a policy under each
@@ -298,11 +238,11 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 // budgets fitted to db.Metrics() before reopening) would race with those
 // reads.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
-	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+len(pebbleWriters)*len(bitsPerKey))
+	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+len(pebblecore.Writers)*len(bitsPerKey))
 	maps.Copy(filters, o.Filters)
 	for _, b := range bitsPerKey {
-		for _, p := range []Policy{NewPolicy(b), NewDensestPolicy(b), NewV2Policy(b), NewV1Policy(b)} {
-			filters[p.Name()] = p
+		for _, p := range pebblecore.Family("tablefilter", b) {
+			filters[p.Name()] = Policy{p}
 		}
 	}
 	o.Filters = filters

@@ -27,6 +27,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
 // ---- Unit tests of the policy ----
@@ -36,7 +37,7 @@ func TestPebbleNameRoundTrip(t *testing.T) {
 		for _, p := range []Policy{NewPolicy(b), NewDensestPolicy(b), NewV2Policy(b), NewV1Policy(b)} {
 			name := p.Name()
 			prefix := fmt.Sprintf("lsmcuckoo.v%d.bpk=", p.Version())
-			if p.densest {
+			if p.core.Densest() {
 				prefix = fmt.Sprintf("lsmcuckoo.v%d.densest.bpk=", p.Version())
 			}
 			if !strings.HasPrefix(name, prefix) {
@@ -1445,7 +1446,7 @@ func FuzzPolicyFromName(f *testing.F) {
 			t.Fatalf("PolicyFromName(%q) returned a policy named %q", name, p.Name())
 		}
 		q := p.(Policy)
-		if !pebbleValidBitsPerKey(q.BitsPerKey()) || q.Version() < 1 || q.Version() > codec.FormatVersion {
+		if !pebblecore.ValidBitsPerKey(q.BitsPerKey()) || q.Version() < 1 || q.Version() > codec.FormatVersion {
 			t.Fatalf("PolicyFromName(%q) = %+v", name, q)
 		}
 		keys := [][]byte{[]byte("a"), []byte(name), {}}
@@ -1485,8 +1486,8 @@ func TestParseFilterPolicy(t *testing.T) {
 		}
 		// The error lists the names this package parses, so that a user
 		// who mistyped one sees the forms it takes.
-		for _, w := range pebbleWriters {
-			if form := pebbleNamePrefix(w.version, w.densest) + "<bits>"; !strings.Contains(err.Error(), form) {
+		for _, w := range pebblecore.Writers {
+			if form := pebblecore.NamePrefix(w.Version, w.Densest) + "<bits>"; !strings.Contains(err.Error(), form) {
 				t.Errorf("ParseFilterPolicy(%q): error %q does not list %s", name, err, form)
 			}
 		}

@@ -24,7 +24,7 @@ type Filter []byte
 // distinct hash, where y.NewFilter spends its bits on every entry,
 // versions included. A bitsPerKey of 0 or less uses codec.DefaultBitsPerKey;
 // the codec decides what a budget too small to filter well builds
-// (README.md has the rate at each budget).
+// (codec.PlannedFPR gives the rate it plans for each budget).
 //
 // Only a 32-bit hash reaches Badger's read path, so the line, the quotient
 // and the remainder are all derived from it. That puts a floor under the
@@ -40,11 +40,13 @@ type Filter []byte
 // keep writing blocks an earlier release reads builds them with
 // codec.NewBuilder (Options.Hash = codec.HashHost32, Options.Version), and
 // one that wants version 3's densest layout (a lower rate, more lookups
-// reading a second line) with Options.Densest. README.md compares it with the bloom filter Badger
-// stores in the same table, measured through Badger's read path
-// (go test ./tablefilter/badgerfilter -run XXX -bench Filter). At Badger's
-// default of about 7 bits per key a cuckoo filter is no better than a
-// bloom filter: for the 1% Badger's default asks for, use
+// reading a second line) with Options.Densest. The benchmark
+// go test ./tablefilter/badgerfilter -run XXX -bench Filter compares it
+// with the bloom filter Badger stores in the same table, through Badger's
+// read path. At Badger's default of about 7 bits per key a cuckoo filter
+// is no better than a bloom filter, because its fixed cost per key (the
+// line header, the slack that keeps placement from failing) is a larger
+// share of a small budget: for the 1% Badger's default asks for, use
 // NewFPR.
 func New(keys []uint32, bitsPerKey int) Filter {
 	o := codec.Options{Hash: codec.HashHost32}
@@ -59,8 +61,8 @@ func New(keys []uint32, bitsPerKey int) Filter {
 // New), the counterpart of Badger's
 // Options.BloomFalsePositive. Badger's own sizing for a rate p,
 // y.BloomBitsPerKey, spends ceil(log2(1/p)) bits per entry: 7 bits and 4
-// probes for its default 0.01, far above the rate asked for (the README
-// has the measurement). An fpr that is not a rate strictly between 0 and 1
+// probes for its default 0.01, whose rate (1-e^(-4/7))^4 is far above the
+// rate asked for. An fpr that is not a rate strictly between 0 and 1
 // (0, negative, 1 or more, NaN) asks for nothing meaningful: it builds the
 // filter of New(keys, 0), codec.DefaultBitsPerKey bits per key.
 func NewFPR(keys []uint32, fpr float64) Filter {
