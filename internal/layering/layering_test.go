@@ -28,6 +28,7 @@ func TestLayering(t *testing.T) {
 		{"internal/keyhash", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"internal/semisort", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
+		{"internal/relocation", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"codec", []string{module + "/dynamic", module + "/tablefilter", module + "/kvdemo", module + "/bench", pebble, badger}},
 		{"dynamic", []string{module + "/codec", module + "/tablefilter", module + "/kvdemo", module + "/bench", pebble, badger}},
 		{"tablefilter", []string{module + "/tablefilter/badgerfilter", module + "/kvdemo", module + "/bench", badger}},
