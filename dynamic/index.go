@@ -2,6 +2,8 @@ package dynamic
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -29,6 +31,9 @@ import (
 // only when the newest is 3/4 full, whatever the keys: a key that cannot
 // be placed goes to a small exact stash, and past that its table is named
 // by every lookup.
+//
+// An Index holds at most IndexMaxTables tables at once: a call that would
+// add one more fails with ErrTooManyTables and changes nothing.
 type Index struct {
 	mu   sync.Mutex // serialises writers
 	seed uint32
@@ -192,11 +197,43 @@ func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 func KeyHash(key []byte) uint64 { return keyhash.Hash(key) }
 
 // ErrTableExists and ErrNoTable report a writer call that does not match
-// the index's tables.
+// the index's tables; ErrTooManyTables one that would hold more than
+// IndexMaxTables tables.
 var (
-	ErrTableExists = errors.New("dynamic: table already in the index")
-	ErrNoTable     = errors.New("dynamic: table not in the index")
+	ErrTableExists   = errors.New("dynamic: table already in the index")
+	ErrNoTable       = errors.New("dynamic: table not in the index")
+	ErrTooManyTables = errors.New("dynamic: too many tables for the index")
 )
+
+// IndexMaxTables is the most tables an Index holds at once. AddTable,
+// AddTables, and Replace with no inputs, refuse a table past it with an
+// error wrapping ErrTooManyTables, and change nothing; Replace with inputs
+// never adds to the count, so a store at the limit still compacts. The
+// code tree has at most 255 codes, so past a few hundred tables each
+// further table is named by every lookup, and every writer call copies
+// the codebook, a row per table: an index of thousands of tables filters
+// little and costs its writers more than a filter per table would. A
+// store past the limit filters its further tables another way (a filter
+// of their own, or none: searched by every Get).
+const IndexMaxTables = 4096
+
+// Table slots are int16 in a codebook (decode, always, stash entries),
+// and slots run from 0 to IndexMaxTables: a Replace takes its merged
+// table's slot before it frees its inputs'.
+const _ uint16 = math.MaxInt16 - IndexMaxTables
+
+// idxTableLimit is IndexMaxTables, a variable so that a test can reach
+// the limit at a small scale.
+var idxTableLimit = IndexMaxTables
+
+// tooMany reports whether adding n tables would pass the limit, and the
+// error that says so.
+func (x *Index) tooMany(n int) error {
+	if len(x.byID)+n <= idxTableLimit {
+		return nil
+	}
+	return fmt.Errorf("%w: %d held, %d more would pass the limit of %d", ErrTooManyTables, len(x.byID), n, idxTableLimit)
+}
 
 // HasTable reports whether table id is in the index. Safe for concurrent
 // use; unlike Lookup, it takes the writers' mutex, so it waits for a writer

@@ -13,7 +13,9 @@ import (
 // AddTable adds the keys of a new table (each given by KeyHash), as the
 // newest table. Repeated hashes (versions of one key) take one entry.
 // An id already in the index is an error wrapping ErrTableExists, and
-// adds nothing; any other id, 0 included, is valid. Writer calls (AddTable,
+// adds nothing; any other id, 0 included, is valid. An index that already
+// holds IndexMaxTables tables refuses the table with an error wrapping
+// ErrTooManyTables, and adds nothing. Writer calls (AddTable,
 // AddTables, Replace, RemoveTable, RemoveTables) may come from any
 // goroutines: they are serialised by the index's mutex, and Lookups run
 // beside them without waiting.
@@ -22,6 +24,9 @@ func (x *Index) AddTable(id uint64, hashes []uint64) error {
 	defer x.unlock()
 	if _, ok := x.byID[id]; ok {
 		return fmt.Errorf("%w: %d", ErrTableExists, id)
+	}
+	if err := x.tooMany(1); err != nil {
+		return err
 	}
 	x.nextRank++
 	x.addLocked(id, x.nextRank, hashes, nil)
@@ -34,7 +39,9 @@ func (x *Index) AddTable(id uint64, hashes []uint64) error {
 // short codes that the later ones must then lengthen, with a pass over the
 // index each time. An ID already present, or repeated, is an error
 // wrapping ErrTableExists, and adds nothing; so does len(ids) !=
-// len(hashes), an error of its own.
+// len(hashes), an error of its own, and tables that would take the index
+// past IndexMaxTables, an error wrapping ErrTooManyTables (none of them
+// is added: a caller that wants some indexed passes fewer).
 func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 	x.mu.Lock()
 	defer x.unlock()
@@ -47,6 +54,9 @@ func (x *Index) AddTables(ids []uint64, hashes [][]uint64) error {
 			return fmt.Errorf("%w: %d", ErrTableExists, id)
 		}
 		seen[id] = true
+	}
+	if err := x.tooMany(len(ids)); err != nil {
+		return err
 	}
 	// Lengths by the square-root rule over the live tables and all of
 	// these; then, largest tables first, one bit shorter while the free

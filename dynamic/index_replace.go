@@ -103,7 +103,8 @@ func (x *Index) slotsOf(ids []uint64) ([]int, error) {
 // is an error wrapping ErrTableExists; an input not in the index, or
 // named twice, is an error wrapping ErrNoTable. Either changes nothing.
 // With no inputs, Replace adds merged as the newest table, as AddTable
-// does.
+// does, and like it refuses a table past IndexMaxTables (ErrTooManyTables);
+// with inputs, it never does.
 func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64) error {
 	x.mu.Lock()
 	defer x.unlock()
@@ -120,6 +121,9 @@ func (x *Index) Replace(inputs []uint64, merged uint64, hashes, dropped []uint64
 		rank = max(rank, book.tables[t].rank)
 	}
 	if len(inputs) == 0 {
+		if err := x.tooMany(1); err != nil {
+			return err
+		}
 		x.nextRank++
 		rank = x.nextRank
 	}
