@@ -295,3 +295,34 @@ func TestMemFilterMayContainNoAlloc(t *testing.T) {
 		t.Errorf("MayContain allocates %v times per call pair", a)
 	}
 }
+
+// TestMemFilterHintCapped: a capacity hint past MaxMemFilterHint (a byte
+// count passed for a key count, say) sizes the filter as MaxMemFilterHint
+// does, at once, instead of allocating gigabytes, and the filter takes
+// keys as any other.
+func TestMemFilterHintCapped(t *testing.T) {
+	want := len((*NewMemFilter(MaxMemFilterHint).segments.Load())[0].buckets)
+	if maxBytes := MaxMemFilterHint * 8 / (memSlots * 0.85); float64(want)*8 > maxBytes {
+		t.Fatalf("a filter for MaxMemFilterHint keys takes %d bytes, more than %.0f", want*8, maxBytes)
+	}
+	for _, hint := range []int{MaxMemFilterHint + 1, 1 << 40, math.MaxInt} {
+		start := time.Now()
+		f := NewMemFilter(hint)
+		segs := *f.segments.Load()
+		if len(segs) != 1 || len(segs[0].buckets) != want {
+			t.Fatalf("hint %d: %d segments, the first of %d buckets; want one of %d", hint, len(segs), len(segs[0].buckets), want)
+		}
+		keys := testkeys.Random(1000, 16, uint64(hint%1000))
+		for _, k := range keys {
+			f.Add(k)
+		}
+		for _, k := range keys {
+			if !f.MayContain(k) {
+				t.Fatalf("hint %d: an added key is missing", hint)
+			}
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("hint %d: NewMemFilter and 1000 keys took %v", hint, d)
+		}
+	}
+}
