@@ -55,7 +55,9 @@
 // differ. Stats reports the code bits per entry beside the entropy of the
 // table sizes. A table that finds no free code, or some of whose keys
 // could not be placed (below), is named by every lookup instead: a correct
-// "maybe".
+// "maybe". The tree has at most 255 codes, so an index of thousands of
+// tables would name most of them for every key; it holds at most
+// IndexMaxTables, and refuses more (ErrTooManyTables).
 //
 // Each table's number of entries is counted exactly, in total and per
 // segment (insertions, rewrites and clears), so removing a table whose
@@ -117,10 +119,9 @@
 //     reads the codebook again at the end: if another was published in
 //     between (a table's code lengthened, its entries rewritten), it reads
 //     again. So every entry it matched was written in a format its
-//     codebook knows.
-//     Where (2) or (3) would read again for the eighth time, the
-//     lookup answers every table live in the codebook it loads then
-//     instead. T is live in every codebook published from before its
+//     codebook knows. Where (2) or (3) would read again for the eighth
+//     time, the lookup answers every table live in the codebook it loads
+//     then instead. T is live in every codebook published from before its
 //     entries were written until its removal (4), so T is named.
 //  4. Segments are published before entries are put in them, and a
 //     segment is dropped only when it holds no entries; the codebook
@@ -140,11 +141,10 @@
 //     k' of an input (same buckets and fingerprint): when M's code is
 //     shorter than the input's, M's value keeps more fingerprint bits,
 //     which differ for k and k', so the rewritten entry is k's, no
-//     longer that of k'. Hence, while Replace
-//     runs, lookups match M's entries only on the tag, the code and the
-//     fingerprint bits that every input's entries keep (the codebook's
-//     relax, published before the first rewrite, removed after the
-//     last). k' agrees with k on those bits, on the buckets and on the
+//     longer that of k'. Hence, while Replace runs, lookups match M's
+//     entries only on the tag, the code and the fingerprint bits that
+//     every input's entries keep (the codebook's relax, published before
+//     the first rewrite, removed after the last). k' agrees with k on those bits, on the buckets and on the
 //     segment, so at every instant k' is named by its own input entry, by
 //     M through a relaxed match, or by its own M entry once Replace
 //     reaches it. Entries of keys M drops, and input entries of a key in
