@@ -126,7 +126,8 @@ var idxTagLoad = [...]float64{5: 0.96, 6: 0.96, 7: 0.96, 8: 0.96, 9: 0.96}
 // Slots are at least 10 bits (a 5-bit tag and up to 5 code bits, 31
 // tables), so smaller budgets (0, negative or NaN included) are raised to
 // what 10-bit slots cost; slots are at most 16 bits. A capacityHint below
-// one builds the smallest index, which grows as tables are added.
+// one builds the smallest index, which grows as tables are added, and one
+// above MaxCapacityHint is taken as that.
 //
 // Use the index NewIndex returns; the zero Index is not ready to use.
 func NewIndex(capacityHint int, bitsPerKey float64) *Index {

@@ -33,9 +33,9 @@ func (s *idxSegment) holds(ts []int) bool {
 }
 
 // firstBuckets is the size of an index's first segment: capacityHint
-// entries at the load its tags reach.
+// entries (at most MaxCapacityHint) at the load its tags reach.
 func firstBuckets(capacityHint int, load float64) uint64 {
-	return uint64(float64(max(capacityHint, 1))/(idxSlots*load)) + 2
+	return uint64(float64(min(max(capacityHint, 1), MaxCapacityHint))/(idxSlots*load)) + 2
 }
 
 // segmentArrays returns the lengths of the words and counters of a

@@ -133,22 +133,22 @@ type memSegment struct {
 	n       uint32
 }
 
-// MaxMemFilterHint is the largest capacity hint NewMemFilter sizes a
-// filter for; a larger hint is taken as this one. The hint only sizes the
-// first segment and the filter grows past it as keys come, so the cap
-// never loses a key: a memtable of more distinct keys pays a growth or two
-// (a segment more to probe). Without it, a hint from a wrong size
-// computation (a byte count for a key count, say) would allocate and
-// zero gigabytes before the first key.
-const MaxMemFilterHint = 1 << 26
+// MaxCapacityHint is the largest capacity hint NewMemFilter, NewIndex and
+// IndexBytes size for; a larger hint is taken as this one. A hint only
+// sizes the first segment and a filter grows past it as keys come, so the
+// cap never loses a key: a memtable or store of more keys pays a growth or
+// two (a segment more to probe). Without it, a hint from a wrong size
+// computation (a byte count for a key count, say) would allocate and zero
+// gigabytes before the first key.
+const MaxCapacityHint = 1 << 26
 
 // NewMemFilter returns a filter sized so that capacityHint distinct keys fit
-// without growing (at most MaxMemFilterHint of them: a larger hint is
+// without growing (at most MaxCapacityHint of them: a larger hint is
 // taken as that); a hint below one gives the smallest filter, which grows
 // as keys come. Use the filter it returns: the zero MemFilter is not ready
 // to use, and a MemFilter must not be copied (go vet reports copies).
 func NewMemFilter(capacityHint int) *MemFilter {
-	capacityHint = min(capacityHint, MaxMemFilterHint)
+	capacityHint = min(capacityHint, MaxCapacityHint)
 	// Small tables place less reliably at high load (a few buckets' worth
 	// of bad luck is a large fraction of them): give them a bucket or two
 	// and a lower load, so the hint really fits without growing.

@@ -296,16 +296,16 @@ func TestMemFilterMayContainNoAlloc(t *testing.T) {
 	}
 }
 
-// TestMemFilterHintCapped: a capacity hint past MaxMemFilterHint (a byte
-// count passed for a key count, say) sizes the filter as MaxMemFilterHint
+// TestMemFilterHintCapped: a capacity hint past MaxCapacityHint (a byte
+// count passed for a key count, say) sizes the filter as MaxCapacityHint
 // does, at once, instead of allocating gigabytes, and the filter takes
 // keys as any other.
 func TestMemFilterHintCapped(t *testing.T) {
-	want := len((*NewMemFilter(MaxMemFilterHint).segments.Load())[0].buckets)
-	if maxBytes := MaxMemFilterHint * 8 / (memSlots * 0.85); float64(want)*8 > maxBytes {
-		t.Fatalf("a filter for MaxMemFilterHint keys takes %d bytes, more than %.0f", want*8, maxBytes)
+	want := len((*NewMemFilter(MaxCapacityHint).segments.Load())[0].buckets)
+	if maxBytes := MaxCapacityHint * 8 / (memSlots * 0.85); float64(want)*8 > maxBytes {
+		t.Fatalf("a filter for MaxCapacityHint keys takes %d bytes, more than %.0f", want*8, maxBytes)
 	}
-	for _, hint := range []int{MaxMemFilterHint + 1, 1 << 40, math.MaxInt} {
+	for _, hint := range []int{MaxCapacityHint + 1, 1 << 40, math.MaxInt} {
 		start := time.Now()
 		f := NewMemFilter(hint)
 		segs := *f.segments.Load()
