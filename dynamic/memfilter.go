@@ -131,6 +131,10 @@ const (
 type memSegment struct {
 	buckets []atomic.Uint64
 	n       uint32
+	// afterFirstRead, set only by tests, runs between a lookup's read of
+	// its first bucket and its read of the second: the window in which a
+	// relocation can hide a fingerprint from a single-pass lookup.
+	afterFirstRead func(s *memSegment)
 }
 
 // MaxCapacityHint is the largest capacity hint NewMemFilter, NewIndex and
@@ -231,8 +235,8 @@ func (s *memSegment) contains(fp, hi uint32) bool {
 		if has(w1, fp) {
 			return true
 		}
-		if memTestHookAfterFirstRead != nil {
-			memTestHookAfterFirstRead(s)
+		if s.afterFirstRead != nil {
+			s.afterFirstRead(s)
 		}
 		w2 := s.buckets[i2].Load()
 		if has(w2, fp) {
@@ -244,11 +248,6 @@ func (s *memSegment) contains(fp, hi uint32) bool {
 		// A relocation entered i1 while we looked: look again.
 	}
 }
-
-// memTestHookAfterFirstRead, when set by a test, runs between a lookup's
-// read of its first bucket and its read of the second: the window in which
-// a relocation can hide a fingerprint from a single-pass lookup.
-var memTestHookAfterFirstRead func(s *memSegment)
 
 // MayContain reports whether key may have been added. It is false only if
 // no Add(key) returned before the call. Safe for concurrent use, lock-free,

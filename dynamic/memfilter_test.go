@@ -143,14 +143,14 @@ func TestMemFilterBounceCaught(t *testing.T) {
 			t.Fatal("reset failed")
 		}
 		calls := 0
-		memTestHookAfterFirstRead = func(seg *memSegment) {
+		s.afterFirstRead = func(seg *memSegment) {
 			if seg == s && calls == 0 {
 				calls++
 				bounce()
 			}
 		}
 		got := f.MayContain(key)
-		memTestHookAfterFirstRead = nil
+		s.afterFirstRead = nil
 		if calls != 1 {
 			t.Fatalf("moves %v: the hook ran %d times", moves, calls)
 		}
