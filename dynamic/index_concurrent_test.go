@@ -231,17 +231,17 @@ func TestIndexLookupAcrossGrowthDuringReplace(t *testing.T) {
 	cleared := make(chan struct{})
 	lookupDone := make(chan struct{})
 	recoded, inOld := 0, false
-	idxTestHookRecoded = func() {
+	x.hooks.recoded = func() {
 		if recoded++; recoded == 1 {
 			close(startLookup)
 			<-lookupInOld
 		}
 	}
-	idxTestHookCleared = func() {
+	x.hooks.cleared = func() {
 		close(cleared)
 		<-lookupDone
 	}
-	idxTestHookAfterFirstRead = func(s *idxSegment) {
+	x.hooks.afterFirstRead = func(s *idxSegment) {
 		if s == s0 && !inOld {
 			inOld = true
 			close(lookupInOld)
@@ -249,7 +249,7 @@ func TestIndexLookupAcrossGrowthDuringReplace(t *testing.T) {
 		}
 	}
 	defer func() {
-		idxTestHookRecoded, idxTestHookCleared, idxTestHookAfterFirstRead = nil, nil, nil
+		x.hooks.recoded, x.hooks.cleared, x.hooks.afterFirstRead = nil, nil, nil
 	}()
 	errc := make(chan error, 1)
 	go func() { errc <- x.Replace([]uint64{1}, 2, hashes, nil) }()
@@ -424,21 +424,21 @@ func resumedAtClear(t *testing.T, seed uint32) bool {
 	resume := make(chan struct{})
 	lookupDone := make(chan struct{})
 	recoded, oneSegment, inOld, resumed := 0, false, false, false
-	idxTestHookRecoded = func() {
+	x.hooks.recoded = func() {
 		if recoded++; recoded == 1 {
 			oneSegment = len(*x.segs.Load()) == 1
 			close(startLookup)
 			<-paused
 		}
 	}
-	idxTestHookAfterFirstRead = func(s *idxSegment) {
+	x.hooks.afterFirstRead = func(s *idxSegment) {
 		if s == s0 && !inOld {
 			inOld = true
 			close(paused)
 			<-resume
 		}
 	}
-	idxTestHookEntryCleared = func(s *idxSegment) {
+	x.hooks.entryCleared = func(s *idxSegment) {
 		if s == s0 && inOld && !resumed && kGone() {
 			resumed = true
 			close(resume)
@@ -446,7 +446,7 @@ func resumedAtClear(t *testing.T, seed uint32) bool {
 		}
 	}
 	defer func() {
-		idxTestHookRecoded, idxTestHookAfterFirstRead, idxTestHookEntryCleared = nil, nil, nil
+		x.hooks.recoded, x.hooks.afterFirstRead, x.hooks.entryCleared = nil, nil, nil
 	}()
 	errc := make(chan error, 1)
 	go func() { errc <- x.Replace([]uint64{1}, 2, hashes, nil) }()

@@ -205,11 +205,10 @@ func testHotKeysStashBounded(t *testing.T, bits float64) {
 // must still be named.
 func TestIndexRelocationCrowdedPair(t *testing.T) {
 	searched := 0 // the most nodes a search queued
-	idxTestHookSearched = func(n int) { searched = max(searched, n) }
-	defer func() { idxTestHookSearched = nil }()
 	for bits := 8; bits <= 17; bits++ {
 		searched = 0
 		x := newIndexSeeded(1000, float64(bits), uint32(bits))
+		x.hooks.searched = func(n int) { searched = max(searched, n) }
 		h := uint64(0x1234_5678_9abc_def0) + uint64(bits)
 		var ids []uint64
 		for id := uint64(1); id <= 2*idxSlots+3; id++ {

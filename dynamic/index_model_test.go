@@ -89,7 +89,6 @@ func TestIndexModelEveryWidth(t *testing.T) {
 var modelLengthened, modelStashed int
 
 func testModel(t *testing.T, bits float64, seed uint32, capacity int) {
-	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
 	x := newIndexSeeded(capacity, bits, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(bits)*7919))
 	tables := map[uint64][]uint64{} // live table -> its keys
@@ -269,15 +268,15 @@ func testModel(t *testing.T, bits float64, seed uint32, capacity int) {
 				}
 			}
 			rng.Shuffle(len(merged), func(i, j int) { merged[i], merged[j] = merged[j], merged[i] })
-			idxTestHookRecoded = func() {
+			x.hooks.recoded = func() {
 				if steps++; steps%checkEvery != 0 {
 					return
 				}
 				check(fmt.Sprintf("op %d: during Replace(%v, %d)", op, inputIDs, mergeID))
 			}
-			idxTestHookCleared = func() { check(fmt.Sprintf("op %d: Replace(%v, %d) cleared", op, inputIDs, mergeID)) }
+			x.hooks.cleared = func() { check(fmt.Sprintf("op %d: Replace(%v, %d) cleared", op, inputIDs, mergeID)) }
 			err := x.Replace(inputIDs, mergeID, merged, dropped)
-			idxTestHookRecoded, idxTestHookCleared = nil, nil
+			x.hooks.recoded, x.hooks.cleared = nil, nil
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -368,7 +367,6 @@ func TestIndexOverwriteHistoryEveryWidth(t *testing.T) {
 var overwriteDeep, overwriteShorter, overwriteLonger, overwriteGrew int
 
 func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int) {
-	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
 	x := newIndexSeeded(capacity, bits, seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 5))
 	type table struct {
@@ -463,12 +461,12 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 			for _, h := range merged {
 				deepest = max(deepest, segmentsHolding(x, h, ids))
 			}
-			idxTestHookRecoded = func() {
+			x.hooks.recoded = func() {
 				if steps++; steps%3 == 0 {
 					check(fmt.Sprintf("op %d: during Replace(%v, %d)", op, ids, during.id))
 				}
 			}
-			idxTestHookCleared = func() {
+			x.hooks.cleared = func() {
 				check(fmt.Sprintf("op %d: Replace(%v, %d) cleared", op, ids, during.id))
 				book := x.book.Load()
 				ml := book.tables[x.byID[during.id]].length
@@ -488,7 +486,7 @@ func testOverwriteHistory(t *testing.T, bits float64, seed uint32, capacity int)
 			if len(*x.segs.Load()) > before {
 				overwriteGrew++
 			}
-			idxTestHookRecoded, idxTestHookCleared = nil, nil
+			x.hooks.recoded, x.hooks.cleared = nil, nil
 			m := during
 			live = append(append(append([]*table(nil), live[:at]...), m), live[at+n:]...)
 			during, droppedSet = nil, nil

@@ -1,6 +1,10 @@
 package dynamic
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocation"
+)
 
 // TestIndexMoveIntoFullBucketKeepsEntry: a relocation writes the entry
 // into its other bucket and only then clears it where it was. If the
@@ -22,7 +26,7 @@ func TestIndexMoveIntoFullBucketKeepsEntry(t *testing.T) {
 		if x.hasRoom(s, to) {
 			t.Fatal("setup: a bucket of four entries has room")
 		}
-		if x.move(s, idxMove{from: from, to: to, val: v}) {
+		if x.move(s, relocation.Move{From: from, To: to, Entry: v}) {
 			t.Errorf("w=%d: a move into a full bucket reported success", x.w)
 		}
 		if !x.bucketHas(s, from, v) {

@@ -227,14 +227,14 @@ func testSemiSortedCrowds(t *testing.T, bits float64, seed uint32) {
 		isDropped[h] = true
 	}
 	during := 0
-	idxTestHookRecoded = func() {
+	x.hooks.recoded = func() {
 		during++
 		check("during Replace", func(h uint64, got []uint64) bool {
 			return inMerge[h] && (isDropped[h] || holds(got, 50))
 		})
 	}
 	err := x.Replace(inputs, 50, merged, dropped)
-	idxTestHookRecoded = nil
+	x.hooks.recoded = nil
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestIndexLengthenMidLookup(t *testing.T) {
 		}
 		before := x.book.Load().tables[x.byID[1]].length
 		ran := false
-		idxTestHookAfterFirstRead = func(*idxSegment) {
+		x.hooks.afterFirstRead = func(*idxSegment) {
 			if ran {
 				return
 			}
@@ -378,7 +378,7 @@ func TestIndexLengthenMidLookup(t *testing.T) {
 			}
 		}
 		got := x.LookupHash(keys[int(seed)*17], nil)
-		idxTestHookAfterFirstRead = nil
+		x.hooks.afterFirstRead = nil
 		after := x.book.Load().tables[x.byID[1]].length
 		if !ran || after <= before {
 			t.Fatalf("seed %d: code length %d before, %d after: not exercised", seed, before, after)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocation"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -370,14 +371,14 @@ func TestIndexBounceCaught(t *testing.T) {
 	v := x.slotValue(p, ti.code, uint(ti.length))
 	x.swap(s, i2, 0, v)
 	calls := 0
-	idxTestHookAfterFirstRead = func(seg *idxSegment) {
+	x.hooks.afterFirstRead = func(seg *idxSegment) {
 		if seg == s && calls == 0 {
 			calls++
-			x.move(s, idxMove{from: i2, to: i1, val: v})
+			x.move(s, relocation.Move{From: i2, To: i1, Entry: v})
 		}
 	}
 	got := x.LookupHash(h, nil)
-	idxTestHookAfterFirstRead = nil
+	x.hooks.afterFirstRead = nil
 	if calls != 1 || !holds(got, 1) || x.Stats().Contended != 0 {
 		t.Fatalf("hook ran %d times; lookup returned %v, %d named every table", calls, got, x.Stats().Contended)
 	}
@@ -424,9 +425,9 @@ func TestIndexLookupNeverWaits(t *testing.T) {
 		t.Fatalf("writer gone: %v, %d contended", got, x.Stats().Contended)
 	}
 
-	idxTestHookAfterFirstRead = func(*idxSegment) { x.publish(func(*codebook) {}) }
+	x.hooks.afterFirstRead = func(*idxSegment) { x.publish(func(*codebook) {}) }
 	got := x.LookupHash(k, nil)
-	idxTestHookAfterFirstRead = nil
+	x.hooks.afterFirstRead = nil
 	if !slices.Equal(got, every) || x.Stats().Contended != 2 {
 		t.Fatalf("codebooks published under every read: %v, %d contended; want %v, 2", got, x.Stats().Contended, every)
 	}
@@ -591,9 +592,9 @@ func testReplaceShared(t *testing.T, bits float64, seed uint32, capacity int) {
 		}
 		checks++
 	}
-	idxTestHookRecoded = func() { check("during Replace", false) }
+	x.hooks.recoded = func() { check("during Replace", false) }
 	err := x.Replace(inputs, m, merged, dropped)
-	idxTestHookRecoded = nil
+	x.hooks.recoded = nil
 	if err != nil {
 		t.Fatal(err)
 	}

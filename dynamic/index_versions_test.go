@@ -108,12 +108,12 @@ func testVersionsAcrossGrowthNoPass(t *testing.T, bits float64, seed uint32, thr
 		}
 	}
 	steps, cleared := 0, false
-	idxTestHookRecoded = func() {
+	x.hooks.recoded = func() {
 		if steps++; steps%29 == 0 {
 			check("during the Replace", true)
 		}
 	}
-	idxTestHookCleared = func() {
+	x.hooks.cleared = func() {
 		cleared = true
 		check("once the inputs' entries are cleared", true)
 		for k, s := range *x.segs.Load() {
@@ -124,11 +124,11 @@ func testVersionsAcrossGrowthNoPass(t *testing.T, bits float64, seed uint32, thr
 			}
 		}
 	}
-	defer func() { idxTestHookRecoded, idxTestHookCleared = nil, nil }()
+	defer func() { x.hooks.recoded, x.hooks.cleared = nil, nil }()
 	if err := x.Replace(inputs, m, hotKeys, nil); err != nil {
 		t.Fatal(err)
 	}
-	idxTestHookRecoded, idxTestHookCleared = nil, nil
+	x.hooks.recoded, x.hooks.cleared = nil, nil
 	if !cleared || steps < hot {
 		t.Fatalf("cleared hook %v, %d keys recoded: not exercised", cleared, steps)
 	}
@@ -242,16 +242,16 @@ func testReplaceVersionsInOlderSegments(t *testing.T, bits float64, seed uint32)
 		}
 	}
 	steps2 := 0
-	idxTestHookRecoded = func() {
+	x.hooks.recoded = func() {
 		if steps2++; steps2%37 == 0 {
 			check("during the Replace", true)
 		}
 	}
-	defer func() { idxTestHookRecoded = nil }()
+	defer func() { x.hooks.recoded = nil }()
 	if err := x.Replace([]uint64{1, 3, 5}, 6, keys, nil); err != nil {
 		t.Fatal(err)
 	}
-	idxTestHookRecoded = nil
+	x.hooks.recoded = nil
 	check("after the Replace", false)
 	for i, h := range keys {
 		got := x.LookupHash(h, nil)

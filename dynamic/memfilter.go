@@ -1,10 +1,13 @@
 package dynamic
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocation"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/seed"
 )
 
 // MemFilter is a cuckoo filter for a memtable: any number of goroutines may
@@ -82,8 +85,7 @@ import (
 // most 4/(3/4) slots per distinct key: memory stays below about 11 bytes
 // per distinct key added, plus the first segment and the 512-byte stash,
 // whatever the keys. Random keys never come near that: four-slot buckets
-// fill far past 3/4 before an Add fails (the README has the measured
-// figures).
+// fill far past 3/4 before an Add fails.
 //
 // Space and accuracy: a segment filled to a load α spends 64/(4α) bits
 // per key (four 12-bit fingerprints and a 16-bit counter per bucket) and
@@ -129,13 +131,28 @@ const (
 type memSegment struct {
 	buckets []atomic.Uint64
 	n       uint32
+	// afterFirstRead, set only by tests, runs between a lookup's read of
+	// its first bucket and its read of the second: the window in which a
+	// relocation can hide a fingerprint from a single-pass lookup.
+	afterFirstRead func(s *memSegment)
 }
 
+// MaxCapacityHint is the largest capacity hint NewMemFilter, NewIndex and
+// IndexBytes size for; a larger hint is taken as this one. A hint only
+// sizes the first segment and a filter grows past it as keys come, so the
+// cap never loses a key: a memtable or store of more keys pays a growth or
+// two (a segment more to probe). Without it, a hint from a wrong size
+// computation (a byte count for a key count, say) would allocate and zero
+// gigabytes before the first key.
+const MaxCapacityHint = 1 << 26
+
 // NewMemFilter returns a filter sized so that capacityHint distinct keys fit
-// without growing; a hint below one gives the smallest filter, which grows
+// without growing (at most MaxCapacityHint of them: a larger hint is
+// taken as that); a hint below one gives the smallest filter, which grows
 // as keys come. Use the filter it returns: the zero MemFilter is not ready
 // to use, and a MemFilter must not be copied (go vet reports copies).
 func NewMemFilter(capacityHint int) *MemFilter {
+	capacityHint = min(capacityHint, MaxCapacityHint)
 	// Small tables place less reliably at high load (a few buckets' worth
 	// of bad luck is a large fraction of them): give them a bucket or two
 	// and a lower load, so the hint really fits without growing.
@@ -144,7 +161,7 @@ func NewMemFilter(capacityHint int) *MemFilter {
 		load = 0.85
 	}
 	n := max(2, uint64(float64(max(capacityHint, 1))/(memSlots*load))+2)
-	return newMemFilterSeeded(n, randomSeed())
+	return newMemFilterSeeded(n, seed.New())
 }
 
 func newMemFilterSeeded(n uint64, seed uint32) *MemFilter {
@@ -218,8 +235,8 @@ func (s *memSegment) contains(fp, hi uint32) bool {
 		if has(w1, fp) {
 			return true
 		}
-		if memTestHookAfterFirstRead != nil {
-			memTestHookAfterFirstRead(s)
+		if s.afterFirstRead != nil {
+			s.afterFirstRead(s)
 		}
 		w2 := s.buckets[i2].Load()
 		if has(w2, fp) {
@@ -231,11 +248,6 @@ func (s *memSegment) contains(fp, hi uint32) bool {
 		// A relocation entered i1 while we looked: look again.
 	}
 }
-
-// memTestHookAfterFirstRead, when set by a test, runs between a lookup's
-// read of its first bucket and its read of the second: the window in which
-// a relocation can hide a fingerprint from a single-pass lookup.
-var memTestHookAfterFirstRead func(s *memSegment)
 
 // MayContain reports whether key may have been added. It is false only if
 // no Add(key) returned before the call. Safe for concurrent use, lock-free,
@@ -390,8 +402,8 @@ func (s *memSegment) insert(fp, hi uint32) memInsertResult {
 	if s.putEmpty(i1, fp) || s.putEmpty(i2, fp) {
 		return memInserted
 	}
-	path, ok := s.findPath(i1, i2)
-	if !ok {
+	path := s.findPath(i1, i2)
+	if path == nil {
 		return memFull
 	}
 	// Execute the moves from the far end: each frees a slot in the bucket
@@ -399,60 +411,37 @@ func (s *memSegment) insert(fp, hi uint32) memInsertResult {
 	// fingerprint visible throughout (invariant 1).
 	for k := len(path) - 1; k >= 0; k-- {
 		m := path[k]
-		if !s.relocate(m.from, m.to, m.fp) {
+		if !s.relocate(m.From, m.To, m.Entry) {
 			return memRaced
 		}
 	}
-	if s.putEmpty(path[0].from, fp) {
+	if s.putEmpty(path[0].From, fp) {
 		return memInserted
 	}
 	return memRaced
 }
 
-type memMove struct {
-	from, to, fp uint32
+// memBuckets is a segment as the relocation search reads it: each bucket
+// in one load, as it was at that instant. Other Adds move entries
+// meanwhile, so a move of the path may find its entry gone or its
+// destination full; relocate then fails and insert tries again.
+type memBuckets struct{ s *memSegment }
+
+func (b memBuckets) Entries(i uint32) [memSlots]uint32 {
+	w := b.s.buckets[i].Load()
+	return [memSlots]uint32{slotFP(w, 0), slotFP(w, 1), slotFP(w, 2), slotFP(w, 3)}
 }
+func (b memBuckets) Alt(i, v uint32) uint32 { return b.s.alt(i, v) }
+func (b memBuckets) HasRoom(i uint32) bool  { return free(b.s.buckets[i].Load()) }
 
 // findPath searches, on a snapshot of the buckets, for a chain of moves
 // from i1 or i2 to a bucket with an empty slot; path[0] moves a fingerprint
-// out of i1 or i2.
-func (s *memSegment) findPath(i1, i2 uint32) ([]memMove, bool) {
-	type node struct {
-		bucket uint32
-		parent int32
-		fp     uint32 // fingerprint moved from parent's bucket into this one
-	}
-	var nodesBuf [2 + 2*memSlots + 4*memSlots*memSlots*2]node
-	nodes := append(nodesBuf[:0], node{i1, -1, 0}, node{i2, -1, 0})
-	for head, depth := 0, 0; head < len(nodes) && depth < memMaxPath; depth++ {
-		end := len(nodes)
-		for ; head < end; head++ {
-			n := nodes[head]
-			w := s.buckets[n.bucket].Load()
-			for slot := 0; slot < memSlots; slot++ {
-				v := slotFP(w, slot)
-				if v == 0 {
-					continue
-				}
-				to := s.alt(n.bucket, v)
-				nodes = append(nodes, node{to, int32(head), v})
-				if free(s.buckets[to].Load()) {
-					// Unwind to the root.
-					var path []memMove
-					for c := int32(len(nodes) - 1); nodes[c].parent >= 0; c = nodes[c].parent {
-						p := nodes[nodes[c].parent]
-						path = append(path, memMove{from: p.bucket, to: nodes[c].bucket, fp: nodes[c].fp})
-					}
-					// Reverse so path[0] starts at a root.
-					for a, b := 0, len(path)-1; a < b; a, b = a+1, b-1 {
-						path[a], path[b] = path[b], path[a]
-					}
-					return path, true
-				}
-			}
-		}
-	}
-	return nil, false
+// out of i1 or i2. The search keeps no set of buckets reached: it is short
+// (memMaxPath), and many Adds search at once.
+func (s *memSegment) findPath(i1, i2 uint32) []relocation.Move {
+	var queue [2 + 2*memSlots + 4*memSlots*memSlots*2]relocation.Node
+	path, _ := relocation.Search(memBuckets{s}, i1, i2, relocation.Limits{Depth: memMaxPath, Nodes: math.MaxInt}, queue[:0], nil)
+	return path
 }
 
 func free(w uint64) bool {

@@ -143,14 +143,14 @@ func TestMemFilterBounceCaught(t *testing.T) {
 			t.Fatal("reset failed")
 		}
 		calls := 0
-		memTestHookAfterFirstRead = func(seg *memSegment) {
+		s.afterFirstRead = func(seg *memSegment) {
 			if seg == s && calls == 0 {
 				calls++
 				bounce()
 			}
 		}
 		got := f.MayContain(key)
-		memTestHookAfterFirstRead = nil
+		s.afterFirstRead = nil
 		if calls != 1 {
 			t.Fatalf("moves %v: the hook ran %d times", moves, calls)
 		}
@@ -293,5 +293,36 @@ func TestMemFilterMayContainNoAlloc(t *testing.T) {
 		i++
 	}); a != 0 {
 		t.Errorf("MayContain allocates %v times per call pair", a)
+	}
+}
+
+// TestMemFilterHintCapped: a capacity hint past MaxCapacityHint (a byte
+// count passed for a key count, say) sizes the filter as MaxCapacityHint
+// does, at once, instead of allocating gigabytes, and the filter takes
+// keys as any other.
+func TestMemFilterHintCapped(t *testing.T) {
+	want := len((*NewMemFilter(MaxCapacityHint).segments.Load())[0].buckets)
+	if maxBytes := MaxCapacityHint * 8 / (memSlots * 0.85); float64(want)*8 > maxBytes {
+		t.Fatalf("a filter for MaxCapacityHint keys takes %d bytes, more than %.0f", want*8, maxBytes)
+	}
+	for _, hint := range []int{MaxCapacityHint + 1, 1 << 40, math.MaxInt} {
+		start := time.Now()
+		f := NewMemFilter(hint)
+		segs := *f.segments.Load()
+		if len(segs) != 1 || len(segs[0].buckets) != want {
+			t.Fatalf("hint %d: %d segments, the first of %d buckets; want one of %d", hint, len(segs), len(segs[0].buckets), want)
+		}
+		keys := testkeys.Random(1000, 16, uint64(hint%1000))
+		for _, k := range keys {
+			f.Add(k)
+		}
+		for _, k := range keys {
+			if !f.MayContain(k) {
+				t.Fatalf("hint %d: an added key is missing", hint)
+			}
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("hint %d: NewMemFilter and 1000 keys took %v", hint, d)
+		}
 	}
 }

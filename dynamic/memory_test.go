@@ -1,9 +1,12 @@
 package dynamic
 
 import (
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 // TestIndexHeldMemoryCounted: the memory an index keeps between writer
@@ -123,4 +126,34 @@ func heldPer(objects int, build func()) float64 {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(objects)
+}
+
+// TestIndexHintCapped: a capacity hint past MaxCapacityHint sizes the
+// index, and IndexBytes its memory, as MaxCapacityHint does, at once
+// instead of allocating gigabytes; the index still takes and names keys.
+func TestIndexHintCapped(t *testing.T) {
+	for _, bits := range []float64{10, 16} {
+		want := IndexBytes(MaxCapacityHint, bits)
+		if per := float64(want*8) / MaxCapacityHint; per > 2*bits {
+			t.Fatalf("bits %v: an index for MaxCapacityHint entries takes %.1f bits per entry", bits, per)
+		}
+		for _, hint := range []int{MaxCapacityHint + 1, 1 << 40, math.MaxInt} {
+			if got := IndexBytes(hint, bits); got != want {
+				t.Fatalf("bits %v: IndexBytes(%d) = %d, want %d", bits, hint, got, want)
+			}
+			x := NewIndex(hint, bits)
+			if got := x.Stats().Bytes; got != want {
+				t.Fatalf("bits %v: NewIndex(%d) holds %d bytes, want %d", bits, hint, got, want)
+			}
+			hs := hashesOf(testkeys.Random(1000, 16, uint64(bits)))
+			if err := x.AddTable(1, hs); err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hs {
+				if !holds(x.LookupHash(h, nil), 1) {
+					t.Fatalf("bits %v, hint %d: a key of the table is not named", bits, hint)
+				}
+			}
+		}
+	}
 }

@@ -35,6 +35,7 @@ func TestLayering(t *testing.T) {
 		{"internal/keyhash", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/semisort", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
+		{"internal/relocation", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"codec", []string{module + "/dynamic", tf, module + "/kvdemo", module + "/bench", pebble, badger}, nil},
 		{"dynamic", []string{module + "/codec", tf, module + "/kvdemo", module + "/bench", pebble, badger}, nil},
 		// The Pebble adapters: each links its own Pebble and the shared
