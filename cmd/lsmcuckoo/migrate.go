@@ -147,7 +147,7 @@ func migrateOptions(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags
 	var want [pebblestore.NumLevels]string
 	var lines []string
 	if f.levels {
-		b := tablefilter.LevelBudgets(tablefilter.MeasuredLevelShape(s.Metrics), f.bits)
+		b := tablefilter.LevelBudgets(shapeOf(s), f.bits)
 		tablefilter.SetLevelBudgets(opts, b)
 		parts := make([]string, len(b))
 		for l, x := range b {
@@ -194,6 +194,20 @@ func migrateOptions(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags
 		lines = lines[:1]
 	}
 	return opts, want, lines
+}
+
+// shapeOf is the store's measured shape: each level's keys and L0's
+// sublevels (tablefilter.MeasuredLevelShape takes the sublevels from
+// Metrics, which a freshly opened store does not fill in yet).
+func shapeOf(s *pebblestore.Snapshot) tablefilter.LevelShape {
+	var shape tablefilter.LevelShape
+	for l := range s.Levels {
+		for _, t := range s.Levels[l] {
+			shape.Keys[l] += float64(t.NumEntries)
+		}
+	}
+	shape.L0Runs = float64(s.Sublevels)
+	return shape
 }
 
 func fmtBits(b float64) string { return fmt.Sprint(b) }

@@ -249,7 +249,10 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 		Comparer:      cmp.Name,
 		Merger:        Merger(merger).Name,
 		FormatVersion: uint64(db.FormatMajorVersion()),
-		Sublevels:     int(m.Levels[0].Sublevels),
+		// Metrics counts L0's sublevels only after the store's first
+		// version change in this process, which a read-only open never
+		// makes; the version itself has them.
+		Sublevels: len(db.DebugCurrentVersion().L0SublevelFiles),
 		Metrics:       m,
 	}
 	ro := sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger)}
