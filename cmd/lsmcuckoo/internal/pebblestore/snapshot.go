@@ -46,6 +46,7 @@ type Table struct {
 	NumRangeDeletions uint64
 	FilterName        string // "" for a table written without a filter
 	FilterSize        uint64 // the properties' figure
+	FilterOffset      uint64 // where the filter block starts in the file
 	// Filter is the table's filter block, checksum verified, without its
 	// trailer; nil if the table has none.
 	Filter []byte
@@ -238,10 +239,6 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 		return nil, fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
 	}
 	defer db.Close()
-	levels, err := db.SSTables()
-	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", oneLine(err))
-	}
 	m := db.Metrics()
 	cmp, _ := Comparer(comparer)
 	s := &Snapshot{
@@ -253,16 +250,20 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 		// version change in this process, which a read-only open never
 		// makes; the version itself has them.
 		Sublevels: len(db.DebugCurrentVersion().L0SublevelFiles),
-		Metrics:       m,
+		Metrics:   m,
 	}
 	ro := sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger)}
-	for l, infos := range levels {
-		for _, info := range infos {
+	// The version lists the tables even when a file is missing, where
+	// DB.SSTables fails as a whole: a missing table is reported, not fatal.
+	v := db.DebugCurrentVersion()
+	for l := range v.Levels {
+		it := v.Levels[l].Iter()
+		for f := it.First(); f != nil; f = it.Next() {
 			t := Table{
 				Level:   l,
-				FileNum: uint64(info.BackingSSTNum),
-				Size:    info.Size,
-				Virtual: info.Virtual,
+				FileNum: uint64(f.TableBacking.DiskFileNum),
+				Size:    f.Size,
+				Virtual: f.Virtual,
 			}
 			if err := readTable(filepath.Join(dir, fmt.Sprintf("%06d.sst", t.FileNum)), ro, &t); err != nil {
 				t.Damaged = oneLine(err).Error()
@@ -333,6 +334,7 @@ func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
 			return fmt.Errorf("%s: filter block compressed (type %d)", filepath.Base(path), buf[h.Length])
 		}
 		t.Filter = buf[:h.Length:h.Length]
+		t.FilterOffset = h.Offset
 		return nil
 	}
 	return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
