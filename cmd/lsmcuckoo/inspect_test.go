@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -23,17 +24,19 @@ import (
 
 // writerLoop is the child process that owns a store: it opens it, says
 // READY, then obeys its standard input line by line: "write" writes a batch
-// of keys and flushes, "burst" writes and flushes without pause until stdin
-// closes or the process is killed.
+// of keys, flushes, waits until its background work has settled and says
+// OK; "burst" says OK and then writes, flushes and compacts without pause
+// until the process is killed. Compactions run only when it asks, so that
+// an idle owner leaves the directory alone.
 func writerLoop(dir string) {
 	o := testOptions()
 	bloomPolicy(o)
+	o.DisableAutomaticCompactions = true
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
-	fmt.Println("READY")
 	next := 1_000_000
 	write := func() {
 		for i := 0; i < 3000; i++ {
@@ -42,20 +45,51 @@ func writerLoop(dir string) {
 		}
 		_ = db.Flush()
 	}
+	settle(dir)
+	fmt.Println("READY")
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		switch sc.Text() {
 		case "write":
 			write()
+			settle(dir)
 			fmt.Println("OK")
 		case "burst":
 			fmt.Println("OK")
-			for {
+			for n := 0; ; n++ {
 				write()
+				if n%3 == 2 {
+					_ = db.Compact(context.Background(), key(0), key(next), true)
+				}
 			}
 		}
 	}
 	os.Exit(0)
+}
+
+// settle waits until the directory's listing stops changing: the owner's
+// deletions of obsolete files run in the background.
+func settle(dir string) {
+	list := func() string {
+		ents, _ := os.ReadDir(dir)
+		var b strings.Builder
+		for _, e := range ents {
+			info, _ := e.Info()
+			if info != nil {
+				fmt.Fprintf(&b, "%s %d %v;", e.Name(), info.Size(), info.ModTime())
+			}
+		}
+		return b.String()
+	}
+	prev := list()
+	for stable := 0; stable < 3; {
+		time.Sleep(50 * time.Millisecond)
+		if cur := list(); cur == prev {
+			stable++
+		} else {
+			prev, stable = cur, 0
+		}
+	}
 }
 
 // owner is a writer child process holding a store.
@@ -292,6 +326,7 @@ func TestInspectMixedFamilies(t *testing.T) {
 	buildStore(t, dir, storeSpec{keys: 40000, policy: bloomPolicy})
 	o := testOptions()
 	uniformPolicy(12)(o)
+	o.DisableAutomaticCompactions = true // keep the bloom tables as they are
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)

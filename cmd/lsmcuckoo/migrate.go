@@ -82,13 +82,15 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	if err := checkDir(dir, "pebble"); err != nil {
 		return err
 	}
-	// Hold Pebble's lock from here on: the read-only snapshot below must
-	// describe the store the rewrite starts from.
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	// Every refusal comes before the lock is taken: pebble.LockDirectory
+	// truncates LOCK, and a refused migration changes nothing.
+	held, err := heldByOther(dir)
 	if err != nil {
-		return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
+		return fmt.Errorf("check the lock of %s: %v", dir, err)
 	}
-	defer lock.Close()
+	if held {
+		return fmt.Errorf("refused: %s is held by another process (stop it first)", dir)
+	}
 	before, err := pebblestore.Open(dir)
 	if err != nil {
 		return fmt.Errorf("refused: %v", err)
@@ -117,6 +119,11 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	if avail < need {
 		return fmt.Errorf("refused: too little free disk: the rewrite needs up to %s, %s is available", kb(need), kb(avail))
 	}
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
+	}
+	defer lock.Close()
 	opts.Lock = lock
 	if err := rewrite(dir, opts, want, f.quiet, stderr); err != nil {
 		return err

@@ -101,18 +101,24 @@ func value(i, size int) []byte {
 }
 
 // buildStore writes spec.keys keys in a shuffled order, with some deletes,
-// a range deletion and a range key, so that tables land on several levels.
+// a range deletion and a range key, so that tables land on several levels;
+// the last tenth is written with automatic compactions off, so that L0 holds
+// tables whatever the background compactions did before.
 func buildStore(t testing.TB, dir string, spec storeSpec) {
 	t.Helper()
-	o := testOptions()
-	spec.policy(o)
-	db, err := pebble.Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeKeys(t, db, spec, 0, spec.keys)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
+	split := spec.keys - spec.keys/10
+	for i, r := range [][2]int{{0, split}, {split, spec.keys}} {
+		o := testOptions()
+		spec.policy(o)
+		o.DisableAutomaticCompactions = i == 1
+		db, err := pebble.Open(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeKeys(t, db, spec, r[0], r[1])
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
