@@ -191,6 +191,9 @@ func writeReport(w io.Writer, r *advice.Report) {
 	row(w, "now", "", now, now)
 	opt(w, "same memory", r.Recommendation, now)
 	opt(w, "same reads ("+r.Path+")", r.Saving, now)
+	if r.Recommendation.LevelBits[pebblestore.NumLevels-1] == 0 {
+		fmt.Fprintf(w, "  per level for DB.Get leaves L6 without a filter (\"-\"): an iterator's SeekPrefixGE with UseL6Filters\n  would read every L6 table it meets; fit to -path seek if you use it\n")
+	}
 	for _, o := range []advice.Option{r.Recommendation, r.Saving} {
 		if o.Note != "" {
 			fmt.Fprintf(w, "  note: %s\n", o.Note)

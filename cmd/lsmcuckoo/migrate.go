@@ -191,15 +191,8 @@ func migrateOptions(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags
 	if bloomSeen {
 		opts.Filters[pebblestore.BloomName] = bloom.FilterPolicy(10)
 	}
-	lines = append(lines, "// and, until every table written under older settings is gone, the old names:")
-	for _, l := range rep.GoLines {
-		if strings.HasPrefix(l, "tablefilter.RegisterPolicies") || strings.HasPrefix(l, "opts.Filters[") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) == 2 {
-		lines = lines[:1]
-	}
+	// A completed migration leaves no table under the old names, so the
+	// application needs only the new policy.
 	return opts, want, lines
 }
 
@@ -288,7 +281,7 @@ func rewrite(dir string, opts *pebble.Options, want [pebblestore.NumLevels]strin
 	}()
 	const rounds = 3
 	for round := 0; round < rounds; round++ {
-		left, total, leftBytes, start, end, err := pending(db, want)
+		left, _, leftBytes, start, end, err := pending(db, want)
 		if err != nil {
 			return err
 		}
@@ -301,7 +294,7 @@ func rewrite(dir string, opts *pebble.Options, want [pebblestore.NumLevels]strin
 		if err := db.RangeKeyUnset(start, end, suffix[:], pebble.Sync); err != nil {
 			return fmt.Errorf("mark the key range: %v", firstLine(err))
 		}
-		if err := compactWithProgress(db, want, start, end, total, total-leftBytes, quiet, stderr); err != nil {
+		if err := compactWithProgress(db, want, start, end, leftBytes, quiet, stderr); err != nil {
 			return err
 		}
 	}
@@ -343,17 +336,19 @@ func pending(db *pebble.DB, want [pebblestore.NumLevels]string) (left int, total
 	return left, total, leftBytes, start, end, nil
 }
 
-func compactWithProgress(db *pebble.DB, want [pebblestore.NumLevels]string, start, end []byte, total, done uint64, quiet bool, stderr io.Writer) error {
+// compactWithProgress compacts [start, end) and shows, on stderr, how many of
+// the bytes that were pending (tables not yet carrying their new filter) are
+// done.
+func compactWithProgress(db *pebble.DB, want [pebblestore.NumLevels]string, start, end []byte, pendingBytes uint64, quiet bool, stderr io.Writer) error {
 	var bar *progressbar.ProgressBar
 	if !quiet {
-		bar = progressbar.NewOptions64(int64(total),
+		bar = progressbar.NewOptions64(int64(pendingBytes),
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription("rewriting table filters"),
 			progressbar.OptionShowBytes(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionSetPredictTime(true),
 		)
-		_ = bar.Set64(int64(done))
 	}
 	finished := make(chan error, 1)
 	go func() { finished <- db.Compact(context.Background(), start, end, true) }()
@@ -374,12 +369,8 @@ func compactWithProgress(db *pebble.DB, want [pebblestore.NumLevels]string, star
 			if bar == nil {
 				continue
 			}
-			if _, tot, leftBytes, _, _, err := pending(db, want); err == nil {
-				if tot > total {
-					bar.ChangeMax64(int64(tot))
-					total = tot
-				}
-				_ = bar.Set64(int64(tot - leftBytes))
+			if _, _, left, _, _, err := pending(db, want); err == nil && left <= pendingBytes {
+				_ = bar.Set64(int64(pendingBytes - left))
 			}
 		}
 	}

@@ -62,7 +62,7 @@ func TestMigrateUniform(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
 	}
-	for _, want := range []string{"Before:", "After:", "opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(12)", `opts.Filters["rocksdb.BuiltinBloomFilter"]`} {
+	for _, want := range []string{"Before:", "After:", "opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(12)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
