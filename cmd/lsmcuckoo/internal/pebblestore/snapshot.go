@@ -275,11 +275,15 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 	return s, nil
 }
 
+// openTable opens a table file for reading; a test replaces it to record
+// which bytes are read.
+var openTable = func(path string) (vfs.File, error) { return vfs.Default.Open(path) }
+
 // readTable fills t from the table's properties and reads its filter block.
 // sstable.NewReader reads the footer, metaindex and properties; Layout adds
 // the index blocks, which hold the filter's handle. No data block is read.
 func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
-	f, err := vfs.Default.Open(path)
+	f, err := openTable(path)
 	if err != nil {
 		if oserror.IsNotExist(err) {
 			return fmt.Errorf("missing: %s", filepath.Base(path))
