@@ -437,3 +437,51 @@ func TestInspectReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A store written under a comparer of its own, with a Split: inspect opens
+// it under the recorded name, says the filters hold prefixes, and its
+// figures still match Pebble's.
+func TestInspectOwnComparer(t *testing.T) {
+	dir := t.TempDir()
+	cmp := *pebble.DefaultComparer
+	cmp.Name = "acme.versioned"
+	cmp.Split = func(k []byte) int {
+		if i := bytes.IndexByte(k, '@'); i >= 0 {
+			return i
+		}
+		return len(k)
+	}
+	o := testOptions()
+	o.Comparer = &cmp
+	uniformPolicy(10)(o)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	for i := 0; i < 20000; i++ {
+		for v := 1; v <= 3; v++ {
+			_ = b.Set([]byte(fmt.Sprintf("%s@%d", key(i), v)), []byte("v"), nil)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := inspectJSON(t, dir)
+	if r.Comparer != "acme.versioned" || !strings.Contains(strings.Join(r.Notes, " "), "prefixes") {
+		t.Fatalf("comparer %q, notes %v", r.Comparer, r.Notes)
+	}
+	if r.Keys != 60000 || r.FilterBytes == 0 {
+		t.Fatalf("keys %d, filter bytes %d", r.Keys, r.FilterBytes)
+	}
+	// Each prefix is in the filter once: three entries a prefix, so about
+	// a third of the budget per entry.
+	for _, lv := range r.Levels {
+		if lv.Tables > 0 && lv.Keys > 1000 && (lv.BitsPerKey < 2 || lv.BitsPerKey > 5) {
+			t.Errorf("L%d: %.2f filter bits per entry, want about 10/3", lv.Level, lv.BitsPerKey)
+		}
+	}
+}
