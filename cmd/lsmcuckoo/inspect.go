@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/advice"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/badgerstore"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
@@ -30,7 +31,7 @@ func newInspectFlags(stderr io.Writer) (*flag.FlagSet, *inspectFlags) {
 	f := &inspectFlags{}
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR) or pebble")
+	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR), pebble or badger")
 	fs.BoolVar(&f.json, "json", false, "write the report as one JSON object")
 	fs.IntVar(&f.probes, "probes", 10000, "random absent keys probed against each table's filter block")
 	fs.StringVar(&f.path, "path", advice.PathGet, "read path the recommendations are fitted to: get (DB.Get) or seek (SeekPrefixGE with UseL6Filters)")
@@ -92,8 +93,8 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *inspectFlags) validate() error {
-	if f.format != "auto" && f.format != "pebble" {
-		return usageError{fmt.Sprintf("-format %q: want auto or pebble", f.format)}
+	if f.format != "auto" && f.format != "pebble" && f.format != "badger" {
+		return usageError{fmt.Sprintf("-format %q: want auto, pebble or badger", f.format)}
 	}
 	if f.path != advice.PathGet && f.path != advice.PathSeek {
 		return usageError{fmt.Sprintf("-path %q: want get or seek", f.path)}
@@ -118,11 +119,24 @@ func checkBits(name string, b float64) error {
 
 // openStore detects the format of dir and takes a read-only snapshot.
 func openStore(dir, format string) (*pebblestore.Snapshot, error) {
-	if err := checkDir(dir, format); err != nil {
+	if format == "badger" {
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("%s: no such directory", dir)
+		}
+		return badgerstore.Open(dir)
+	}
+	err := checkDir(dir, format)
+	if errors.Is(err, errBadger) {
+		return badgerstore.Open(dir)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return pebblestore.Open(dir)
 }
+
+// errBadger marks a Badger directory, which only inspect reads.
+var errBadger = errors.New("a Badger store; migrate rewrites Pebble stores only")
 
 // checkDir checks that dir is a store of the format (auto: any this command
 // reads).
@@ -140,10 +154,12 @@ func checkDir(dir, format string) error {
 	switch detected := detect(dir, ents); detected {
 	case "pebble":
 		return nil
+	case "Badger":
+		return fmt.Errorf("%s: %w", dir, errBadger)
 	case "":
 		return fmt.Errorf("%s: not a Pebble store (no MANIFEST-NNNNNN)", dir)
 	default:
-		return fmt.Errorf("%s looks like a %s store; this release reads Pebble v2 stores only", dir, detected)
+		return fmt.Errorf("%s looks like a %s store; this release reads Pebble v2 and Badger v4 stores only", dir, detected)
 	}
 }
 
@@ -153,6 +169,9 @@ func checkDir(dir, format string) error {
 func detect(dir string, ents []os.DirEntry) string {
 	if pebblestore.IsStore(dir) {
 		return "pebble"
+	}
+	if badgerstore.IsStore(dir) {
+		return "Badger"
 	}
 	var manifest, badger bool
 	for _, e := range ents {
@@ -182,7 +201,11 @@ func unfiltered(r *advice.Report) int {
 }
 
 func writeReport(w io.Writer, r *advice.Report) {
-	fmt.Fprintf(w, "Pebble store %s (format major version %d, comparer %s)\n", r.Dir, r.FormatVersion, r.Comparer)
+	if r.Format == "pebble" {
+		fmt.Fprintf(w, "Pebble store %s (format major version %d, comparer %s)\n", r.Dir, r.FormatVersion, r.Comparer)
+	} else {
+		fmt.Fprintf(w, "%s store %s\n", r.Format, r.Dir)
+	}
 	fmt.Fprintf(w, "FPR: %d random absent keys probed against each table's filter block; a table without a readable filter counts 1\n\n", r.ProbesPerTable)
 	writeSummary(w, r)
 	fmt.Fprintf(w, "\nlsmcuckoo for this tree, per level fitted to %s (filter memory now %s):\n", pathName(r.Path), kb(r.FilterBytes))
@@ -191,7 +214,7 @@ func writeReport(w io.Writer, r *advice.Report) {
 	row(w, "now", "", now, now)
 	opt(w, "same memory", r.Recommendation, now)
 	opt(w, "same reads ("+r.Path+")", r.Saving, now)
-	if r.Recommendation.LevelBits[pebblestore.NumLevels-1] == 0 {
+	if r.Format == "pebble" && r.Recommendation.LevelBits[pebblestore.NumLevels-1] == 0 {
 		fmt.Fprintf(w, "  per level for DB.Get leaves L6 without a filter (\"-\"): an iterator's SeekPrefixGE with UseL6Filters\n  would read every L6 table it meets; fit to -path seek if you use it\n")
 	}
 	for _, o := range []advice.Option{r.Recommendation, r.Saving} {

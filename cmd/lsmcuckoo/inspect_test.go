@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/dgraph-io/badger/v4"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/advice"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
@@ -483,5 +484,57 @@ func TestInspectOwnComparer(t *testing.T) {
 		if lv.Tables > 0 && lv.Keys > 1000 && (lv.BitsPerKey < 2 || lv.BitsPerKey > 5) {
 			t.Errorf("L%d: %.2f filter bits per entry, want about 10/3", lv.Level, lv.BitsPerKey)
 		}
+	}
+}
+
+// A Badger directory is detected and reported with Badger's read path: every
+// L0 table and one table on each other level, the last included.
+func TestInspectBadger(t *testing.T) {
+	dir := t.TempDir()
+	opt := badger.DefaultOptions(dir).WithLogger(nil).WithMemTableSize(1 << 20).
+		WithBaseTableSize(256 << 10).WithBaseLevelSize(1 << 20).WithValueThreshold(1 << 10).WithSyncWrites(false)
+	db, err := badger.Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb := db.NewWriteBatch()
+	for i := 0; i < 100000; i++ {
+		if err := wb.Set(key(i*7919%100000), make([]byte, 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h := hashDir(t, dir)
+	r := inspectJSON(t, dir)
+	if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+		t.Fatal("inspect changed the Badger directory")
+	}
+	if r.Format != "badger" || r.Keys == 0 || r.FilterBytes == 0 {
+		t.Fatalf("format %q, %d keys, %d filter bytes", r.Format, r.Keys, r.FilterBytes)
+	}
+	var get float64
+	for _, lv := range r.Levels {
+		if lv.Tables == 0 {
+			continue
+		}
+		if lv.Families["badger.bloom"] != lv.Tables {
+			t.Errorf("L%d families %v", lv.Level, lv.Families)
+		}
+		runs := 1.0
+		if lv.Level == 0 {
+			runs = float64(lv.Tables)
+		}
+		get += runs * lv.FPR
+	}
+	if math.Abs(get-r.ReadsGet) > 1e-9 || r.ReadsSeek != r.ReadsGet {
+		t.Errorf("reads get %v seek %v, want %v for both", r.ReadsGet, r.ReadsSeek, get)
+	}
+	if code, _, stderr := runCLI("migrate", "-bits", "10", dir); code != 2 || !strings.Contains(stderr, "Pebble stores only") {
+		t.Errorf("migrate on Badger: exit %d, %q", code, stderr)
 	}
 }

@@ -408,5 +408,9 @@ func writeSummary(w io.Writer, r *advice.Report) {
 		fmt.Fprintf(w, "%-5s %7d %12d %10.2f %11.1f %8.2f %9s  %s\n", name, lv.Tables, lv.Keys,
 			float64(lv.TableBytes)/(1<<20), float64(lv.FilterBytes)/1024, lv.BitsPerKey, pct(lv.FPR), families(lv.Families))
 	}
+	if r.Format != "pebble" {
+		fmt.Fprintf(w, "(L0/n: n tables, each consulted by a lookup)\nFalse-positive table reads per absent key: Get (every L0 table, L1-L6) %.4f\n", r.ReadsGet)
+		return
+	}
 	fmt.Fprintf(w, "(L0/n: n sublevels)\nFalse-positive table reads per absent key: DB.Get (L0 sublevels, L1-L5) %.4f, SeekPrefixGE with UseL6Filters (L0-L6) %.4f\n", r.ReadsGet, r.ReadsSeek)
 }

@@ -40,7 +40,8 @@ const gridStep = 0.5
 // the measured tree: each level's rate is the codec's planned rate for a
 // filter of the level's mean keys per table (codec.PlannedFPR), its memory
 // its keys times the budget.
-func predict(levels []Level, bits [pebblestore.NumLevels]float64) Figures {
+func (r *Report) predict(bits [pebblestore.NumLevels]float64) Figures {
+	levels := r.Levels
 	var bytes float64
 	fpr := func(l int) float64 {
 		b := bits[l]
@@ -57,7 +58,7 @@ func predict(levels []Level, bits [pebblestore.NumLevels]float64) Figures {
 	for l, lv := range levels {
 		bytes += float64(lv.Keys) * bits[l] / 8
 	}
-	g, s := readsOf(levels, fpr)
+	g, s := readsOf(levels, r.getSkipsLast, fpr)
 	return Figures{FilterBytes: uint64(math.Round(bytes)), ReadsGet: g, ReadsSeek: s}
 }
 
@@ -95,8 +96,17 @@ func clamp(b float64) float64 {
 
 func floorGrid(b float64) float64 { return math.Floor(b/gridStep) * gridStep }
 
+// fitPath is the path the per-level budgets are fitted to: an engine whose
+// point lookups consult the last level has one path, all levels.
+func (r *Report) fitPath() string {
+	if !r.getSkipsLast {
+		return PathSeek
+	}
+	return r.Path
+}
+
 func (r *Report) pathKeys() uint64 {
-	if r.Path == PathSeek {
+	if r.fitPath() == PathSeek {
 		return r.Keys
 	}
 	var k uint64
@@ -135,7 +145,7 @@ func (r *Report) recommend(fallbackBits float64) {
 		lv[pebblestore.NumLevels-1] = 0
 		rec = joinNote(rec, "no table is on the DB.Get path (all keys are on L6): L0..L5 get the uniform budget for the tables to come")
 	} else {
-		lv = perLevel(r.Levels, r.Path, avg*float64(r.Keys)/float64(pk))
+		lv = perLevel(r.Levels, r.fitPath(), avg*float64(r.Keys)/float64(pk))
 	}
 	r.Recommendation = r.option(u, lv)
 	r.Recommendation.Note = rec
@@ -154,7 +164,7 @@ func (r *Report) recommend(fallbackBits float64) {
 			x[pebblestore.NumLevels-1] = 0
 			return x
 		}
-		return perLevel(r.Levels, r.Path, b)
+		return perLevel(r.Levels, r.fitPath(), b)
 	})
 	if !okU || !okL {
 		note = fmt.Sprintf("no lsmcuckoo budget up to %d bits per key predicts as few reads as the %.3g measured; the figures are the largest budget's", tablefilter.MaxBitsPerKey, target)
@@ -169,7 +179,7 @@ func (r *Report) leastBits(target float64, budgets func(float64) [pebblestore.Nu
 	var b [pebblestore.NumLevels]float64
 	for avg := tablefilter.MinBitsPerKey + gridStep; avg <= tablefilter.MaxBitsPerKey; avg += gridStep {
 		b = budgets(avg)
-		if r.pathReads(predict(r.Levels, b)) <= target {
+		if r.pathReads(r.predict(b)) <= target {
 			return b, true
 		}
 	}
@@ -177,7 +187,7 @@ func (r *Report) leastBits(target float64, budgets func(float64) [pebblestore.Nu
 }
 
 func (r *Report) option(u, lv [pebblestore.NumLevels]float64) Option {
-	pu, pl := predict(r.Levels, u), predict(r.Levels, lv)
+	pu, pl := r.predict(u), r.predict(lv)
 	return Option{
 		UniformBits: u[0], LevelBits: lv,
 		FilterBytes: pl.FilterBytes, ReadsGet: pl.ReadsGet, ReadsSeek: pl.ReadsSeek,
@@ -198,6 +208,11 @@ func fmtBits(b float64) string { return strconv.FormatFloat(b, 'f', -1, 64) }
 // same-memory per-level recommendation (the uniform one as a comment) and to
 // keep reading the store's existing tables with their filters.
 func goLines(r *Report) []string {
+	if r.Format != "pebble" {
+		return []string{"// A " + r.Format + " store builds its own filters and takes no filter policy: the budgets above are",
+			"// what lsmcuckoo's filter would give on this tree, in a store built on the same table format",
+			"// (package tablefilter/badgerfilter; kvdemo is such a store)."}
+	}
 	o := r.Recommendation
 	var lines []string
 	lines = append(lines, fmt.Sprintf("// Per level, fitted to %s (or uniform: opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s)):", pathTitle(r.Path), fmtBits(o.UniformBits)))

@@ -74,6 +74,8 @@ type Report struct {
 	Notes []string `json:"notes,omitempty"`
 	// GoLines is the code to set on every open.
 	GoLines []string `json:"go_lines"`
+
+	getSkipsLast bool // the engine's point lookup never consults the last level's filters
 }
 
 // Build measures the snapshot's filters, probesPerTable random absent keys
@@ -83,7 +85,8 @@ type Report struct {
 // say).
 func Build(s *pebblestore.Snapshot, probesPerTable int, seed uint64, path string, fallbackBits float64) *Report {
 	r := &Report{
-		Format:         "pebble",
+		Format:         s.Format,
+		getSkipsLast:   s.GetSkipsLast,
 		Dir:            s.Dir,
 		Comparer:       s.Comparer,
 		FormatVersion:  s.FormatVersion,
@@ -113,8 +116,10 @@ func Build(s *pebblestore.Snapshot, probesPerTable int, seed uint64, path string
 		r.Names = append(r.Names, n)
 	}
 	sort.Strings(r.Names)
-	r.ReadsGet, r.ReadsSeek = readsOf(r.Levels, func(l int) float64 { return r.Levels[l].FPR })
-	if s.Comparer != "leveldb.BytewiseComparator" {
+	r.ReadsGet, r.ReadsSeek = readsOf(r.Levels, r.getSkipsLast, func(l int) float64 { return r.Levels[l].FPR })
+	if s.Format != "pebble" {
+		r.Notes = append(r.Notes, "a "+s.Format+" lookup consults every L0 table and one table on each other level, the last included; reads_per_absent_seek repeats the Get figure")
+	} else if s.Comparer != "leveldb.BytewiseComparator" {
 		r.Notes = append(r.Notes, "the store's comparer "+s.Comparer+" may have a Split: its filters hold key prefixes, and the random probe keys stand for absent prefixes")
 	}
 	if s.Retries > 0 {
@@ -177,11 +182,13 @@ func measureLevel(l int, tables []pebblestore.Table, probes int, rng *rand.Rand,
 }
 
 // readsOf is the read-path model: the false-positive table reads of one
-// lookup for an absent key. DB.Get consults one table per L0 sublevel and one
-// per populated level L1..L5 (the table whose range holds the key) and never
-// L6's filter; SeekPrefixGE with UseL6Filters consults L6 too. Each table
-// consulted is read in vain with its level's rate fpr(l).
-func readsOf(levels []Level, fpr func(l int) float64) (get, seek float64) {
+// lookup for an absent key. Pebble's DB.Get consults one table per L0
+// sublevel and one per populated level L1..L5 (the table whose range holds
+// the key) and never L6's filter (getSkipsLast); SeekPrefixGE with
+// UseL6Filters consults L6 too. Each table consulted is read in vain with
+// its level's rate fpr(l). (Badger: Sublevels counts L0's tables, and the
+// last level is consulted.)
+func readsOf(levels []Level, getSkipsLast bool, fpr func(l int) float64) (get, seek float64) {
 	for _, lv := range levels {
 		if lv.Tables == 0 {
 			continue
@@ -191,7 +198,7 @@ func readsOf(levels []Level, fpr func(l int) float64) (get, seek float64) {
 			runs = float64(max(lv.Sublevels, 1))
 		}
 		c := runs * fpr(lv.Level)
-		if lv.Level < pebblestore.NumLevels-1 {
+		if !getSkipsLast || lv.Level < pebblestore.NumLevels-1 {
 			get += c
 		}
 		seek += c

@@ -67,9 +67,13 @@ func (t *Table) Probe(n int, rng *rand.Rand) (falsePositives int, ok bool) {
 	if t.Damaged != "" || t.Filter == nil {
 		return 0, false
 	}
-	p, ok := policy(t.FilterName)
-	if !ok {
-		return 0, false
+	mayContain := t.MayContain
+	if mayContain == nil {
+		p, ok := policy(t.FilterName)
+		if !ok {
+			return 0, false
+		}
+		mayContain = func(key []byte) bool { return p.MayContain(pebble.TableFilter, t.Filter, key) }
 	}
 	var key [16]byte
 	for i := 0; i < n; i++ {
@@ -79,7 +83,7 @@ func (t *Table) Probe(n int, rng *rand.Rand) (falsePositives int, ok bool) {
 				key[j+k] = byte(v >> (8 * k))
 			}
 		}
-		if p.MayContain(pebble.TableFilter, t.Filter, key[:]) {
+		if mayContain(key[:]) {
 			falsePositives++
 		}
 	}

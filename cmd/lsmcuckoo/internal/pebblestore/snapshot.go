@@ -50,6 +50,10 @@ type Table struct {
 	// Filter is the table's filter block, checksum verified, without its
 	// trailer; nil if the table has none.
 	Filter []byte
+	// MayContain, if set, probes the filter instead of the policy its
+	// name selects: for stores of other engines, whose filter names are
+	// not Pebble policies.
+	MayContain func(key []byte) bool
 
 	// Damaged says why the table could not be read (missing, truncated,
 	// a checksum mismatch); the fields above are then partly unset.
@@ -59,6 +63,12 @@ type Table struct {
 // Snapshot is a store's live tables, level by level, at one instant of the
 // manifest.
 type Snapshot struct {
+	Format string // "pebble", or another engine's name
+	// GetSkipsLast says a point lookup never consults the last level's
+	// filters (Pebble's DB.Get); L0Each that it consults every L0 table
+	// (Badger), where Pebble consults one per sublevel.
+	GetSkipsLast  bool
+	L0Each        bool
 	Dir           string
 	Comparer      string // the comparer name the store records
 	Merger        string
@@ -242,6 +252,8 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 	m := db.Metrics()
 	cmp, _ := Comparer(comparer)
 	s := &Snapshot{
+		Format:        "pebble",
+		GetSkipsLast:  true,
 		Dir:           dir,
 		Comparer:      cmp.Name,
 		Merger:        Merger(merger).Name,
