@@ -208,7 +208,11 @@ func writeReport(w io.Writer, r *advice.Report) {
 	}
 	fmt.Fprintf(w, "FPR: %d random absent keys probed against each table's filter block; a table without a readable filter counts 1\n\n", r.ProbesPerTable)
 	writeSummary(w, r)
-	fmt.Fprintf(w, "\nlsmcuckoo for this tree, per level fitted to %s (filter memory now %s):\n", pathName(r.Path), kb(r.FilterBytes))
+	fitted := pathName(r.Path)
+	if r.Format != "pebble" {
+		fitted = "Get"
+	}
+	fmt.Fprintf(w, "\nlsmcuckoo for this tree, per level fitted to %s (filter memory now %s):\n", fitted, kb(r.FilterBytes))
 	fmt.Fprintf(w, "  %-28s %-34s %10s %9s %9s\n", "", "budgets L0..L6 (bits/key)", "filter", "get", "seek")
 	now := advice.Figures{FilterBytes: r.FilterBytes, ReadsGet: r.ReadsGet, ReadsSeek: r.ReadsSeek}
 	row(w, "now", "", now, now)
@@ -225,7 +229,11 @@ func writeReport(w io.Writer, r *advice.Report) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	fmt.Fprintf(w, "\nGo lines to set on every open (Pebble does not restore filter policies from OPTIONS):\n")
+	if r.Format == "pebble" {
+		fmt.Fprintf(w, "\nGo lines to set on every open (Pebble does not restore filter policies from OPTIONS):\n")
+	} else {
+		fmt.Fprintln(w)
+	}
 	for _, l := range r.GoLines {
 		fmt.Fprintf(w, "  %s\n", l)
 	}

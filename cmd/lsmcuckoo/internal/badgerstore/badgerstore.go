@@ -22,7 +22,7 @@ import (
 )
 
 // FilterName is the family name of Badger's bloom filter (y.Filter).
-const FilterName = "badger.bloom"
+const FilterName = pebblestore.BadgerBloomName
 
 // magic opens every Badger MANIFEST.
 var magic = []byte("Bdgr")

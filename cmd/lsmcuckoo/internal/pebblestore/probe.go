@@ -15,7 +15,11 @@ const (
 	KindBloom     = "bloom"     // Pebble's bloom filter
 	KindLsmcuckoo = "lsmcuckoo" // a name tablefilter.PolicyFromName knows
 	KindUnknown   = "unknown"   // a name neither knows: Pebble reads such a table unfiltered unless the application registers it
+	KindBadger    = "badger"    // Badger's bloom filter, in a Badger store
 )
+
+// BadgerBloomName is the family name of Badger's bloom filter (y.Filter).
+const BadgerBloomName = "badger.bloom"
 
 // NoneName is the family name reported for tables without a filter, the
 // name Pebble writes into OPTIONS for such a level.
@@ -28,6 +32,8 @@ func Kind(name string) string {
 		return KindNone
 	case name == BloomName:
 		return KindBloom
+	case name == BadgerBloomName:
+		return KindBadger
 	}
 	if _, ok := tablefilter.PolicyFromName(name); ok {
 		return KindLsmcuckoo
