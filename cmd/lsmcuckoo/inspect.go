@@ -13,6 +13,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/advice"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/badgerstore"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/kvdemostore"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
@@ -31,7 +32,7 @@ func newInspectFlags(stderr io.Writer) (*flag.FlagSet, *inspectFlags) {
 	f := &inspectFlags{}
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR), pebble or badger")
+	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR), pebble, badger or kvdemo")
 	fs.BoolVar(&f.json, "json", false, "write the report as one JSON object")
 	fs.IntVar(&f.probes, "probes", 10000, "random absent keys probed against each table's filter block")
 	fs.StringVar(&f.path, "path", advice.PathGet, "read path the recommendations are fitted to: get (DB.Get) or seek (SeekPrefixGE with UseL6Filters)")
@@ -93,8 +94,10 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *inspectFlags) validate() error {
-	if f.format != "auto" && f.format != "pebble" && f.format != "badger" {
-		return usageError{fmt.Sprintf("-format %q: want auto, pebble or badger", f.format)}
+	switch f.format {
+	case "auto", "pebble", "badger", "kvdemo":
+	default:
+		return usageError{fmt.Sprintf("-format %q: want auto, pebble, badger or kvdemo", f.format)}
 	}
 	if f.path != advice.PathGet && f.path != advice.PathSeek {
 		return usageError{fmt.Sprintf("-path %q: want get or seek", f.path)}
@@ -119,15 +122,23 @@ func checkBits(name string, b float64) error {
 
 // openStore detects the format of dir and takes a read-only snapshot.
 func openStore(dir, format string) (*pebblestore.Snapshot, error) {
-	if format == "badger" {
+	if format == "badger" || format == "kvdemo" {
 		if _, err := os.Stat(dir); err != nil {
 			return nil, fmt.Errorf("%s: no such directory", dir)
 		}
+	}
+	switch format {
+	case "badger":
 		return badgerstore.Open(dir)
+	case "kvdemo":
+		return kvdemostore.Open(dir)
 	}
 	err := checkDir(dir, format)
-	if errors.Is(err, errBadger) {
+	switch {
+	case errors.Is(err, errBadger):
 		return badgerstore.Open(dir)
+	case errors.Is(err, errKvdemo):
+		return kvdemostore.Open(dir)
 	}
 	if err != nil {
 		return nil, err
@@ -135,8 +146,11 @@ func openStore(dir, format string) (*pebblestore.Snapshot, error) {
 	return pebblestore.Open(dir)
 }
 
-// errBadger marks a Badger directory, which only inspect reads.
-var errBadger = errors.New("a Badger store; migrate rewrites Pebble stores only")
+// errBadger and errKvdemo mark stores only inspect reads.
+var (
+	errBadger = errors.New("a Badger store; migrate rewrites Pebble stores only")
+	errKvdemo = errors.New("a kvdemo store; migrate rewrites Pebble stores only")
+)
 
 // checkDir checks that dir is a store of the format (auto: any this command
 // reads).
@@ -156,6 +170,8 @@ func checkDir(dir, format string) error {
 		return nil
 	case "Badger":
 		return fmt.Errorf("%s: %w", dir, errBadger)
+	case "kvdemo":
+		return fmt.Errorf("%s: %w", dir, errKvdemo)
 	case "":
 		return fmt.Errorf("%s: not a Pebble store (no MANIFEST-NNNNNN)", dir)
 	default:
@@ -172,6 +188,9 @@ func detect(dir string, ents []os.DirEntry) string {
 	}
 	if badgerstore.IsStore(dir) {
 		return "Badger"
+	}
+	if kvdemostore.IsStore(dir) {
+		return "kvdemo"
 	}
 	var manifest, badger bool
 	for _, e := range ents {

@@ -208,6 +208,10 @@ func fmtBits(b float64) string { return strconv.FormatFloat(b, 'f', -1, 64) }
 // same-memory per-level recommendation (the uniform one as a comment) and to
 // keep reading the store's existing tables with their filters.
 func goLines(r *Report) []string {
+	if r.Format == "kvdemo" {
+		return []string{fmt.Sprintf("// A new kvdemo store with this budget (an existing store keeps the kind and budget it was created with):"),
+			fmt.Sprintf("opts := &kvdemo.Options{Filter: kvdemo.FilterCuckoo, BitsPerKey: %s}", fmtBits(r.Recommendation.UniformBits))}
+	}
 	if r.Format != "pebble" {
 		return []string{"// A " + r.Format + " store builds its own filters and takes no filter policy: the budgets above are",
 			"// what lsmcuckoo's filter would give on this tree, in a store built on the same table format",

@@ -117,9 +117,12 @@ func Build(s *pebblestore.Snapshot, probesPerTable int, seed uint64, path string
 	}
 	sort.Strings(r.Names)
 	r.ReadsGet, r.ReadsSeek = readsOf(r.Levels, r.getSkipsLast, func(l int) float64 { return r.Levels[l].FPR })
-	if s.Format != "pebble" {
+	switch {
+	case s.Format == "kvdemo":
+		r.Notes = append(r.Notes, "kvdemo has no levels: a Get consults every table, all shown on L0; reads_per_absent_seek repeats the Get figure")
+	case s.Format != "pebble":
 		r.Notes = append(r.Notes, "a "+s.Format+" lookup consults every L0 table and one table on each other level, the last included; reads_per_absent_seek repeats the Get figure")
-	} else if s.Comparer != "leveldb.BytewiseComparator" {
+	case s.Comparer != "leveldb.BytewiseComparator":
 		r.Notes = append(r.Notes, "the store's comparer "+s.Comparer+" may have a Split: its filters hold key prefixes, and the random probe keys stand for absent prefixes")
 	}
 	if s.Retries > 0 {

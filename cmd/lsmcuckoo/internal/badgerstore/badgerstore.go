@@ -61,7 +61,7 @@ func Open(dir string) (*pebblestore.Snapshot, error) {
 			return nil, fmt.Errorf("table %d on level %d: this command models %d levels", id, l, pebblestore.NumLevels)
 		}
 		t := pebblestore.Table{Level: l, FileNum: id}
-		if err := readTable(filepath.Join(dir, fmt.Sprintf("%06d.sst", id)), tm.KeyId, &t); err != nil {
+		if err := ReadTable(filepath.Join(dir, fmt.Sprintf("%06d.sst", id)), tm.KeyId, &t); err != nil {
 			t.Damaged = err.Error()
 		}
 		s.Levels[l] = append(s.Levels[l], t)
@@ -118,10 +118,10 @@ func replayManifest(path string) (map[uint64]*pb.ManifestChange, error) {
 // (badgerMagicVersion in its manifest.go).
 const badgerManifestVersion = 8
 
-// readTable reads a table's index from the end of its file: the last 4
+// ReadTable reads a table's index from the end of its file: the last 4
 // bytes give the checksum's length, the checksum precedes them, the index's
 // length precedes that, and the index precedes its length.
-func readTable(path string, keyID uint64, t *pebblestore.Table) error {
+func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

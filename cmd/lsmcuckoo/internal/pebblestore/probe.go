@@ -16,6 +16,7 @@ const (
 	KindLsmcuckoo = "lsmcuckoo" // a name tablefilter.PolicyFromName knows
 	KindUnknown   = "unknown"   // a name neither knows: Pebble reads such a table unfiltered unless the application registers it
 	KindBadger    = "badger"    // Badger's bloom filter, in a Badger store
+	KindKvdemo    = "kvdemo"    // a kvdemo table's cuckoo filter file
 )
 
 // BadgerBloomName is the family name of Badger's bloom filter (y.Filter).
@@ -34,6 +35,8 @@ func Kind(name string) string {
 		return KindBloom
 	case name == BadgerBloomName:
 		return KindBadger
+	case strings.HasSuffix(name, " (.cf)"):
+		return KindKvdemo
 	}
 	if _, ok := tablefilter.PolicyFromName(name); ok {
 		return KindLsmcuckoo
