@@ -48,6 +48,8 @@ table's real filter block; the false-positive table reads per absent key of
 DB.Get and of SeekPrefixGE with UseL6Filters; and lsmcuckoo budgets, uniform and
 per level, at the same filter memory and at the same reads, with the Go lines to
 set. Nothing is written into DIR, even while another process has it open.
+A Badger v4 directory or a kvdemo store is reported the same way, with its
+engine's read path.
 
 Flags:
 `)

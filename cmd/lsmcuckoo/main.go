@@ -27,7 +27,7 @@ const (
 const usage = `lsmcuckoo: see what the table filters of your store do, then adopt lsmcuckoo safely.
 
 Usage:
-  lsmcuckoo inspect [flags] DIR          report a Pebble v2 store's filters per level, read-only
+  lsmcuckoo inspect [flags] DIR          report a store's filters per level, read-only (Pebble v2, Badger v4, kvdemo)
   lsmcuckoo migrate [flags] DIR -bits N  rewrite the store's table filters to lsmcuckoo
 
 Run "lsmcuckoo COMMAND -h" for a command's flags.
@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "lsmcuckoo: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "lsmcuckoo: unknown command %q (lsmcuckoo -h for help)\n", args[0])
 	return exitUsage
 }
 
@@ -67,12 +67,19 @@ func (e usageError) Error() string { return e.msg }
 // positional argument (lsmcuckoo inspect DIR -json reads naturally).
 func parse(fs *flag.FlagSet, args []string) (dir string, err error) {
 	var pos []string
+	// The flag package prints the whole usage on any error; a mistake gets
+	// one line here, and only -h the usage.
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	defer fs.SetOutput(out)
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(out)
+				fs.Usage()
 				return "", err
 			}
-			return "", usageError{} // the flag package has said what is wrong
+			return "", usageError{err.Error()}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -97,11 +104,7 @@ func exitFor(err error, fs *flag.FlagSet, stderr io.Writer) int {
 	}
 	var ue usageError
 	if errors.As(err, &ue) {
-		if ue.msg == "" {
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "lsmcuckoo %s: %s\n", fs.Name(), ue.msg)
-		fs.Usage()
+		fmt.Fprintf(stderr, "lsmcuckoo %s: %s (lsmcuckoo %s -h for help)\n", fs.Name(), ue.msg, fs.Name())
 		return exitUsage
 	}
 	fmt.Fprintf(stderr, "lsmcuckoo %s: %v\n", fs.Name(), err)
