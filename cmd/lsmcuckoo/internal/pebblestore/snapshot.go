@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
@@ -297,7 +296,7 @@ var openTable = func(path string) (vfs.File, error) { return vfs.Default.Open(pa
 func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
 	f, err := openTable(path)
 	if err != nil {
-		if oserror.IsNotExist(err) {
+		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("missing: %s", filepath.Base(path))
 		}
 		return err
