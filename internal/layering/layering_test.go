@@ -45,6 +45,7 @@ func TestLayering(t *testing.T) {
 		{"tablefilter", []string{tf + "/pebblev1", tf + "/badgerfilter", module + "/dynamic", module + "/kvdemo", module + "/bench", pebble, badger}, []string{pebbleV2}},
 		{"tablefilter/pebblev1", []string{tf + "\n", tf + "/badgerfilter", module + "/dynamic", module + "/kvdemo", module + "/bench", pebbleV2, badger}, nil},
 		{"tablefilter/badgerfilter", []string{tf + "\n", tf + "/pebblev1", tf + "/internal/pebblecore", module + "/dynamic", module + "/kvdemo", module + "/bench", pebble}, nil},
+		{"cmd/lsmcuckoo", []string{module + "/kvdemo", module + "/bench"}, nil},
 	} {
 		out, err := exec.Command("go", "list", "-deps", module+"/"+c.pkg).Output()
 		if err != nil {

@@ -1,0 +1,99 @@
+package advice
+
+import (
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+)
+
+// tree is a Pebble-shaped tree of bloom tables at about 10 bits per key and
+// a 1% rate: 3 L0 sublevels, L4..L6 growing tenfold.
+func tree(skipLast bool) *Report {
+	r := &Report{Path: PathGet, getSkipsLast: skipLast}
+	keys := [pebblestore.NumLevels]uint64{30000, 0, 0, 0, 10000, 100000, 1000000}
+	for l, k := range keys {
+		lv := Level{Level: l, Keys: k}
+		if k > 0 {
+			lv.Tables = int(k/10000) + 1
+			lv.FPR = 0.01
+			lv.FilterBytes = k * 10 / 8
+		}
+		if l == 0 {
+			lv.Sublevels = 3
+		}
+		r.Levels = append(r.Levels, lv)
+		r.Keys += lv.Keys
+		r.FilterBytes += lv.FilterBytes
+	}
+	r.ReadsGet, r.ReadsSeek = readsOf(r.Levels, skipLast, func(l int) float64 { return r.Levels[l].FPR })
+	return r
+}
+
+func TestReadsModel(t *testing.T) {
+	r := tree(true)
+	// Get: 3 sublevels + L4 + L5 at 1%; seek adds L6.
+	if !near(r.ReadsGet, 0.05) || !near(r.ReadsSeek, 0.06) {
+		t.Fatalf("get %v seek %v", r.ReadsGet, r.ReadsSeek)
+	}
+	if b := tree(false); !near(b.ReadsGet, 0.06) {
+		t.Fatalf("a lookup that consults the last level: get %v", b.ReadsGet)
+	}
+}
+
+func near(a, b float64) bool { return a > b-1e-9 && a < b+1e-9 }
+
+func TestRecommendations(t *testing.T) {
+	for _, path := range []string{PathGet, PathSeek} {
+		r := tree(true)
+		r.Path = path
+		r.recommend(10)
+		rec, sav := r.Recommendation, r.Saving
+		// Same memory: within the half-bit rounding of the budgets.
+		if rec.FilterBytes > r.FilterBytes*21/20 || rec.Uniform.FilterBytes > r.FilterBytes*21/20 {
+			t.Errorf("%s: same-memory options take %d and %d bytes, the store %d", path, rec.FilterBytes, rec.Uniform.FilterBytes, r.FilterBytes)
+		}
+		target := r.ReadsGet
+		if path == PathSeek {
+			target = r.ReadsSeek
+		}
+		if sav.Note == "" && (r.pathReads(Figures{ReadsGet: sav.ReadsGet, ReadsSeek: sav.ReadsSeek}) > target ||
+			r.pathReads(sav.Uniform) > target) {
+			t.Errorf("%s: same-reads options read more than the store: %+v, target %v", path, sav, target)
+		}
+		if sav.FilterBytes > rec.FilterBytes {
+			t.Errorf("%s: matching the reads takes more memory (%d) than the same-memory option (%d)", path, sav.FilterBytes, rec.FilterBytes)
+		}
+		l6 := rec.LevelBits[pebblestore.NumLevels-1]
+		if path == PathGet && l6 != 0 || path == PathSeek && l6 == 0 {
+			t.Errorf("%s: L6 budget %v", path, l6)
+		}
+		for l, b := range rec.LevelBits {
+			if b != 0 && (b < 4 || b > 64 || b*2 != float64(int(b*2))) {
+				t.Errorf("%s: L%d budget %v off the half-bit grid", path, l, b)
+			}
+		}
+	}
+}
+
+func TestGoLines(t *testing.T) {
+	r := tree(true)
+	r.Format = "pebble"
+	r.Names = []string{pebblestore.BloomName, "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v2.bpk=12", "acme"}
+	r.recommend(10)
+	lines := goLines(r)
+	want := map[string]bool{
+		"tablefilter.RegisterPolicies(opts, 12)": false,
+		`opts.Filters["rocksdb.BuiltinBloomFilter"] = bloom.FilterPolicy(10) // any bits per key reads every bloom block`: false,
+		"opts.Levels[6].FilterPolicy = pebble.NoFilterPolicy // DB.Get never reads L6's filters":                          false,
+	}
+	for _, l := range lines {
+		if _, ok := want[l]; ok {
+			want[l] = true
+		}
+	}
+	for l, seen := range want {
+		if !seen {
+			t.Errorf("missing %q in\n%v", l, lines)
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package advice
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+)
+
+// Option is one recommendation: a uniform lsmcuckoo budget and per-level
+// budgets, each with its predicted filter memory and reads per absent key.
+// A level budget of 0 means no filter on that level.
+type Option struct {
+	UniformBits float64                        `json:"uniform_bits"`
+	LevelBits   [pebblestore.NumLevels]float64 `json:"level_bits"`
+	// FilterBytes and the reads are those of LevelBits.
+	FilterBytes uint64  `json:"filter_bytes"`
+	ReadsGet    float64 `json:"reads_per_absent_get"`
+	ReadsSeek   float64 `json:"reads_per_absent_seek"`
+	Uniform     Figures `json:"uniform"`
+	Note        string  `json:"note,omitempty"`
+}
+
+// Figures are the predicted memory and reads of one set of budgets.
+type Figures struct {
+	FilterBytes uint64  `json:"filter_bytes"`
+	ReadsGet    float64 `json:"reads_per_absent_get"`
+	ReadsSeek   float64 `json:"reads_per_absent_seek"`
+}
+
+// gridStep is the half-bit grid LevelBudgets returns and every budget here
+// is chosen from, so the names SetLevelBudgets registers cover them all.
+const gridStep = 0.5
+
+// predict returns the figures of lsmcuckoo filters at the given budgets on
+// the measured tree: each level's rate is the codec's planned rate for a
+// filter of the level's mean keys per table (codec.PlannedFPR), its memory
+// its keys times the budget.
+func (r *Report) predict(bits [pebblestore.NumLevels]float64) Figures {
+	levels := r.Levels
+	var bytes float64
+	fpr := func(l int) float64 {
+		b := bits[l]
+		if b <= 0 {
+			return 1
+		}
+		lv := levels[l]
+		perTable := 1
+		if lv.Tables > 0 && lv.Keys > uint64(lv.Tables) {
+			perTable = int(lv.Keys / uint64(lv.Tables))
+		}
+		return codec.PlannedFPR(codec.Options{BitsPerKey: b}, perTable)
+	}
+	for l, lv := range levels {
+		bytes += float64(lv.Keys) * bits[l] / 8
+	}
+	g, s := readsOf(levels, r.getSkipsLast, fpr)
+	return Figures{FilterBytes: uint64(math.Round(bytes)), ReadsGet: g, ReadsSeek: s}
+}
+
+func uniform(b float64) (u [pebblestore.NumLevels]float64) {
+	for l := range u {
+		u[l] = b
+	}
+	return u
+}
+
+// perLevel returns the budgets LevelBudgets fits to the measured shape at
+// average avg, for path: for DB.Get, which never consults L6's filter,
+// L6 gets none and avg is the average over L0..L5 alone.
+func perLevel(levels []Level, path string, avg float64) [pebblestore.NumLevels]float64 {
+	var shape tablefilter.LevelShape
+	for _, lv := range levels {
+		shape.Keys[lv.Level] = float64(lv.Keys)
+		if lv.Level == 0 {
+			shape.L0Runs = float64(lv.Sublevels)
+		}
+	}
+	if path == PathGet {
+		shape.Keys[pebblestore.NumLevels-1] = 0
+	}
+	b := tablefilter.LevelBudgets(shape, clamp(avg))
+	if path == PathGet {
+		b[pebblestore.NumLevels-1] = 0
+	}
+	return b
+}
+
+func clamp(b float64) float64 {
+	return math.Min(math.Max(b, tablefilter.MinBitsPerKey), tablefilter.MaxBitsPerKey)
+}
+
+func floorGrid(b float64) float64 { return math.Floor(b/gridStep) * gridStep }
+
+// fitPath is the path the per-level budgets are fitted to: an engine whose
+// point lookups consult the last level has one path, all levels.
+func (r *Report) fitPath() string {
+	if !r.getSkipsLast {
+		return PathSeek
+	}
+	return r.Path
+}
+
+func (r *Report) pathKeys() uint64 {
+	if r.fitPath() == PathSeek {
+		return r.Keys
+	}
+	var k uint64
+	for _, lv := range r.Levels[:pebblestore.NumLevels-1] {
+		k += lv.Keys
+	}
+	return k
+}
+
+func (r *Report) pathReads(f Figures) float64 {
+	if r.Path == PathSeek {
+		return f.ReadsSeek
+	}
+	return f.ReadsGet
+}
+
+func (r *Report) recommend(fallbackBits float64) {
+	if r.Keys == 0 {
+		r.Notes = append(r.Notes, "the store's tables hold no keys: there is nothing to fit budgets to")
+		r.Recommendation = r.option(uniform(fallbackBits), uniform(fallbackBits))
+		r.Saving = r.Recommendation
+		return
+	}
+	// Same memory.
+	avg := float64(r.FilterBytes) * 8 / float64(r.Keys)
+	rec := ""
+	if avg < tablefilter.MinBitsPerKey+gridStep {
+		rec = fmt.Sprintf("the store's filters take %.2f bits per key, less than the smallest lsmcuckoo filter: this recommendation spends %g bits per key instead (-bits)", avg, fallbackBits)
+		avg = fallbackBits
+	}
+	u := uniform(clamp(floorGrid(avg)))
+	pk := r.pathKeys()
+	var lv [pebblestore.NumLevels]float64
+	if pk == 0 {
+		lv = u
+		lv[pebblestore.NumLevels-1] = 0
+		rec = joinNote(rec, "no table is on the DB.Get path (all keys are on L6): L0..L5 get the uniform budget for the tables to come")
+	} else {
+		lv = perLevel(r.Levels, r.fitPath(), avg*float64(r.Keys)/float64(pk))
+	}
+	r.Recommendation = r.option(u, lv)
+	r.Recommendation.Note = rec
+
+	// Same reads on the chosen path: the least memory whose predicted
+	// reads are at most the measured ones.
+	target := r.ReadsGet
+	if r.Path == PathSeek {
+		target = r.ReadsSeek
+	}
+	var note string
+	ub, okU := r.leastBits(target, func(b float64) [pebblestore.NumLevels]float64 { return uniform(b) })
+	lb, okL := r.leastBits(target, func(b float64) [pebblestore.NumLevels]float64 {
+		if pk == 0 {
+			x := uniform(b)
+			x[pebblestore.NumLevels-1] = 0
+			return x
+		}
+		return perLevel(r.Levels, r.fitPath(), b)
+	})
+	if !okU || !okL {
+		note = fmt.Sprintf("no lsmcuckoo budget up to %d bits per key predicts as few reads as the %.3g measured; the figures are the largest budget's", tablefilter.MaxBitsPerKey, target)
+	}
+	r.Saving = r.option(ub, lb)
+	r.Saving.Note = note
+}
+
+// leastBits walks the half-bit grid upwards and returns the first budgets
+// whose predicted reads on the path are at most target.
+func (r *Report) leastBits(target float64, budgets func(float64) [pebblestore.NumLevels]float64) ([pebblestore.NumLevels]float64, bool) {
+	var b [pebblestore.NumLevels]float64
+	for avg := tablefilter.MinBitsPerKey + gridStep; avg <= tablefilter.MaxBitsPerKey; avg += gridStep {
+		b = budgets(avg)
+		if r.pathReads(r.predict(b)) <= target {
+			return b, true
+		}
+	}
+	return b, false
+}
+
+func (r *Report) option(u, lv [pebblestore.NumLevels]float64) Option {
+	pu, pl := r.predict(u), r.predict(lv)
+	return Option{
+		UniformBits: u[0], LevelBits: lv,
+		FilterBytes: pl.FilterBytes, ReadsGet: pl.ReadsGet, ReadsSeek: pl.ReadsSeek,
+		Uniform: pu,
+	}
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func fmtBits(b float64) string { return strconv.FormatFloat(b, 'f', -1, 64) }
+
+// goLines is the code an application sets on every open to run the
+// same-memory per-level recommendation (the uniform one as a comment) and to
+// keep reading the store's existing tables with their filters.
+func goLines(r *Report) []string {
+	if r.Format == "kvdemo" {
+		return []string{fmt.Sprintf("// A new kvdemo store with this budget (an existing store keeps the kind and budget it was created with):"),
+			fmt.Sprintf("opts := &kvdemo.Options{Filter: kvdemo.FilterCuckoo, BitsPerKey: %s}", fmtBits(r.Recommendation.UniformBits))}
+	}
+	if r.Format != "pebble" {
+		return []string{"// A " + r.Format + " store builds its own filters and takes no filter policy: the budgets above are",
+			"// what lsmcuckoo's filter would give on this tree, in a store built on the same table format",
+			"// (package tablefilter/badgerfilter; kvdemo is such a store)."}
+	}
+	o := r.Recommendation
+	var lines []string
+	lines = append(lines, fmt.Sprintf("// Per level, fitted to %s (or uniform: opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s)):", pathTitle(r.Path), fmtBits(o.UniformBits)))
+	b := o.LevelBits
+	noL6 := b[pebblestore.NumLevels-1] == 0
+	if noL6 {
+		b[pebblestore.NumLevels-1] = b[pebblestore.NumLevels-2]
+		if b[pebblestore.NumLevels-1] == 0 {
+			b[pebblestore.NumLevels-1] = o.UniformBits
+		}
+	}
+	for l := range b {
+		if b[l] == 0 {
+			b[l] = o.UniformBits
+		}
+	}
+	parts := make([]string, len(b))
+	for i, x := range b {
+		parts[i] = fmtBits(x)
+	}
+	lines = append(lines, fmt.Sprintf("tablefilter.SetLevelBudgets(opts, [7]float64{%s})", strings.Join(parts, ", ")))
+	if noL6 {
+		lines = append(lines, "opts.Levels[6].FilterPolicy = pebble.NoFilterPolicy // DB.Get never reads L6's filters")
+	}
+	var budgets []string
+	bloom, unknown := false, []string{}
+	for _, n := range r.Names {
+		switch pebblestore.Kind(n) {
+		case pebblestore.KindLsmcuckoo:
+			if x, ok := pebblestore.LsmcuckooBudget(n); ok {
+				s := fmtBits(x)
+				if !contains(budgets, s) {
+					budgets = append(budgets, s)
+				}
+			}
+		case pebblestore.KindBloom:
+			bloom = true
+		case pebblestore.KindUnknown:
+			unknown = append(unknown, n)
+		}
+	}
+	if len(budgets) > 0 || bloom || len(unknown) > 0 {
+		lines = append(lines, "// The filters the store's tables carry now, until compactions rewrite them:")
+	}
+	if len(budgets) > 0 {
+		lines = append(lines, fmt.Sprintf("tablefilter.RegisterPolicies(opts, %s)", strings.Join(budgets, ", ")))
+	}
+	if bloom {
+		lines = append(lines, fmt.Sprintf("opts.Filters[%q] = bloom.FilterPolicy(10) // any bits per key reads every bloom block", pebblestore.BloomName))
+	}
+	for _, n := range unknown {
+		lines = append(lines, fmt.Sprintf("// opts.Filters[%q] = ... // a filter this tool does not know: register your own policy of this name", n))
+	}
+	return lines
+}
+
+func contains(s []string, x string) bool {
+	for _, y := range s {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func pathTitle(p string) string {
+	if p == PathSeek {
+		return "SeekPrefixGE with UseL6Filters"
+	}
+	return "DB.Get"
+}

@@ -1,0 +1,382 @@
+// Package pebblestore reads what a Pebble v2 store's table filters are, level
+// by level, without writing into the store: the list of live tables comes from
+// the manifest through a read-only pebble.Open over a file system that refuses
+// every write, and each table is read only as far as its footer, metaindex,
+// index, properties and filter block.
+package pebblestore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+)
+
+// NumLevels is Pebble's level count, L0 to L6.
+const NumLevels = tablefilter.NumLevels
+
+// BloomName is the name Pebble's bloom filter writes into every table,
+// whatever its bits per key.
+const BloomName = "rocksdb.BuiltinBloomFilter"
+
+// Table is what inspect learns about one live table.
+type Table struct {
+	Level   int
+	FileNum uint64 // the backing file's number: NNNNNN.sst
+	Size    uint64
+	Virtual bool
+
+	NumEntries        uint64
+	NumDeletions      uint64
+	NumRangeDeletions uint64
+	FilterName        string // "" for a table written without a filter
+	FilterSize        uint64 // the properties' figure
+	FilterOffset      uint64 // where the filter block starts in the file
+	// Filter is the table's filter block, checksum verified, without its
+	// trailer; nil if the table has none.
+	Filter []byte
+	// MayContain, if set, probes the filter instead of the policy its
+	// name selects: for stores of other engines, whose filter names are
+	// not Pebble policies.
+	MayContain func(key []byte) bool
+
+	// Damaged says why the table could not be read (missing, truncated,
+	// a checksum mismatch); the fields above are then partly unset.
+	Damaged string
+}
+
+// Snapshot is a store's live tables, level by level, at one instant of the
+// manifest.
+type Snapshot struct {
+	Format string // "pebble", or another engine's name
+	// GetSkipsLast says a point lookup never consults the last level's
+	// filters (Pebble's DB.Get); L0Each that it consults every L0 table
+	// (Badger), where Pebble consults one per sublevel.
+	GetSkipsLast  bool
+	L0Each        bool
+	Dir           string
+	Comparer      string // the comparer name the store records
+	Merger        string
+	FormatVersion uint64 // Pebble's format major version
+	Sublevels     int    // L0 sublevels
+	Levels        [NumLevels][]Table
+	// Metrics is Pebble's own view of the same version, for cross-checks.
+	Metrics *pebble.Metrics
+	// Retries counts the snapshots taken again because a table vanished
+	// (compacted away by the owner) before it was read.
+	Retries int
+}
+
+// ErrNotStore marks a directory that does not hold a Pebble store.
+var ErrNotStore = errors.New("not a Pebble store")
+
+// IsStore reports whether dir looks like a Pebble store: a MANIFEST file or
+// the marker naming the current one.
+func IsStore(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker.manifest.") || n == "CURRENT" {
+			return true
+		}
+	}
+	return false
+}
+
+// Names reads the comparer and merger names from the newest OPTIONS file
+// ("" where there is none): a store opened under another comparer name
+// refuses to open, and a table written under another merger name refuses to
+// be read.
+func Names(dir string) (comparer, merger string) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", ""
+	}
+	best, bestNum := "", -1
+	for _, e := range ents {
+		if s, ok := strings.CutPrefix(e.Name(), "OPTIONS-"); ok {
+			if n, err := strconv.Atoi(s); err == nil && n > bestNum {
+				best, bestNum = e.Name(), n
+			}
+		}
+	}
+	if best == "" {
+		return "", ""
+	}
+	f, err := os.Open(filepath.Join(dir, best))
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if v, ok := strings.CutPrefix(line, "comparer="); ok {
+			comparer = v
+		} else if v, ok := strings.CutPrefix(line, "merger="); ok {
+			merger = v
+		}
+	}
+	return comparer, merger
+}
+
+// Comparer returns Pebble's default comparer under the given name, and
+// whether the name is the default's: a store written under another comparer
+// opens only under its name, and its tables' bytewise order may differ from
+// the real one's. Listing tables and reading their filters does not compare
+// keys across tables, so a renamed default serves.
+func Comparer(name string) (*pebble.Comparer, bool) {
+	if name == "" || name == pebble.DefaultComparer.Name {
+		return pebble.DefaultComparer, true
+	}
+	c := *pebble.DefaultComparer
+	c.Name = name
+	return &c, false
+}
+
+// Merger returns Pebble's default merger under the given name.
+func Merger(name string) *pebble.Merger {
+	if name == "" || name == pebble.DefaultMerger.Name {
+		return pebble.DefaultMerger
+	}
+	m := *pebble.DefaultMerger
+	m.Name = name
+	return &m
+}
+
+// ReadFilters registers in o a policy under every filter name this package
+// can read: Pebble's bloom and lsmcuckoo's names at every half bit.
+func ReadFilters(o *pebble.Options) {
+	budgets := make([]float64, 0, 2*tablefilter.MaxBitsPerKey)
+	for b := float64(tablefilter.MinBitsPerKey); b <= tablefilter.MaxBitsPerKey; b += 0.5 {
+		budgets = append(budgets, b)
+	}
+	tablefilter.RegisterPolicies(o, budgets...)
+	o.Filters[BloomName] = bloom.FilterPolicy(10)
+}
+
+var comparerMismatch = regexp.MustCompile(`comparer name from file "([^"]*)"`)
+
+// openReadOnly opens the store read-only over readOnlyFS.
+func openReadOnly(dir string, comparer, merger string) (*pebble.DB, error) {
+	cmp, _ := Comparer(comparer)
+	o := &pebble.Options{
+		FS:                      newReadOnlyFS(),
+		ReadOnly:                true,
+		Comparer:                cmp,
+		Merger:                  Merger(merger),
+		DisableTableStats:       true,
+		DisableConsistencyCheck: true,
+		ErrorIfNotExists:        true,
+		Logger:                  quietLogger{},
+	}
+	ReadFilters(o)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		// The manifest's name is the truth when OPTIONS is missing or stale.
+		if m := comparerMismatch.FindStringSubmatch(err.Error()); m != nil && m[1] != comparer {
+			return openReadOnly(dir, m[1], merger)
+		}
+		return nil, err
+	}
+	return db, nil
+}
+
+// Open takes a snapshot of the store in dir without writing into it. If the
+// owner compacts meanwhile and a table vanishes before it is read, the
+// snapshot is taken again, a few times; a table that stays unreadable is
+// reported in Table.Damaged.
+func Open(dir string) (*Snapshot, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	if !IsStore(dir) {
+		return nil, fmt.Errorf("%s: %w (no MANIFEST)", dir, ErrNotStore)
+	}
+	comparer, merger := Names(dir)
+	const attempts = 5
+	var snap *Snapshot
+	for try := 0; try < attempts; try++ {
+		snap, err = take(dir, comparer, merger)
+		if err != nil {
+			return nil, err
+		}
+		snap.Retries = try
+		if !snap.vanished() {
+			return snap, nil
+		}
+	}
+	return snap, nil
+}
+
+// vanished reports whether a table listed by the manifest was missing.
+func (s *Snapshot) vanished() bool {
+	for l := range s.Levels {
+		for _, t := range s.Levels[l] {
+			if strings.HasPrefix(t.Damaged, "missing") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func take(dir, comparer, merger string) (*Snapshot, error) {
+	db, err := openReadOnly(dir, comparer, merger)
+	if err != nil {
+		return nil, fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
+	}
+	defer db.Close()
+	m := db.Metrics()
+	cmp, _ := Comparer(comparer)
+	s := &Snapshot{
+		Format:        "pebble",
+		GetSkipsLast:  true,
+		Dir:           dir,
+		Comparer:      cmp.Name,
+		Merger:        Merger(merger).Name,
+		FormatVersion: uint64(db.FormatMajorVersion()),
+		// Metrics counts L0's sublevels only after the store's first
+		// version change in this process, which a read-only open never
+		// makes; the version itself has them.
+		Sublevels: len(db.DebugCurrentVersion().L0SublevelFiles),
+		Metrics:   m,
+	}
+	ro := sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger)}
+	// The version lists the tables even when a file is missing, where
+	// DB.SSTables fails as a whole: a missing table is reported, not fatal.
+	v := db.DebugCurrentVersion()
+	for l := range v.Levels {
+		it := v.Levels[l].Iter()
+		for f := it.First(); f != nil; f = it.Next() {
+			t := Table{
+				Level:   l,
+				FileNum: uint64(f.TableBacking.DiskFileNum),
+				Size:    f.Size,
+				Virtual: f.Virtual,
+			}
+			if err := readTable(filepath.Join(dir, fmt.Sprintf("%06d.sst", t.FileNum)), ro, &t); err != nil {
+				t.Damaged = oneLine(err).Error()
+			}
+			s.Levels[l] = append(s.Levels[l], t)
+		}
+		sort.Slice(s.Levels[l], func(i, j int) bool { return s.Levels[l][i].FileNum < s.Levels[l][j].FileNum })
+	}
+	return s, nil
+}
+
+// openTable opens a table file for reading; a test replaces it to record
+// which bytes are read.
+var openTable = func(path string) (vfs.File, error) { return vfs.Default.Open(path) }
+
+// readTable fills t from the table's properties and reads its filter block.
+// sstable.NewReader reads the footer, metaindex and properties; Layout adds
+// the index blocks, which hold the filter's handle. No data block is read.
+func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
+	f, err := openTable(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("missing: %s", filepath.Base(path))
+		}
+		return err
+	}
+	readable, err := sstable.NewSimpleReadable(f)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	r, err := sstable.NewReader(context.Background(), readable, ro)
+	if err != nil {
+		readable.Close()
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	defer r.Close()
+	p, err := r.ReadPropertiesBlock(context.Background(), nil)
+	if err != nil {
+		return fmt.Errorf("%s: properties: %w", filepath.Base(path), err)
+	}
+	t.NumEntries, t.NumDeletions, t.NumRangeDeletions = p.NumEntries, p.NumDeletions, p.NumRangeDeletions
+	t.FilterName, t.FilterSize = p.FilterPolicyName, p.FilterSize
+	if t.FilterName == "" {
+		return nil
+	}
+	layout, err := r.Layout()
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	for _, fb := range layout.Filter {
+		if fb.Name != "fullfilter."+t.FilterName {
+			continue
+		}
+		h := fb.Handle
+		if h.Length > 1<<32 {
+			return fmt.Errorf("%s: filter block of %d bytes", filepath.Base(path), h.Length)
+		}
+		// A filter block is stored uncompressed, followed by the
+		// block trailer: a compression byte and a 4-byte checksum.
+		buf := make([]byte, h.Length+block.TrailerLen)
+		if _, err := f.ReadAt(buf, int64(h.Offset)); err != nil {
+			if err == io.EOF {
+				return fmt.Errorf("%s: truncated filter block", filepath.Base(path))
+			}
+			return err
+		}
+		if err := block.ValidateChecksum(r.BlockReader().ChecksumType(), buf, h); err != nil {
+			return fmt.Errorf("%s: filter block: %w", filepath.Base(path), err)
+		}
+		if buf[h.Length] != 0 {
+			return fmt.Errorf("%s: filter block compressed (type %d)", filepath.Base(path), buf[h.Length])
+		}
+		t.Filter = buf[:h.Length:h.Length]
+		t.FilterOffset = h.Offset
+		return nil
+	}
+	return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
+}
+
+// oneLine keeps the first line of an error: Pebble's errors carry stacks and
+// details a terminal user does not need.
+func oneLine(err error) error {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return errors.New(s)
+}
+
+// quietLogger drops Pebble's informational logging, which would interleave
+// with the report, and turns a fatal error into a one-line message and exit
+// status 2 instead of a stack dump.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...interface{})  {}
+func (quietLogger) Errorf(string, ...interface{}) {}
+func (quietLogger) Fatalf(format string, args ...interface{}) {
+	msg := fmt.Sprintf(format, args...)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	fmt.Fprintln(os.Stderr, "lsmcuckoo: pebble:", msg)
+	os.Exit(2)
+}

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/advice"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+	"github.com/schollz/progressbar/v3"
+)
+
+type migrateFlags struct {
+	bits    float64
+	levels  bool
+	reserve uint64
+	probes  int
+	quiet   bool
+}
+
+// tableCreatedHook, if set, runs each time the migration creates a table
+// file: the crash test stops the process there, mid-compaction.
+var tableCreatedHook func()
+
+func newMigrateFlags(stderr io.Writer) (*flag.FlagSet, *migrateFlags) {
+	f := &migrateFlags{}
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Float64Var(&f.bits, "bits", 0, "lsmcuckoo bits per key (required; 4..64); with -levels, the average over the tree")
+	fs.BoolVar(&f.levels, "levels", false, "budgets per level, fitted to the store's measured shape (tablefilter.LevelBudgets)")
+	fs.Uint64Var(&f.reserve, "reserve", 0, "bytes of disk to leave free beyond the rewrite's estimate")
+	fs.IntVar(&f.probes, "probes", 2000, "random absent keys probed per table in the before/after summaries")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: lsmcuckoo migrate [flags] DIR -bits N
+
+Rewrites every table of the Pebble v2 store in DIR with lsmcuckoo filters:
+it opens the store with the new policy (uniform, or per level with -levels),
+registers every filter name its tables carry so none is read unfiltered
+meanwhile, and compacts the whole key range. Stop the store's owner first:
+migrate refuses a store another process holds, a disk with too little room
+for the rewrite, and a store Pebble v2.1.7 cannot open, changing nothing.
+An interrupted migration leaves a store that opens with all its data; run
+migrate again to finish it.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	return fs, f
+}
+
+func runMigrate(args []string, stdout, stderr io.Writer) int {
+	fs, f := newMigrateFlags(stderr)
+	dir, err := parse(fs, args)
+	if err == nil {
+		if f.bits == 0 {
+			err = usageError{"-bits is required"}
+		} else {
+			err = checkBits("-bits", f.bits)
+		}
+	}
+	if err != nil {
+		return exitFor(err, fs, stderr)
+	}
+	if err := migrate(dir, f, stdout, stderr); err != nil {
+		return exitFor(err, fs, stderr)
+	}
+	return exitOK
+}
+
+func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
+	if err := checkDir(dir, "pebble"); err != nil {
+		return err
+	}
+	// Every refusal comes before the lock is taken: pebble.LockDirectory
+	// truncates LOCK, and a refused migration changes nothing.
+	held, err := heldByOther(dir)
+	if err != nil {
+		return fmt.Errorf("check the lock of %s: %v", dir, err)
+	}
+	if held {
+		return fmt.Errorf("refused: %s is held by another process (stop it first)", dir)
+	}
+	before, err := pebblestore.Open(dir)
+	if err != nil {
+		return fmt.Errorf("refused: %v", err)
+	}
+	if _, def := pebblestore.Comparer(before.Comparer); !def {
+		return fmt.Errorf("refused: the store uses comparer %q; migrate with the application's own comparer (open the store with the policy below and run db.Compact over the whole key range)", before.Comparer)
+	}
+	if before.Merger != pebble.DefaultMerger.Name {
+		return fmt.Errorf("refused: the store uses merger %q, which compactions need; rewrite it from the application", before.Merger)
+	}
+	rep := advice.Build(before, f.probes, 1, advice.PathGet, f.bits)
+	if len(rep.Damaged) > 0 {
+		d := rep.Damaged[0]
+		return fmt.Errorf("refused: %d damaged or missing tables, first %06d.sst on L%d: %s", len(rep.Damaged), d.FileNum, d.Level, d.Error)
+	}
+	fmt.Fprintln(stdout, "Before:")
+	writeSummary(stdout, rep)
+
+	opts, want, lines := migrateOptions(before, rep, f)
+	need, avail, err := diskEstimate(dir, before, want, f.reserve)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nDisk: the rewrite needs up to %s free (every table written anew before the old one is removed, plus %s reserve); %s available.\n",
+		kb(need), kb(f.reserve), kb(avail))
+	if avail < need {
+		return fmt.Errorf("refused: too little free disk: the rewrite needs up to %s, %s is available", kb(need), kb(avail))
+	}
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
+	}
+	defer lock.Close()
+	opts.Lock = lock
+	if err := rewrite(dir, opts, want, f.quiet, stderr); err != nil {
+		return err
+	}
+
+	after, err := pebblestore.Open(dir)
+	if err != nil {
+		return err
+	}
+	repAfter := advice.Build(after, f.probes, 1, advice.PathGet, f.bits)
+	fmt.Fprintln(stdout, "\nAfter:")
+	writeSummary(stdout, repAfter)
+	if left := stale(after, want); left > 0 {
+		return fmt.Errorf("%d tables still carry another filter; run migrate again", left)
+	}
+	fmt.Fprintf(stdout, "\nGo lines to set on every open from now on (Pebble does not restore filter policies from OPTIONS):\n")
+	for _, l := range lines {
+		fmt.Fprintf(stdout, "  %s\n", l)
+	}
+	return nil
+}
+
+// migrateOptions returns the options to open the store with, the filter
+// name each level's tables must end up with, and the Go lines the
+// application must run on every open.
+func migrateOptions(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags) (*pebble.Options, [pebblestore.NumLevels]string, []string) {
+	opts := &pebble.Options{Logger: quietLogger{}}
+	var want [pebblestore.NumLevels]string
+	var lines []string
+	if f.levels {
+		b := tablefilter.LevelBudgets(shapeOf(s), f.bits)
+		tablefilter.SetLevelBudgets(opts, b)
+		parts := make([]string, len(b))
+		for l, x := range b {
+			want[l] = tablefilter.NewPolicy(x).Name()
+			parts[l] = fmtBits(x)
+		}
+		lines = append(lines, fmt.Sprintf("tablefilter.SetLevelBudgets(opts, [7]float64{%s})", strings.Join(parts, ", ")))
+	} else {
+		p := tablefilter.NewPolicy(f.bits)
+		for l := range opts.Levels {
+			opts.Levels[l].FilterPolicy = p
+			want[l] = p.Name()
+		}
+		tablefilter.RegisterPolicies(opts, f.bits)
+		lines = append(lines, fmt.Sprintf("opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s) // levels left unset take L0's", fmtBits(f.bits)))
+	}
+	// Every name the tables carry now, so that none is read unfiltered
+	// while the rewrite runs.
+	var budgets []float64
+	bloomSeen := false
+	for _, n := range rep.Names {
+		switch pebblestore.Kind(n) {
+		case pebblestore.KindLsmcuckoo:
+			if x, ok := pebblestore.LsmcuckooBudget(n); ok {
+				budgets = append(budgets, x)
+			}
+		case pebblestore.KindBloom:
+			bloomSeen = true
+		}
+	}
+	if len(budgets) > 0 {
+		tablefilter.RegisterPolicies(opts, budgets...)
+	}
+	if bloomSeen {
+		opts.Filters[pebblestore.BloomName] = bloom.FilterPolicy(10)
+	}
+	// A completed migration leaves no table under the old names, so the
+	// application needs only the new policy.
+	return opts, want, lines
+}
+
+// shapeOf is the store's measured shape: each level's keys and L0's
+// sublevels (tablefilter.MeasuredLevelShape takes the sublevels from
+// Metrics, which a freshly opened store does not fill in yet).
+func shapeOf(s *pebblestore.Snapshot) tablefilter.LevelShape {
+	var shape tablefilter.LevelShape
+	for l := range s.Levels {
+		for _, t := range s.Levels[l] {
+			shape.Keys[l] += float64(t.NumEntries)
+		}
+	}
+	shape.L0Runs = float64(s.Sublevels)
+	return shape
+}
+
+func fmtBits(b float64) string { return fmt.Sprint(b) }
+
+// diskEstimate returns the free bytes the rewrite may need and those
+// available. A full-range compaction keeps each input table until the
+// compaction that replaces it finishes, so the worst case holds every table
+// twice, with the new filters' size in place of the old.
+func diskEstimate(dir string, s *pebblestore.Snapshot, want [pebblestore.NumLevels]string, reserve uint64) (need, avail uint64, err error) {
+	var tables, oldFilters, newFilters uint64
+	for l := range s.Levels {
+		b, _ := pebblestore.LsmcuckooBudget(want[l])
+		for _, t := range s.Levels[l] {
+			tables += t.Size
+			oldFilters += uint64(len(t.Filter))
+			newFilters += uint64(float64(t.NumEntries) * b / 8)
+		}
+	}
+	need = tables + reserve
+	if newFilters > oldFilters {
+		need += newFilters - oldFilters
+	}
+	u, err := vfs.Default.GetDiskUsage(dir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("free disk of %s: %v", dir, err)
+	}
+	return need, u.AvailBytes, nil
+}
+
+// stale counts the tables whose filter is not the one their level's policy
+// writes.
+func stale(s *pebblestore.Snapshot, want [pebblestore.NumLevels]string) int {
+	n := 0
+	for l := range s.Levels {
+		for _, t := range s.Levels[l] {
+			if t.FilterName != want[l] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// rewrite opens the store with the new policies and compacts its whole key
+// range until every table carries its level's new filter.
+//
+// DB.Compact alone does not rewrite every table: it compacts level by level
+// into the next and never L6 into itself, and a table with nothing to merge
+// below it is moved, keeping its old filter. So before each round a range-key
+// unset of a suffix no key carries is written over the whole key range: it
+// removes nothing, but it gives every level a table overlapping every table
+// below, so each table is merged, and so rewritten, on its way down; at the
+// bottom level the unset has nothing beneath it and is dropped.
+func rewrite(dir string, opts *pebble.Options, want [pebblestore.NumLevels]string, quiet bool, stderr io.Writer) error {
+	opts.EventListener = &pebble.EventListener{
+		TableCreated: func(pebble.TableCreateInfo) {
+			if tableCreatedHook != nil {
+				tableCreatedHook()
+			}
+		},
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return fmt.Errorf("open %s: %v", dir, firstLine(err))
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			db.Close()
+		}
+	}()
+	const rounds = 3
+	for round := 0; round < rounds; round++ {
+		left, _, leftBytes, start, end, err := pending(db, want)
+		if err != nil {
+			return err
+		}
+		if left == 0 {
+			break
+		}
+		var suffix [16]byte
+		copy(suffix[:], "lsmcuckoo")
+		_, _ = rand.Read(suffix[9:])
+		if err := db.RangeKeyUnset(start, end, suffix[:], pebble.Sync); err != nil {
+			return fmt.Errorf("mark the key range: %v", firstLine(err))
+		}
+		if err := compactWithProgress(db, want, start, end, leftBytes, quiet, stderr); err != nil {
+			return err
+		}
+	}
+	closed = true
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close %s: %v", dir, firstLine(err))
+	}
+	return nil
+}
+
+// pending returns the tables not yet carrying their level's new filter, the
+// store's table bytes and those of the pending tables, and the store's whole
+// key range [start, end).
+func pending(db *pebble.DB, want [pebblestore.NumLevels]string) (left int, total, leftBytes uint64, start, end []byte, err error) {
+	levels, err := db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0, 0, 0, nil, nil, fmt.Errorf("list tables: %v", firstLine(err))
+	}
+	for l, infos := range levels {
+		for _, t := range infos {
+			total += t.Size
+			if t.Properties.FilterPolicyName != want[l] {
+				left++
+				leftBytes += t.Size
+			}
+			s, e := t.Smallest.UserKey, t.Largest.UserKey
+			if start == nil || pebble.DefaultComparer.Compare(s, start) < 0 {
+				start = append([]byte(nil), s...)
+			}
+			if end == nil || pebble.DefaultComparer.Compare(e, end) > 0 {
+				end = append([]byte(nil), e...)
+			}
+		}
+	}
+	// The largest key is inclusive (or a range's exclusive end, which a
+	// successor still covers); its bytewise successor is the first key past
+	// it.
+	end = append(end, 0)
+	return left, total, leftBytes, start, end, nil
+}
+
+// compactWithProgress compacts [start, end) and shows, on stderr, how many of
+// the bytes that were pending (tables not yet carrying their new filter) are
+// done.
+func compactWithProgress(db *pebble.DB, want [pebblestore.NumLevels]string, start, end []byte, pendingBytes uint64, quiet bool, stderr io.Writer) error {
+	var bar *progressbar.ProgressBar
+	if !quiet {
+		bar = progressbar.NewOptions64(int64(pendingBytes),
+			progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("rewriting table filters"),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetPredictTime(true),
+		)
+	}
+	finished := make(chan error, 1)
+	go func() { finished <- db.Compact(context.Background(), start, end, true) }()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-finished:
+			if err != nil {
+				return fmt.Errorf("compact: %v", firstLine(err))
+			}
+			if bar != nil {
+				_ = bar.Finish()
+				fmt.Fprintln(stderr)
+			}
+			return nil
+		case <-tick.C:
+			if bar == nil {
+				continue
+			}
+			if _, _, left, _, _, err := pending(db, want); err == nil && left <= pendingBytes {
+				_ = bar.Set64(int64(pendingBytes - left))
+			}
+		}
+	}
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// quietLogger keeps Pebble's informational logging out of the report and
+// turns a fatal error into an error message rather than a stack dump.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...interface{})  {}
+func (quietLogger) Errorf(string, ...interface{}) {}
+func (quietLogger) Fatalf(format string, args ...interface{}) {
+	panic(errors.New(strings.SplitN(fmt.Sprintf(format, args...), "\n", 2)[0]))
+}
+
+// writeSummary prints the per-level table and the read figures of rep.
+func writeSummary(w io.Writer, r *advice.Report) {
+	fmt.Fprintf(w, "%-5s %7s %12s %10s %11s %8s %9s  %s\n", "level", "tables", "keys", "table MB", "filter KB", "bits/key", "FPR", "filters (tables)")
+	for _, lv := range r.Levels {
+		if lv.Tables == 0 {
+			continue
+		}
+		name := fmt.Sprintf("L%d", lv.Level)
+		if lv.Level == 0 {
+			name = fmt.Sprintf("L0/%d", lv.Sublevels)
+		}
+		fmt.Fprintf(w, "%-5s %7d %12d %10.2f %11.1f %8.2f %9s  %s\n", name, lv.Tables, lv.Keys,
+			float64(lv.TableBytes)/(1<<20), float64(lv.FilterBytes)/1024, lv.BitsPerKey, pct(lv.FPR), families(lv.Families))
+	}
+	if r.Format != "pebble" {
+		fmt.Fprintf(w, "(L0/n: n tables, each consulted by a lookup)\nFalse-positive table reads per absent key: Get (every L0 table, L1-L6) %.4f\n", r.ReadsGet)
+		return
+	}
+	fmt.Fprintf(w, "(L0/n: n sublevels)\nFalse-positive table reads per absent key: DB.Get (L0 sublevels, L1-L5) %.4f, SeekPrefixGE with UseL6Filters (L0-L6) %.4f\n", r.ReadsGet, r.ReadsSeek)
+}

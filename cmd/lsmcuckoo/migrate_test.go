@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+)
+
+// readOptions opens a store with every filter this command knows.
+func readOptions() *pebble.Options {
+	o := testOptions()
+	pebblestore.ReadFilters(o)
+	return o
+}
+
+// checkMigrated checks every table carries want(level) and no range-key
+// unset (the migration's marker) is left behind.
+func checkMigrated(t *testing.T, dir string, want func(level int) string) {
+	t.Helper()
+	o := readOptions()
+	o.ReadOnly = true
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	levels, err := db.SSTables(pebble.WithProperties())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for l, infos := range levels {
+		for _, info := range infos {
+			n++
+			if got := info.Properties.FilterPolicyName; got != want(l) {
+				t.Errorf("L%d table %s: filter %q, want %q", l, info.FileNum, got, want(l))
+			}
+			if info.Properties.NumRangeKeyUnsets != 0 {
+				t.Errorf("L%d table %s keeps %d range-key unsets", l, info.FileNum, info.Properties.NumRangeKeyUnsets)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no tables")
+	}
+}
+
+func TestMigrateUniform(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 60000, policy: bloomPolicy})
+	before := contents(t, dir, readOptions())
+	code, out, stderr := runCLI("migrate", "-bits", "12", "-quiet", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	for _, want := range []string{"Before:", "After:", "opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(12)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	name := tablefilter.NewPolicy(12).Name()
+	checkMigrated(t, dir, func(int) string { return name })
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("contents changed: %d entries before, %d after", len(before), len(after))
+	}
+	// Keys a range deletion covered stay deleted, the range key stays.
+	db, err := pebble.Open(dir, readOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, _, err := db.Get(key(15)); err != pebble.ErrNotFound {
+		t.Errorf("a key under the range deletion reads back: %v", err)
+	}
+	if !strings.Contains(fmt.Sprint(before), `R ["user000000030","user000000040") ""="rk"`) {
+		t.Errorf("the range key is not in the contents")
+	}
+}
+
+func TestMigrateLevels(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 60000, policy: noPolicy})
+	before := contents(t, dir, readOptions())
+	s, err := pebblestore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	budgets := tablefilter.LevelBudgets(shapeOf(s), 10)
+	code, out, stderr := runCLI("migrate", "-bits", "10", "-levels", "-quiet", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	if !strings.Contains(out, "tablefilter.SetLevelBudgets(opts, [7]float64{") {
+		t.Errorf("no SetLevelBudgets line:\n%s", out)
+	}
+	checkMigrated(t, dir, func(l int) string { return tablefilter.NewPolicy(budgets[l]).Name() })
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatal("contents changed")
+	}
+}
+
+func TestMigrateRefuses(t *testing.T) {
+	t.Run("disk", func(t *testing.T) {
+		dir := t.TempDir()
+		buildStore(t, dir, storeSpec{keys: 5000, policy: bloomPolicy})
+		h := hashDir(t, dir)
+		code, out, stderr := runCLI("migrate", "-bits", "10", "-reserve", "1000000000000000000", dir)
+		if code != 2 || !strings.Contains(stderr, "too little free disk") || !strings.Contains(out, "needs up to") {
+			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+		}
+		if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+			t.Fatal("a refused migration changed the store")
+		}
+	})
+	t.Run("format", func(t *testing.T) {
+		dir := t.TempDir()
+		buildStore(t, dir, storeSpec{keys: 5000, policy: bloomPolicy})
+		futureFormat(t, dir)
+		h := hashDir(t, dir)
+		code, _, stderr := runCLI("migrate", "-bits", "10", dir)
+		if code != 2 || !strings.Contains(stderr, "refused") || strings.Count(stderr, "\n") != 1 {
+			t.Fatalf("exit %d: %q", code, stderr)
+		}
+		if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+			t.Fatal("a refused migration changed the store")
+		}
+	})
+	t.Run("locked", func(t *testing.T) {
+		dir := t.TempDir()
+		buildStore(t, dir, storeSpec{keys: 5000, policy: bloomPolicy})
+		own := startOwner(t, dir)
+		own.send(t, "write")
+		h := hashDir(t, dir)
+		code, _, stderr := runCLI("migrate", "-bits", "10", dir)
+		if code != 2 || !strings.Contains(stderr, "held by another process") {
+			t.Fatalf("exit %d: %q", code, stderr)
+		}
+		if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+			t.Fatal("a refused migration changed the store")
+		}
+	})
+}
+
+// A migration killed mid-compaction leaves a store that opens with all its
+// data, and a second run finishes the job.
+func TestMigrateKilled(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 60000, policy: bloomPolicy})
+	before := contents(t, dir, readOptions())
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "migrate", "-bits="+"11", dir)
+	// The last three arguments are the command's: migrate -bits=11 DIR.
+	cmd.Env = append(os.Environ(), envChild+"=migrate-stall")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stalled := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Split(bufio.ScanWords)
+		for sc.Scan() {
+			if sc.Text() == "STALLED" {
+				stalled <- true
+				return
+			}
+		}
+		stalled <- false
+	}()
+	select {
+	case ok := <-stalled:
+		if !ok {
+			_ = cmd.Wait()
+			t.Fatal("the migration ended without creating a table")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the migration did not start compacting")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after SIGKILL: %d entries, before %d", len(after), len(before))
+	}
+	code, out, errs := runCLI("migrate", "-bits", "11", "-quiet", dir)
+	if code != 0 {
+		t.Fatalf("second run: exit %d: %s\n%s", code, errs, out)
+	}
+	name := tablefilter.NewPolicy(11).Name()
+	checkMigrated(t, dir, func(int) string { return name })
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatal("contents changed after the second run")
+	}
+}
