@@ -6,8 +6,8 @@
 //	go run ./bench -out report/          # the full run (about 15 minutes)
 //
 // Every measurement lives in a library package (bench/filterbench,
-// bench/dbbench) shared with the testing.B benchmarks, so benchstat and this
-// report measure the same code.
+// bench/internal/dbbench, bench/internal/membench) shared with the
+// testing.B benchmarks, so benchstat and this report measure the same code.
 package main
 
 import (
@@ -22,9 +22,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
-	"github.com/lsmcuckoo/lsmcuckoo/bench/membench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/dbbench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/membench"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/workload"
 )
@@ -85,14 +85,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-pebble-only runs only the database level: it excludes -filters-only and -db=false")
 	}
 	rep := report{Machine: machineLine(), Go: runtime.Version(), Mode: "full", Started: time.Now()}
-	cfg := filterbench.Config{
+	cfg := filterConfig{
 		Sizes:    []int{1_000, 10_000, 100_000, 1_000_000, 10_000_000},
-		Families: filterbench.PlotFamilies(),
+		Families: plotFamilies(),
 		Probes:   1_000_000,
-		Lookups:  2_000_000,
-		ColdMiB:  64,
-		Reps:     3,
-		Baseline: baseline,
+		Options:  filterbench.Options{Lookups: 2_000_000, ColdMiB: 64, Reps: 3, Baseline: baseline},
 	}
 	pcfg := dbbench.FullPebble
 	// Budgets of the memory-saving view: each family needs two that
@@ -103,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *tiny:
 		rep.Mode = "tiny"
-		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, filterbench.Families(), 10_000, 10_000, 1, 1
+		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, families(), 10_000, 10_000, 1, 1
 		pcfg = dbbench.PebbleConfig{Keys: 40_000, L0Flushes: 2, ValueSize: 32,
 			MemTableBytes: 256 << 10, LBaseMaxBytes: 16 << 10, TargetFileBytes: 64 << 10,
 			CacheBytes: 1 << 20, Probes: 2_000, LatencyProbes: 200, Latency: 50 * time.Microsecond}
@@ -112,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		kvKeys, kvGets = 5_000, 2_000
 	case *quick:
 		rep.Mode = "quick"
-		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, filterbench.Families(), 1_000_000, 1
+		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, families(), 1_000_000, 1
 		pcfg = dbbench.QuickPebble
 		savingUniform, savingLevels = []float64{9}, []float64{7}
 		memKeys, memOps = 1<<18, 1_000_000
@@ -145,7 +142,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 				budgets = append(budgets, b)
 			}
 		}
-		cfg.Families = filterbench.CoreFamilies(budgets...)
+		cfg.Families = coreFamilies(budgets...)
 	}
 	cfg.Unaligned = *unaligned
 	if *pebbleOnly {
@@ -167,7 +164,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	if !*pebbleOnly {
-		rep.Filters = filterbench.Run(cfg, func(name string) { progress("filters: " + name) })
+		res, err := runFilters(cfg, func(name string) { progress("filters: " + name) })
+		if err != nil {
+			return err
+		}
+		rep.Filters = res
 	}
 	if *filtersOnly {
 		*withDB = false
@@ -225,12 +226,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	plots := map[string]string{}
 	for _, n := range cfg.Sizes {
-		name, err := plotFPR(*out, rep.Filters, n)
+		name, err := filterbench.PlotFPR(*out, rep.Filters, n)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		plots[fmt.Sprintf("fpr-%d", n)] = name
-		if name, ok, err := plotFrontier(*out, rep.Filters, n); err != nil {
+		if name, ok, err := filterbench.PlotFrontier(*out, rep.Filters, n); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		} else if ok {
 			plots[fmt.Sprintf("frontier-%d", n)] = name
@@ -256,6 +257,32 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*out, "report.md"))
 	return nil
+}
+
+// filterConfig is the filter level of a run: the families measured on
+// random 16-byte keys at each size, probed with the same absent keys.
+type filterConfig struct {
+	Sizes    []int                // key counts
+	Families []filterbench.Family // filters to compare
+	Probes   int                  // absent keys for the FPR
+	filterbench.Options
+}
+
+// runFilters measures every family at every size, on random keys drawn per
+// size and one set of absent keys for all.
+func runFilters(cfg filterConfig, progress func(string)) ([]filterbench.Result, error) {
+	absent := testkeys.Absent(cfg.Probes, 200)
+	var out []filterbench.Result
+	for _, n := range cfg.Sizes {
+		res := filterbench.Measure(cfg.Families, testkeys.Random(n, 16, 100), absent, cfg.Options, progress)
+		for _, r := range res {
+			if r.FalseNegatives > 0 {
+				return nil, fmt.Errorf("%s, %d keys: %d false negatives (key %x): the comparison would be meaningless", r.Family, n, r.FalseNegatives, r.FalseNegative)
+			}
+		}
+		out = append(out, res...)
+	}
+	return out, nil
 }
 
 func machineLine() string {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/dbbench"
 )
 
 // baseline is the filter every ratio is taken against.

@@ -32,6 +32,11 @@ func TestLayering(t *testing.T) {
 		{"dynamic", []string{module + "/codec", module + "/tablefilter", module + "/kvdemo", module + "/bench", pebble, badger}},
 		{"tablefilter", []string{module + "/tablefilter/badgerfilter", module + "/kvdemo", module + "/bench", badger}},
 		{"tablefilter/badgerfilter", []string{module + "/tablefilter\n", module + "/dynamic", module + "/kvdemo", module + "/bench", pebble}},
+		// The benchmarks' public measurement surface stays filter-level:
+		// no store-level benchmark, no demo store.
+		{"bench/filterbench", []string{module + "/bench/internal/dbbench", module + "/bench/internal/membench", module + "/kvdemo"}},
+		{"bench/internal/turn", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", module + "/kvdemo", pebble, badger}},
+		{"bench/internal/svgplot", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", module + "/kvdemo", pebble, badger}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", module+"/"+c.pkg).Output()
 		if err != nil {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+)
+
+// The report's line-ups of the filter level.
+
+// cuckooV2 is lsmcuckoo in codec format version 2 (tablefilter.NewV2Policy):
+// one line per lookup like version 3, with lines of four-slot buckets.
+func cuckooV2(bitsPerKey float64) filterbench.Family {
+	return filterbench.Family{Name: fmt.Sprintf("lsmcuckoo-v2/%g", bitsPerKey), Kind: "lsmcuckoo-v2", Param: bitsPerKey,
+		Policy: tablefilter.NewV2Policy(bitsPerKey)}
+}
+
+// cuckooV1 is lsmcuckoo in codec format version 1 (tablefilter.NewV1Policy):
+// the denser layout whose lookups read an offset table, then the buckets.
+func cuckooV1(bitsPerKey float64) filterbench.Family {
+	return filterbench.Family{Name: fmt.Sprintf("lsmcuckoo-v1/%g", bitsPerKey), Kind: "lsmcuckoo-v1", Param: bitsPerKey,
+		Policy: tablefilter.NewV1Policy(bitsPerKey)}
+}
+
+// families is the standard line-up.
+func families() []filterbench.Family {
+	return []filterbench.Family{
+		filterbench.Cuckoo(10), filterbench.CuckooDensest(10), cuckooV2(10), cuckooV1(10), filterbench.PebbleBloom(10),
+		filterbench.Cuckoo(16), filterbench.CuckooDensest(16), cuckooV2(16), cuckooV1(16), filterbench.PebbleBloom(16),
+		filterbench.Cuckoo(9.6), filterbench.Cuckoo(10.6), filterbench.Cuckoo(12), filterbench.Cuckoo(15.9),
+		filterbench.CuckooDensest(9.6), filterbench.CuckooDensest(10.6), filterbench.CuckooDensest(12), filterbench.CuckooDensest(15.9),
+		cuckooV2(9.6), cuckooV2(10.6), cuckooV2(12), cuckooV2(15.9),
+		cuckooV1(9.6), cuckooV1(10.6), cuckooV1(15.9),
+		filterbench.PebbleBloom(6),
+		filterbench.BadgerBloom(0), filterbench.BadgerBloom(10), filterbench.BadgerBloom(16),
+		filterbench.BinaryFuse8(), filterbench.BinaryFuse16(),
+	}
+}
+
+// coreFamilies is the side-by-side of the format versions: lsmcuckoo
+// version 3 (the default, and its densest layout), version 2 and version 1
+// beside Pebble's bloom filter at each budget (every whole budget from 8
+// to 16 bits per key when none is given).
+func coreFamilies(bitsPerKey ...int) []filterbench.Family {
+	if len(bitsPerKey) == 0 {
+		bitsPerKey = []int{8, 9, 10, 11, 12, 13, 14, 15, 16}
+	}
+	var fams []filterbench.Family
+	for _, bpk := range bitsPerKey {
+		fams = append(fams, filterbench.Cuckoo(float64(bpk)), filterbench.CuckooDensest(float64(bpk)), cuckooV2(float64(bpk)), cuckooV1(float64(bpk)), filterbench.PebbleBloom(bpk))
+	}
+	return fams
+}
+
+// plotFamilies is the line-up with enough settings per family to draw the
+// FPR-vs-space curves of the full report.
+func plotFamilies() []filterbench.Family {
+	return []filterbench.Family{
+		filterbench.Cuckoo(7), filterbench.Cuckoo(8), filterbench.Cuckoo(9), filterbench.Cuckoo(9.6), filterbench.Cuckoo(10), filterbench.Cuckoo(10.6), filterbench.Cuckoo(11), filterbench.Cuckoo(12), filterbench.Cuckoo(13), filterbench.Cuckoo(14), filterbench.Cuckoo(15), filterbench.Cuckoo(15.9), filterbench.Cuckoo(16), filterbench.Cuckoo(18),
+		filterbench.CuckooDensest(8), filterbench.CuckooDensest(9), filterbench.CuckooDensest(9.6), filterbench.CuckooDensest(10), filterbench.CuckooDensest(10.6), filterbench.CuckooDensest(11), filterbench.CuckooDensest(12), filterbench.CuckooDensest(13), filterbench.CuckooDensest(14), filterbench.CuckooDensest(15.9), filterbench.CuckooDensest(16),
+		cuckooV2(8), cuckooV2(9), cuckooV2(9.6), cuckooV2(10), cuckooV2(10.6), cuckooV2(11), cuckooV2(12), cuckooV2(14), cuckooV2(15.9), cuckooV2(16),
+		cuckooV1(8), cuckooV1(9.6), cuckooV1(10), cuckooV1(10.6), cuckooV1(12), cuckooV1(14), cuckooV1(15.9), cuckooV1(16),
+		filterbench.PebbleBloom(6), filterbench.PebbleBloom(8), filterbench.PebbleBloom(9), filterbench.PebbleBloom(10), filterbench.PebbleBloom(11), filterbench.PebbleBloom(12), filterbench.PebbleBloom(13), filterbench.PebbleBloom(14), filterbench.PebbleBloom(15), filterbench.PebbleBloom(16), filterbench.PebbleBloom(20),
+		filterbench.BadgerBloom(0), filterbench.BadgerBloom(10), filterbench.BadgerBloom(16),
+		filterbench.BinaryFuse8(), filterbench.BinaryFuse16(),
+	}
+}
