@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"math"
 
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lsmcuckoo/lsmcuckoo/bench/binaryfuse"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
@@ -34,7 +38,7 @@ func families() []filterbench.Family {
 		cuckooV1(9.6), cuckooV1(10.6), cuckooV1(15.9),
 		filterbench.PebbleBloom(6),
 		filterbench.BadgerBloom(0), filterbench.BadgerBloom(10), filterbench.BadgerBloom(16),
-		filterbench.BinaryFuse8(), filterbench.BinaryFuse16(),
+		filterbench.BinaryFuse(4), filterbench.BinaryFuse(8), filterbench.BinaryFuse(10), filterbench.BinaryFuse(12), filterbench.BinaryFuse(16),
 	}
 }
 
@@ -63,6 +67,56 @@ func plotFamilies() []filterbench.Family {
 		cuckooV1(8), cuckooV1(9.6), cuckooV1(10), cuckooV1(10.6), cuckooV1(12), cuckooV1(14), cuckooV1(15.9), cuckooV1(16),
 		filterbench.PebbleBloom(6), filterbench.PebbleBloom(8), filterbench.PebbleBloom(9), filterbench.PebbleBloom(10), filterbench.PebbleBloom(11), filterbench.PebbleBloom(12), filterbench.PebbleBloom(13), filterbench.PebbleBloom(14), filterbench.PebbleBloom(15), filterbench.PebbleBloom(16), filterbench.PebbleBloom(20),
 		filterbench.BadgerBloom(0), filterbench.BadgerBloom(10), filterbench.BadgerBloom(16),
-		filterbench.BinaryFuse8(), filterbench.BinaryFuse16(),
+		filterbench.BinaryFuse(4), filterbench.BinaryFuse(8), filterbench.BinaryFuse(10), filterbench.BinaryFuse(12), filterbench.BinaryFuse(16),
 	}
+}
+
+// fuseWidths are the binary fuse widths the fuse line-up compares: those
+// whose rates the budgets of table filters span.
+var fuseWidths = []int{8, 10, 12, 16}
+
+// fuseFamilies is the line-up against binary fuse at one table size: each
+// fuse width beside lsmcuckoo's default and densest layouts at that fuse's
+// bytes on these keys (a fuse filter's overhead depends on the table's
+// size), and Pebble's bloom at the nearest whole budget; then bloom/10,
+// the report's baseline, and Badger's y.Filter at its default sizing and
+// at 10 bits/key.
+func fuseFamilies(keys [][]byte) []filterbench.Family {
+	fams := []filterbench.Family{filterbench.PebbleBloom(10), filterbench.BadgerBloom(0), filterbench.BadgerBloom(10)}
+	for _, w := range fuseWidths {
+		size := filterBytes(binaryfuse.NewPolicy(w), keys)
+		fams = append(fams, filterbench.BinaryFuse(w),
+			filterbench.Cuckoo(budgetWithin(func(b float64) pebble.FilterPolicy { return tablefilter.NewPolicy(b) }, keys, size)),
+			filterbench.CuckooDensest(budgetWithin(func(b float64) pebble.FilterPolicy { return tablefilter.NewDensestPolicy(b) }, keys, size)))
+		if b := int(math.Round(float64(8*size) / float64(len(keys)))); b != 10 {
+			fams = append(fams, filterbench.PebbleBloom(b))
+		}
+	}
+	return fams
+}
+
+// budgetWithin is the largest budget, in hundredths of a bit per key, at
+// which the policy's filter over keys takes at most size bytes: the
+// budget counts the fingerprints' lines, not the block's header and
+// trailer, so it starts at size's bits per key and steps down by the
+// excess.
+func budgetWithin(policy func(bitsPerKey float64) pebble.FilterPolicy, keys [][]byte, size int) float64 {
+	perKey := func(bytes int) float64 { return float64(8*bytes) / float64(max(1, len(keys))) }
+	b := math.Floor(perKey(size)*100) / 100
+	for range 8 {
+		got := filterBytes(policy(b), keys)
+		if got <= size {
+			break
+		}
+		b -= math.Ceil(perKey(got-size)*100)/100 + 0.01
+	}
+	return b
+}
+
+func filterBytes(p pebble.FilterPolicy, keys [][]byte) int {
+	w := p.NewWriter(pebble.TableFilter)
+	for _, k := range keys {
+		w.AddKey(k)
+	}
+	return len(w.Finish(nil))
 }

@@ -60,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-db=false | -filters-only | -pebble-only]\n")
+		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-core B,B | -fuse] [-db=false | -filters-only | -pebble-only]\n")
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", false, "small run (about a minute) for CI and a first look")
@@ -73,6 +73,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	pebbleOnly := fs.Bool("pebble-only", false, "run only the Pebble database level")
 	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
 	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
+	fuse := fs.Bool("fuse", false, "filter level: binary fuse at widths 8, 10, 12 and 16 beside lsmcuckoo's default and densest layouts at each fuse's bits/key, Pebble's bloom and Badger's y.Filter")
 	core := fs.String("core", "", "filter level: only lsmcuckoo v3 (the default and densest), v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -143,6 +144,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		cfg.Families = coreFamilies(budgets...)
+	}
+	if *fuse {
+		if *core != "" {
+			return fmt.Errorf("-fuse and -core choose different line-ups")
+		}
+		cfg.lineup = fuseFamilies
 	}
 	cfg.Unaligned = *unaligned
 	if *pebbleOnly {
@@ -266,6 +273,9 @@ type filterConfig struct {
 	Families []filterbench.Family // filters to compare
 	Probes   int                  // absent keys for the FPR
 	filterbench.Options
+	// lineup, if set, replaces Families with a line-up drawn for each
+	// size's keys.
+	lineup func(keys [][]byte) []filterbench.Family
 }
 
 // runFilters measures every family at every size, on random keys drawn per
@@ -274,7 +284,12 @@ func runFilters(cfg filterConfig, progress func(string)) ([]filterbench.Result, 
 	absent := testkeys.Absent(cfg.Probes, 200)
 	var out []filterbench.Result
 	for _, n := range cfg.Sizes {
-		res := filterbench.Measure(cfg.Families, testkeys.Random(n, 16, 100), absent, cfg.Options, progress)
+		keys := testkeys.Random(n, 16, 100)
+		fams := cfg.Families
+		if cfg.lineup != nil {
+			fams = cfg.lineup(keys)
+		}
+		res := filterbench.Measure(fams, keys, absent, cfg.Options, progress)
 		for _, r := range res {
 			if r.FalseNegatives > 0 {
 				return nil, fmt.Errorf("%s, %d keys: %d false negatives (key %x): the comparison would be meaningless", r.Family, n, r.FalseNegatives, r.FalseNegative)

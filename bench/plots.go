@@ -133,12 +133,15 @@ func plotPebble(dir string, rep *dbbench.Report) (string, error) {
 }
 
 // pebbleColors tell the database level's policies apart: blues for bloom,
-// reds for lsmcuckoo, darker for per-level budgets.
+// reds for lsmcuckoo, darker for per-level budgets, purples for binary
+// fuse, darker for wider fingerprints.
 var pebbleColors = map[string]color.RGBA{
 	"pebble-bloom/progressive":   {R: 0x0b, G: 0x3c, B: 0x6e, A: 0xff},
 	"pebble-bloom/levels-10-fit": {R: 0x5a, G: 0x9b, B: 0xd5, A: 0xff},
 	"lsmcuckoo/levels-10":        {R: 0xf2, G: 0x8e, B: 0x2b, A: 0xff},
 	"lsmcuckoo/levels-10-fit":    {R: 0x8c, G: 0x10, B: 0x10, A: 0xff},
+	"binary-fuse/8":              {R: 0xc5, G: 0xb0, B: 0xd5, A: 0xff},
+	"binary-fuse/10":             {R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 }
 
 func policyColor(name string) color.Color {

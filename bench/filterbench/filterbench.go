@@ -12,12 +12,11 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/FastFilter/xorfilter"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/dgraph-io/badger/v4/y"
 
-	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/binaryfuse"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
@@ -127,53 +126,12 @@ func (f badgerFilter) MayContain(key []byte) bool { return y.Filter(f).MayContai
 func (f badgerFilter) Bytes() int                 { return len(f) }
 func (f badgerFilter) Copy(skew int) filter       { return badgerFilter(skewed(f, skew)) }
 
-// BinaryFuse8 and BinaryFuse16 are FastFilter's binary fuse filters over the
-// keys' xxhash64, the same key hash this project uses.
-func BinaryFuse8() Family {
-	return Family{Name: "binary-fuse8", Kind: "binary-fuse", Param: 8, build: func(keys [][]byte) filter {
-		return fuseFilter[uint8]{mustFuse[uint8](keys)}
-	}}
-}
-
-// BinaryFuse16 is BinaryFuse8 with 16-bit fingerprints.
-func BinaryFuse16() Family {
-	return Family{Name: "binary-fuse16", Kind: "binary-fuse", Param: 16, build: func(keys [][]byte) filter {
-		return fuseFilter[uint16]{mustFuse[uint16](keys)}
-	}}
-}
-
-func mustFuse[T xorfilter.Unsigned](keys [][]byte) *xorfilter.BinaryFuse[T] {
-	hashes := make([]uint64, len(keys))
-	for i, k := range keys {
-		hashes[i] = keyhash.Hash(k)
-	}
-	f, err := xorfilter.NewBinaryFuse[T](hashes)
-	if err != nil {
-		// Only an empty key set fails; an empty filter rejects everything.
-		return &xorfilter.BinaryFuse[T]{}
-	}
-	return f
-}
-
-type fuseFilter[T xorfilter.Unsigned] struct{ f *xorfilter.BinaryFuse[T] }
-
-func (f fuseFilter[T]) MayContain(key []byte) bool {
-	if len(f.f.Fingerprints) == 0 {
-		return false
-	}
-	return f.f.Contains(keyhash.Hash(key))
-}
-func (f fuseFilter[T]) Bytes() int {
-	var zero T
-	return len(f.f.Fingerprints)*sizeOf(zero) + 28
-}
-func (f fuseFilter[T]) Copy(skew int) filter {
-	c := *f.f
-	var zero T
-	buf := make([]T, len(f.f.Fingerprints)+skew/sizeOf(zero))
-	c.Fingerprints = buf[skew/sizeOf(zero):]
-	copy(c.Fingerprints, f.f.Fingerprints)
-	return fuseFilter[T]{&c}
+// BinaryFuse is a binary fuse filter of w-bit fingerprints
+// (binaryfuse.NewPolicy; w one of binaryfuse.Widths): the structure of
+// Pebble master's binary fuse table filters, through the Pebble policy.
+func BinaryFuse(w int) Family {
+	return Family{Name: fmt.Sprintf("binary-fuse/%d", w), Kind: "binary-fuse", Param: float64(w),
+		Policy: binaryfuse.NewPolicy(w)}
 }
 
 // skewed copies b into a new allocation, starting skew bytes past a
@@ -184,15 +142,4 @@ func skewed(b []byte, skew int) []byte {
 	out := buf[start+skew : start+skew+len(b) : start+skew+len(b)]
 	copy(out, b)
 	return out
-}
-
-func sizeOf[T xorfilter.Unsigned](v T) int {
-	switch any(v).(type) {
-	case uint8:
-		return 1
-	case uint16:
-		return 2
-	default:
-		return 4
-	}
 }

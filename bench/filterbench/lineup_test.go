@@ -26,5 +26,5 @@ func testFamilies() []Family {
 		fams = append(fams, Cuckoo(float64(b)), CuckooDensest(float64(b)), cuckooV2(float64(b)), cuckooV1(float64(b)),
 			PebbleBloom(b), BadgerBloom(b))
 	}
-	return append(fams, Cuckoo(9.6), CuckooDensest(15.9), PebbleBloom(6), BadgerBloom(0), BinaryFuse8(), BinaryFuse16())
+	return append(fams, Cuckoo(9.6), CuckooDensest(15.9), PebbleBloom(6), BadgerBloom(0), BinaryFuse(4), BinaryFuse(8), BinaryFuse(10), BinaryFuse(12), BinaryFuse(16))
 }

@@ -35,6 +35,9 @@ func TestLayering(t *testing.T) {
 		// The benchmarks' public measurement surface stays filter-level:
 		// no store-level benchmark, no demo store.
 		{"bench/filterbench", []string{module + "/bench/internal/dbbench", module + "/bench/internal/membench", module + "/kvdemo"}},
+		// The binary fuse anchor is a Pebble policy and nothing of ours
+		// but the key hash.
+		{"bench/binaryfuse", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", module + "/kvdemo", module + "/bench/filterbench", badger}},
 		{"bench/internal/turn", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", module + "/kvdemo", pebble, badger}},
 		{"bench/internal/svgplot", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", module + "/kvdemo", pebble, badger}},
 	} {
