@@ -1,9 +1,12 @@
 // Command bench compares lsmcuckoo's filters with Pebble's and Badger's bloom
-// filters and FastFilter's binary fuse filters, side by side in one process,
-// and writes a Markdown report with SVG plots and the raw results as JSON.
+// filters and binary fuse filters (bench/binaryfuse, the structure of
+// Pebble master's), side by side in one process, and writes a Markdown
+// report with SVG plots and the raw results as JSON.
 //
 //	go run ./bench -quick -out report/   # about a minute
 //	go run ./bench -out report/          # the full run (about 15 minutes)
+//	go run ./bench -quick -fuse -filters-only -sizes 10000,30000,100000 -out fuse/
+//	                                     # against binary fuse at equal bytes
 //
 // Every measurement lives in a library package (bench/filterbench,
 // bench/internal/dbbench, bench/internal/membench) shared with the

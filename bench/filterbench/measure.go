@@ -28,8 +28,8 @@ type Options struct {
 // Measure builds every family over keys and probes it with absent, keys
 // none of them holds, interleaving the families within a repetition so
 // machine noise hits them alike, and returns each family's medians in the
-// order given. Each repetition starts one family later (turn.Order), so
-// no family always runs first, on a freshly collected heap and an idle
+// order given. Each repetition starts one family later, so no family
+// always runs first, on a freshly collected heap and an idle
 // processor, or always right after the same neighbour's cold copies.
 // progress, if not nil, is told each family as its turn starts.
 func Measure(fams []Family, keys, absent [][]byte, opts Options, progress func(family string)) []Result {
