@@ -44,6 +44,7 @@ fuzz:
 	$(GO) test ./kvdemo/internal/resp -run XXX -fuzz FuzzReadCommand -fuzztime 30s
 	$(GO) test ./kvdemo/internal/resp -run XXX -fuzz FuzzChunkedBulk -fuzztime 30s
 	$(GO) test ./dynamic -run XXX -fuzz FuzzIndexHistory -fuzztime 30s
+	$(GO) test ./bench/binaryfuse -run XXX -fuzz FuzzMayContain -fuzztime 30s
 
 vet:
 	$(GO) vet $(PKGS)
