@@ -82,7 +82,14 @@ func (s *Server) evictLocked(st *connState) {
 	s.evictions.Add(1)
 	close(st.evict)
 	st.c.SetReadDeadline(time.Now())
+	// A write in progress (replies the client does not read) gets a
+	// moment, as the final words do, not the rest of WriteTimeout.
+	st.c.SetWriteDeadline(time.Now().Add(evictedWriteGrace))
 }
+
+// evictedWriteGrace is how long a connection that lost its slot may go on
+// writing: time for the replies on their way and the reason it is closed.
+const evictedWriteGrace = time.Second
 
 // wasEvicted reports whether st has lost its slot.
 func wasEvicted(st *connState) bool {
