@@ -77,9 +77,10 @@ type Config struct {
 	RequestBudget int64
 	// EvictIdleAfter lets a new client in while every MaxConns slot is
 	// taken: it takes the slot of the connection that has gone longest
-	// without authenticating or, if none has, of the connection that has
-	// waited longest for its next command, once that is this long
-	// [1s; negative: never, and new clients are refused].
+	// without authenticating or, if every connection has authenticated,
+	// of the connection that has waited longest for its next command,
+	// once that is this long [1s; negative: never, and new clients are
+	// refused].
 	EvictIdleAfter time.Duration
 
 	// Password guessing (see authLimiter). FailedAuthInterval spaces out
