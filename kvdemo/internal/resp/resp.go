@@ -298,12 +298,11 @@ func (r *Reader) readInline() ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	args, err := SplitArgs(line)
+	// The count is checked as the line is split: a line of many short
+	// words would otherwise cost many times its length before refusal.
+	args, err := splitArgs(line, r.lim.MaxArgs)
 	if err != nil {
 		return nil, err
-	}
-	if len(args) > r.lim.MaxArgs {
-		return nil, protoErr("too many arguments in inline request")
 	}
 	// The same sizes as an array's: the line's bound is the buffer's,
 	// which is larger than the limits a server tightens before AUTH.
@@ -322,7 +321,11 @@ func (r *Reader) readInline() ([][]byte, error) {
 // SplitArgs splits an inline command line as Redis does: on spaces, with
 // "double quotes" (escapes \n \r \t \b \a \\ \" \xHH) and 'single quotes'
 // (escape \') grouping words.
-func SplitArgs(line []byte) ([][]byte, error) {
+func SplitArgs(line []byte) ([][]byte, error) { return splitArgs(line, 0) }
+
+// splitArgs is SplitArgs refusing, as soon as it is found, a word past
+// the first maxArgs (0: no limit).
+func splitArgs(line []byte, maxArgs int) ([][]byte, error) {
 	var args [][]byte
 	i := 0
 	for {
@@ -331,6 +334,9 @@ func SplitArgs(line []byte) ([][]byte, error) {
 		}
 		if i == len(line) {
 			return args, nil
+		}
+		if maxArgs > 0 && len(args) == maxArgs {
+			return nil, protoErr("too many arguments in inline request")
 		}
 		var cur []byte
 		inDouble, inSingle, done := false, false, false

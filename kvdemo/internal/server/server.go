@@ -77,9 +77,10 @@ type Config struct {
 	RequestBudget int64
 	// EvictIdleAfter lets a new client in while every MaxConns slot is
 	// taken: it takes the slot of the connection that has gone longest
-	// without authenticating or, if none has, of the connection that has
-	// waited longest for its next command, once that is this long
-	// [1s; negative: never, and new clients are refused].
+	// without authenticating or, if every connection has authenticated,
+	// of the connection that has waited longest for its next command,
+	// once that is this long [1s; negative: never, and new clients are
+	// refused].
 	EvictIdleAfter time.Duration
 
 	// Password guessing (see authLimiter). FailedAuthInterval spaces out
@@ -301,7 +302,7 @@ func (s *Server) handle(st *connState, id int64) {
 		c.Close()
 		s.wg.Done()
 	}()
-	tw := &timedWriter{c: c, timeout: s.cfg.WriteTimeout}
+	tw := &timedWriter{c: c, st: st, timeout: s.cfg.WriteTimeout}
 	w := resp.NewWriter(tw)
 	defer func() {
 		// A bug in a command must cost one connection, not the server
@@ -537,25 +538,45 @@ func (f flushingReader) Read(p []byte) (int, error) {
 // timedWriter gives every write to the connection WriteTimeout to
 // complete: the replies' buffer also writes through when a large reply
 // fills it, in the middle of a command. No write lasts past notAfter, if
-// set (the auth deadline of a connection that has not authenticated).
+// set (the auth deadline of a connection that has not authenticated), nor
+// more than evictedWriteGrace once the connection has lost its slot: its
+// slot counts as free at once, so a client that reads none of its replies
+// must not keep the connection open past MaxConns for WriteTimeout.
 type timedWriter struct {
 	c        net.Conn
+	st       *connState
 	timeout  time.Duration
 	notAfter time.Time
 }
 
 func (t *timedWriter) Write(p []byte) (int, error) {
-	if t.timeout > 0 || !t.notAfter.IsZero() {
+	evicted := wasEvicted(t.st)
+	if t.timeout > 0 || !t.notAfter.IsZero() || evicted {
+		now := time.Now()
 		var d time.Time
 		if t.timeout > 0 {
-			d = time.Now().Add(t.timeout)
+			d = now.Add(t.timeout)
 		}
-		if !t.notAfter.IsZero() && (d.IsZero() || t.notAfter.Before(d)) {
-			d = t.notAfter
+		d = sooner(d, t.notAfter)
+		if evicted {
+			d = sooner(d, now.Add(evictedWriteGrace))
 		}
 		t.c.SetWriteDeadline(d)
+		if !evicted && wasEvicted(t.st) {
+			// The eviction's own deadline (evictLocked) may just have
+			// been replaced: look again.
+			t.c.SetWriteDeadline(sooner(d, time.Now().Add(evictedWriteGrace)))
+		}
 	}
 	return t.c.Write(p)
+}
+
+// sooner is the earlier of two deadlines, zero meaning none.
+func sooner(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // session is one connection's state.

@@ -45,32 +45,43 @@ type connState struct {
 // victim returns the connection whose slot a new client at now takes, or
 // nil if none may be taken: the one that has gone longest without
 // authenticating, or else the one that has waited longest for its next
-// command, if that is at least EvictIdleAfter. s.mu is held.
+// command, if that is at least EvictIdleAfter. While any connection has
+// not authenticated, authenticated ones keep their slots: the newcomer
+// has not authenticated either, and clients without the password, by
+// connecting faster than they grow old enough to be evicted, would
+// otherwise close every idle authenticated session. s.mu is held.
 func (s *Server) victim(now time.Time) *connState {
 	if s.cfg.EvictIdleAfter < 0 {
 		return nil
 	}
 	cutoff := now.Add(-s.cfg.EvictIdleAfter).UnixNano()
-	var best *connState
-	var bestSince int64
-	bestUnauthed := false
+	var unauthed, idle *connState // the longest waiting of each kind
+	var unauthedSince, idleSince int64
+	anyUnauthed := false
 	for _, st := range s.conns {
 		if st.evicted {
 			continue
 		}
-		unauthed := !st.authed.Load()
-		since := st.idleSince.Load()
-		if unauthed {
-			since = st.connected.UnixNano()
-		}
-		if since == 0 || since > cutoff {
+		if !st.authed.Load() {
+			anyUnauthed = true
+			since := st.connected.UnixNano()
+			if since <= cutoff && (unauthed == nil || since < unauthedSince) {
+				unauthed, unauthedSince = st, since
+			}
 			continue
 		}
-		if best == nil || unauthed && !bestUnauthed || unauthed == bestUnauthed && since < bestSince {
-			best, bestSince, bestUnauthed = st, since, unauthed
+		since := st.idleSince.Load()
+		if since != 0 && since <= cutoff && (idle == nil || since < idleSince) {
+			idle, idleSince = st, since
 		}
 	}
-	return best
+	switch {
+	case unauthed != nil:
+		return unauthed
+	case anyUnauthed:
+		return nil
+	}
+	return idle
 }
 
 // evictLocked takes st's slot: its goroutine stops waiting, tells the
@@ -82,7 +93,14 @@ func (s *Server) evictLocked(st *connState) {
 	s.evictions.Add(1)
 	close(st.evict)
 	st.c.SetReadDeadline(time.Now())
+	// A write in progress (replies the client does not read) gets a
+	// moment, as the final words do, not the rest of WriteTimeout.
+	st.c.SetWriteDeadline(time.Now().Add(evictedWriteGrace))
 }
+
+// evictedWriteGrace is how long a connection that lost its slot may go on
+// writing: time for the replies on their way and the reason it is closed.
+const evictedWriteGrace = time.Second
 
 // wasEvicted reports whether st has lost its slot.
 func wasEvicted(st *connState) bool {
