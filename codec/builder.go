@@ -10,6 +10,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	freshseed "github.com/lsmcuckoo/lsmcuckoo/internal/seed"
 )
 
 // DefaultBitsPerKey is the budget used when Options names neither a budget
@@ -376,7 +377,7 @@ func (b *Builder) Finish(dst []byte) []byte {
 		b.rejectSeeds--
 		next := seed + 1
 		if b.opts.Seed == 0 {
-			next = randomSeed()
+			next = freshseed.New()
 		}
 		for _, pg := range b.pages {
 			for i, x := range pg {

@@ -2,7 +2,6 @@ package codec
 
 import (
 	"cmp"
-	"crypto/rand"
 	"encoding/binary"
 	"math"
 	"math/bits"
@@ -10,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	freshseed "github.com/lsmcuckoo/lsmcuckoo/internal/seed"
 )
 
 // Version-2 build limits. Each caps the cost an adversarial key set can
@@ -671,27 +671,13 @@ func budgetLines(bpk, n, trailer float64) uint32 {
 	return uint32(max(1, min(most, math.Floor((bpk*n-trailer)/lineBits))))
 }
 
-// randomSeed draws a non-zero seed from crypto/rand, so that nobody can
-// choose keys that collide in a filter before it is built.
-func randomSeed() uint32 {
-	var b [4]byte
-	for {
-		if _, err := rand.Read(b[:]); err != nil {
-			panic("codec: crypto/rand failed: " + err.Error()) // documented never to fail
-		}
-		if s := binary.LittleEndian.Uint32(b[:]); s != 0 {
-			return s
-		}
-	}
-}
-
 // finishV2 encodes the builder's hashes (raw, not yet mixed) as a
 // version-2 block appended to dst.
 func (b *Builder) finishV2(dst []byte) []byte {
 	pinned := b.opts.Seed != 0
 	seed := b.opts.Seed
 	if !pinned {
-		seed = randomSeed()
+		seed = freshseed.New()
 	}
 	plan := planV2(&b.opts, b.n)
 	b.stats = BuildStats{}
@@ -759,7 +745,7 @@ func (b *Builder) placeV2(dst []byte, plan v2Plan, prevSeed, seed uint32, pinned
 		if pinned {
 			seed = uint32(keyhash.Mix(uint64(seed), uint32(attempt+1))) | 1
 		} else {
-			seed = randomSeed()
+			seed = freshseed.New()
 		}
 	}
 	return nil, g, prevSeed, seed, false

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	freshseed "github.com/lsmcuckoo/lsmcuckoo/internal/seed"
 )
 
 // v3MaxLoad is the lowest load a line's capacity K is planned at for a
@@ -371,7 +372,7 @@ func (b *Builder) finishV3(dst []byte) []byte {
 	pinned := b.opts.Seed != 0
 	seed := b.opts.Seed
 	if !pinned {
-		seed = randomSeed()
+		seed = freshseed.New()
 	}
 	plan := planV3(&b.opts, b.n)
 	b.stats = BuildStats{}
@@ -440,7 +441,7 @@ func (b *Builder) placeV3(dst []byte, plan v3Plan, seed uint32, pinned bool) (ou
 		if pinned {
 			seed = uint32(keyhash.Mix(uint64(seed), uint32(attempt+1))) | 1
 		} else {
-			seed = randomSeed()
+			seed = freshseed.New()
 		}
 	}
 	return nil, last, seed, false
