@@ -1,6 +1,6 @@
 // Package layering holds one test: the module's packages depend on each
 // other in one direction, kvdemo and bench → tablefilter → codec and
-// dynamic → internal, and a store that wants one piece does not link the
+// dynamic → internal (codec → codec/internal → internal), and a store that wants one piece does not link the
 // engines it does not use.
 package layering
 
@@ -28,6 +28,11 @@ func TestLayering(t *testing.T) {
 		{"internal/keyhash", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"internal/semisort", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
+		{"codec/internal/frame", []string{module + "/codec\n", module + "/dynamic", module + "/tablefilter", pebble, badger}},
+		{"codec/internal/bucket", []string{module + "/codec\n", module + "/dynamic", module + "/tablefilter", pebble, badger}},
+		{"codec/internal/blockv1", []string{module + "/codec\n", module + "/dynamic", module + "/tablefilter", pebble, badger}},
+		{"codec/internal/linev2", []string{module + "/codec\n", module + "/dynamic", module + "/tablefilter", pebble, badger}},
+		{"codec/internal/linev3", []string{module + "/codec\n", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"codec", []string{module + "/dynamic", module + "/tablefilter", module + "/kvdemo", module + "/bench", pebble, badger}},
 		{"dynamic", []string{module + "/codec", module + "/tablefilter", module + "/kvdemo", module + "/bench", pebble, badger}},
 		{"tablefilter", []string{module + "/tablefilter/badgerfilter", module + "/kvdemo", module + "/bench", badger}},

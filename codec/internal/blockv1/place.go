@@ -1,17 +1,21 @@
-package codec
+package blockv1
 
-import "github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+import (
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+)
 
-// candidates derives, from a mixed key hash, the key's two candidate buckets
+// Candidates derives, from a mixed key hash, the key's two candidate buckets
 // inside its block of m buckets and its fingerprint. The builder and every
 // reader go through this one function.
 //
 // The block was chosen from the high 32 bits by multiply-shift; the low half
 // of that product is still uniform within the block and picks the first
 // bucket. The second bucket is another bucket of the same block, never the
-// first (so each key has eight slots when m > 1), from bits 16..31; the
+// first (so each key has eight bucket.Slots when m > 1), from bits 16..31; the
 // fingerprint comes from bits 0..15, which chose neither.
-func candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
+func Candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 	_, rest := keyhash.Reduce(keyhash.Hi(x), blocks)
 	i1, _ = keyhash.Reduce(rest, m)
 	i2 = i1
@@ -24,7 +28,7 @@ func candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 	return i1, i2, keyhash.Fingerprint(x, f)
 }
 
-// placer assigns the keys of one block to slots offline. A static filter
+// placer assigns the keys of one block to bucket.Slots offline. A static filter
 // knows every key before placing any, so instead of random-walk kicking it
 // solves the placement as a bipartite b-matching (keys on one side, buckets
 // of capacity 4 on the other) with augmenting paths found by breadth-first
@@ -36,16 +40,16 @@ func candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 //
 // The course report on cuckoo hashing with union-find cycle prediction
 // predicts failure before kicking. That test (keys per
-// connected component at most slots per bucket × buckets) is exact only for
-// single-slot buckets; with four slots a dense sub-cluster inside a roomy
+// connected component at most bucket.Slots per bucket × buckets) is exact only for
+// single-slot buckets; with four bucket.Slots a dense sub-cluster inside a roomy
 // component still fails. Here the BFS is itself exact and bounded by the
 // block (a few hundred buckets), so a failed attempt costs no more than the
 // prediction would, and it is the BFS that decides.
 type placer struct {
 	b1, b2 []uint32 // per key: candidate buckets
 	fp     []uint32 // per key: fingerprint
-	count  []uint8  // per bucket: occupied slots
-	slot   [][slots]int32
+	count  []uint8  // per bucket: occupied bucket.Slots
+	slot   [][bucket.Slots]int32
 	seen   []uint32 // per bucket: BFS generation that reached it
 	from   []int32  // per bucket: bucket the BFS came from
 	via    []int32  // per bucket: key whose move reaches it
@@ -54,24 +58,17 @@ type placer struct {
 }
 
 func (p *placer) reset(k, m int) {
-	p.b1 = resize(p.b1, k)
-	p.b2 = resize(p.b2, k)
-	p.fp = resize(p.fp, k)
-	p.count = resize(p.count, m)
+	p.b1 = frame.Resize(p.b1, k)
+	p.b2 = frame.Resize(p.b2, k)
+	p.fp = frame.Resize(p.fp, k)
+	p.count = frame.Resize(p.count, m)
 	clear(p.count)
-	p.slot = resize(p.slot, m)
-	p.seen = resize(p.seen, m)
+	p.slot = frame.Resize(p.slot, m)
+	p.seen = frame.Resize(p.seen, m)
 	clear(p.seen)
 	p.gen = 0
-	p.from = resize(p.from, m)
-	p.via = resize(p.via, m)
-}
-
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, n+n/4)
-	}
-	return s[:n]
+	p.from = frame.Resize(p.from, m)
+	p.via = frame.Resize(p.via, m)
 }
 
 // place tries to put every key of the block into m buckets.
@@ -81,7 +78,7 @@ func (p *placer) place(keys []uint64, blocks, m uint32, f uint) bool {
 		return true
 	}
 	for k, x := range keys {
-		p.b1[k], p.b2[k], p.fp[k] = candidates(x, blocks, m, f)
+		p.b1[k], p.b2[k], p.fp[k] = Candidates(x, blocks, m, f)
 	}
 	for k := range keys {
 		if !p.insert(int32(k)) {
@@ -113,7 +110,7 @@ func (p *placer) remove(k int32, bkt uint32) {
 func (p *placer) insert(k int32) bool {
 	a, b := p.b1[k], p.b2[k]
 	// Two-choice greedy: the emptier bucket keeps later BFS searches short.
-	if p.count[a] < slots || p.count[b] < slots {
+	if p.count[a] < bucket.Slots || p.count[b] < bucket.Slots {
 		if p.count[b] < p.count[a] {
 			a = b
 		}
@@ -136,7 +133,7 @@ func (p *placer) insert(k int32) bool {
 				continue
 			}
 			p.seen[v], p.from[v], p.via[v] = p.gen, int32(u), e
-			if p.count[v] < slots {
+			if p.count[v] < bucket.Slots {
 				// Walk back: each key on the path moves one step on,
 				// freeing a slot in the bucket it left, until a root
 				// (one of k's buckets) has room for k.
@@ -158,11 +155,11 @@ func (p *placer) insert(k int32) bool {
 // appendBuckets encodes the block's buckets after a successful place.
 func (p *placer) appendBuckets(dst []uint64, f uint) []uint64 {
 	for u := range p.count {
-		var fps [slots]uint32
+		var fps [bucket.Slots]uint32
 		for j := uint8(0); j < p.count[u]; j++ {
 			fps[j] = p.fp[p.slot[u][j]]
 		}
-		dst = append(dst, encodeBucket(&fps, f))
+		dst = append(dst, bucket.Encode(&fps, f))
 	}
 	return dst
 }
