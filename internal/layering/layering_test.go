@@ -27,6 +27,7 @@ func TestLayering(t *testing.T) {
 	}{
 		{"internal/keyhash", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"internal/semisort", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
+		{"internal/relocate", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"codec/internal/frame", []string{module + "/codec\n", module + "/dynamic", module + "/tablefilter", pebble, badger}},
 		{"codec/internal/bucket", []string{module + "/codec\n", module + "/dynamic", module + "/tablefilter", pebble, badger}},

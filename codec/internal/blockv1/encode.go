@@ -24,7 +24,7 @@ const (
 	// 96.8% (15%), 1024-key blocks 97.0% (5.5%). A block of 1024 keys is
 	// about 1.2 KiB at f=10, so its two buckets still share a page.
 	DefaultBlockKeys = 1024
-	// DefaultMaxLoad is the highest planned fraction of occupied bucket.Slots, just
+	// DefaultMaxLoad is the highest planned fraction of occupied slots, just
 	// under the 97.7% orientability threshold of 2-choice, 4-slot cuckoo
 	// tables. Offline placement reaches it in most blocks; the rest get a
 	// bucket or two more. A high ceiling matters because the fingerprint
@@ -87,7 +87,7 @@ func chooseShape(o *frame.Sizing, d, blocks int, maxLoad float64) shape {
 	if !(budget > 0) { // NaN too
 		budget = frame.DefaultBitsPerKey
 	}
-	// Per key, bucket.Slots cost (f-1)/load bits; the fixed overhead is shared.
+	// Per key, slots cost (f-1)/load bits; the fixed overhead is shared.
 	perKey := budget
 	if d > 0 {
 		perKey = budget - overhead/float64(d)

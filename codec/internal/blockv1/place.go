@@ -4,6 +4,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
 )
 
 // Candidates derives, from a mixed key hash, the key's two candidate buckets
@@ -13,7 +14,7 @@ import (
 // The block was chosen from the high 32 bits by multiply-shift; the low half
 // of that product is still uniform within the block and picks the first
 // bucket. The second bucket is another bucket of the same block, never the
-// first (so each key has eight bucket.Slots when m > 1), from bits 16..31; the
+// first (so each key has eight slots when m > 1), from bits 16..31; the
 // fingerprint comes from bits 0..15, which chose neither.
 func Candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 	_, rest := keyhash.Reduce(keyhash.Hi(x), blocks)
@@ -28,7 +29,7 @@ func Candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 	return i1, i2, keyhash.Fingerprint(x, f)
 }
 
-// placer assigns the keys of one block to bucket.Slots offline. A static filter
+// placer assigns the keys of one block to slots offline. A static filter
 // knows every key before placing any, so instead of random-walk kicking it
 // solves the placement as a bipartite b-matching (keys on one side, buckets
 // of capacity 4 on the other) with augmenting paths found by breadth-first
@@ -40,21 +41,30 @@ func Candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 //
 // The course report on cuckoo hashing with union-find cycle prediction
 // predicts failure before kicking. That test (keys per
-// connected component at most bucket.Slots per bucket × buckets) is exact only for
-// single-slot buckets; with four bucket.Slots a dense sub-cluster inside a roomy
+// connected component at most slots per bucket × buckets) is exact only for
+// single-slot buckets; with four slots a dense sub-cluster inside a roomy
 // component still fails. Here the BFS is itself exact and bounded by the
 // block (a few hundred buckets), so a failed attempt costs no more than the
 // prediction would, and it is the BFS that decides.
 type placer struct {
 	b1, b2 []uint32 // per key: candidate buckets
 	fp     []uint32 // per key: fingerprint
-	count  []uint8  // per bucket: occupied bucket.Slots
+	count  []uint8  // per bucket: occupied slots
 	slot   [][bucket.Slots]int32
-	seen   []uint32 // per bucket: BFS generation that reached it
-	from   []int32  // per bucket: bucket the BFS came from
-	via    []int32  // per bucket: key whose move reaches it
-	queue  []int32
-	gen    uint32
+	search relocate.Search
+}
+
+// table is the placer as relocate.Find reads it.
+type table struct{ p *placer }
+
+func (t table) Room(b uint32) bool    { return t.p.count[b] < bucket.Slots }
+func (t table) Occupied(b uint32) int { return int(t.p.count[b]) }
+
+// Other is the other bucket of the key in slot j of bucket b: its buckets
+// sum to b and the other.
+func (t table) Other(b uint32, j int) uint32 {
+	e := t.p.slot[b][j]
+	return t.p.b1[e] + t.p.b2[e] - b
 }
 
 func (p *placer) reset(k, m int) {
@@ -64,11 +74,6 @@ func (p *placer) reset(k, m int) {
 	p.count = frame.Resize(p.count, m)
 	clear(p.count)
 	p.slot = frame.Resize(p.slot, m)
-	p.seen = frame.Resize(p.seen, m)
-	clear(p.seen)
-	p.gen = 0
-	p.from = frame.Resize(p.from, m)
-	p.via = frame.Resize(p.via, m)
 }
 
 // place tries to put every key of the block into m buckets.
@@ -117,39 +122,20 @@ func (p *placer) insert(k int32) bool {
 		p.put(k, a)
 		return true
 	}
-	p.gen++
-	p.queue = append(p.queue[:0], int32(a))
-	p.seen[a], p.from[a] = p.gen, -1
-	if b != a {
-		p.queue = append(p.queue, int32(b))
-		p.seen[b], p.from[b] = p.gen, -1
+	path, ok := relocate.Find(&p.search, table{p}, a, b, 0)
+	if !ok {
+		return false
 	}
-	for q := 0; q < len(p.queue); q++ {
-		u := uint32(p.queue[q])
-		for j := uint8(0); j < p.count[u]; j++ {
-			e := p.slot[u][j]
-			v := p.b1[e] + p.b2[e] - u // e's other bucket
-			if v == u || p.seen[v] == p.gen {
-				continue
-			}
-			p.seen[v], p.from[v], p.via[v] = p.gen, int32(u), e
-			if p.count[v] < bucket.Slots {
-				// Walk back: each key on the path moves one step on,
-				// freeing a slot in the bucket it left, until a root
-				// (one of k's buckets) has room for k.
-				for p.from[v] >= 0 {
-					u, e := uint32(p.from[v]), p.via[v]
-					p.remove(e, u)
-					p.put(e, v)
-					v = u
-				}
-				p.put(k, v)
-				return true
-			}
-			p.queue = append(p.queue, int32(v))
-		}
+	// Carried out from the far end, each move frees the slot the one
+	// before it fills, until a root has room for k.
+	for i := len(path) - 1; i >= 0; i-- {
+		st := path[i]
+		e := p.slot[st.From][st.Slot]
+		p.remove(e, st.From)
+		p.put(e, st.To)
 	}
-	return false
+	p.put(k, path[0].From)
+	return true
 }
 
 // appendBuckets encodes the block's buckets after a successful place.

@@ -30,13 +30,13 @@ type lineBucket struct {
 // load from anywhere in that array (a cache and TLB miss in a large filter).
 type slotKeys = [bucket.Slots]uint64
 
-// count returns the occupied bucket.Slots.
+// count returns the occupied slots.
 func (b *lineBucket) count() uint8 { return uint8(bits.Len64(b.fp)+15) >> 4 }
 
 func (b *lineBucket) fpAt(j uint8) uint16 { return uint16(b.fp >> (16 * j)) }
 
 // fpMatches has bit 16j+15 set for each slot j holding fp (fp != 0, so
-// empty bucket.Slots never match): a SWAR zero-lane test, no loop, no branch.
+// empty slots never match): a SWAR zero-lane test, no loop, no branch.
 func (b *lineBucket) fpMatches(fp uint16) uint64 {
 	const lo, hi = 0x0001_0001_0001_0001, 0x8000_8000_8000_8000
 	v := b.fp ^ uint64(fp)*lo
@@ -112,7 +112,7 @@ func (p *placer) search(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uin
 	}
 	// Breadth-first search for a chain of moves inside the line. Every
 	// bucket it queues is full (the roots are, and a bucket with room ends
-	// the search), so each has exactly bucket.Slots keys to follow. A line has at
+	// the search), so each has exactly slots keys to follow. A line has at
 	// most 31 buckets: the visited set is one word.
 	q := &p.bfsQ
 	q[0], q[1] = uint8(i1), uint8(i2)
@@ -240,7 +240,7 @@ func roomMask(bk []lineBucket) uint32 {
 	return m
 }
 
-// residents returns, as bit masks of bucket.Slots, the primary residents of a
+// residents returns, as bit masks of slots, the primary residents of a
 // full bucket (the secondary ones never leave again) and those of them
 // whose overflow bit is set in mask. A secondary resident's meta is at
 // least 64, so mask>>meta is 0 for it.
