@@ -7,6 +7,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
 )
 
 // lineBucket is one bucket under placement. Each slot carries what a move
@@ -65,7 +66,8 @@ type placer struct {
 	// removed as unused.
 	touched uint64
 
-	// BFS scratch for one line (B <= 31 buckets).
+	relocation relocate.Search
+	// insertFull's scratch for one line (B <= 31 buckets).
 	from    [32]int8
 	via     [32]uint8 // slot, in bucket from[v], of the key that moves to v
 	bfsQ    [32]uint8
@@ -106,65 +108,41 @@ func (p *placer) insert(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uin
 // search is insert for a key that is no repeat and whose buckets are both
 // full.
 func (p *placer) search(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
+	// A line has at most 31 buckets, so a closure over bit masks tells at
+	// little cost whether any bucket with room is reachable; when none is,
+	// the line is full as far as x can reach, and insertFull chooses who
+	// leaves for their secondary line.
 	room := roomMask(bk)
-	if room == 0 {
+	if room == 0 || !reachesRoom(bk, uint32(1)<<i1|uint32(1)<<i2, room) {
 		return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
 	}
-	// Breadth-first search for a chain of moves inside the line. Every
-	// bucket it queues is full (the roots are, and a bucket with room ends
-	// the search), so each has exactly slots keys to follow. A line has at
-	// most 31 buckets: the visited set is one word.
-	q := &p.bfsQ
-	q[0], q[1] = uint8(i1), uint8(i2)
-	qn := 2
-	seen := uint32(1)<<i1 | uint32(1)<<i2
-	p.from[i1&31], p.from[i2&31] = -1, -1
-	for i := 0; i < qn; i++ {
-		if i == 2 && !reachesRoom(bk, seen, room) {
-			// Past the roots' own moves: when no bucket with room is
-			// reachable at all, the search would fail having visited
-			// every reachable bucket, which is all insertFull needs to
-			// know, and it picks the same resident with less work.
-			return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
-		}
-		u := q[i&31]
-		b := &bk[u]
-		// The first slot whose key can move to a bucket with room that
-		// the search has not seen ends it. (A bucket seen earlier from
-		// this one has no room, or the search would have ended there.)
-		w := binary.LittleEndian.Uint32(b.alt[:])
-		avail := room &^ seen
-		hit := avail>>(w&31)&1 | avail>>(w>>8&31)&1<<1 | avail>>(w>>16&31)&1<<2 | avail>>(w>>24&31)&1<<3
-		if hit != 0 {
-			j := uint8(bits.TrailingZeros32(hit))
-			v := uint8(w>>(8*j)) & 31
-			p.from[v], p.via[v] = int8(u), j
-			p.shift(bk, ks, x, fp, meta, i1, i2, v)
-			return true
-		}
-		seen, qn = p.queueFrom(w, u, seen, qn)
+	path, _ := relocate.Find(&p.relocation, lineTable(bk), i1, i2, 0)
+	// Carried out from the far end, each move frees the slot the one
+	// before it fills; then x takes the slot freed in its root.
+	for i := len(path) - 1; i >= 0; i-- {
+		st := path[i]
+		u, j := uint8(st.From), uint8(st.Slot)
+		src := &bk[u]
+		bk[st.To].put(&ks[st.To], ks[u][j], src.fpAt(j), u, src.meta[j])
+		src.remove(&ks[u], j)
 	}
-	// The line is full as far as x can reach. Somebody leaves for their
-	// secondary line: preferably a key whose overflow bit is already set,
-	// so that few bits are set and few lookups need a second line.
-	mask := p.ovMask[ln]
-	if meta != secondaryMeta && mask>>meta&1 != 0 {
-		p.overflow(x, ln, meta)
-		return true
+	root := path[0].From
+	alt := uint8(i2)
+	if root == i2 {
+		alt = uint8(i1)
 	}
-	vu, vj, best := uint8(0), uint8(0), 0
-	for _, u := range q[:qn] {
-		primary, set := residents(&bk[u], mask)
-		if set != 0 {
-			vu, vj, best = u, uint8(bits.TrailingZeros8(set)), 2
-			break
-		}
-		if best == 0 && primary != 0 {
-			vu, vj, best = u, uint8(bits.TrailingZeros8(primary)), 1
-		}
-	}
-	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
+	bk[root].put(&ks[root], x, fp, alt, meta)
+	return true
 }
+
+// lineTable is a line's buckets as relocate.Find reads them: a slot's
+// other bucket is in alt, and a bucket has room while its last lane is
+// empty (lanes fill from the first).
+type lineTable []lineBucket
+
+func (t lineTable) Room(b uint32) bool           { return t[b].fp>>(16*(bucket.Slots-1)) == 0 }
+func (t lineTable) Occupied(b uint32) int        { return int(t[b].count()) }
+func (t lineTable) Other(b uint32, j int) uint32 { return uint32(t[b].alt[j]) }
 
 // evict ends an insert that found no chain of moves to room: the key
 // leaves itself if it is primary and no resident with its overflow bit set
