@@ -96,10 +96,10 @@ func Decode(block []byte) (*Filter, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Filter{block: block, info: Info{Version: 3, Hash: HashKind(in.Kind), Keys: int(in.Keys), Seed: in.Seed, Bytes: in.Bytes,
-			BitsPerKey: in.BitsPerKey, ExpectedFPR: in.ExpectedFPR, AlwaysMaybe: in.AlwaysMaybe,
-			V3: V3Info{Lines: in.Lines, RemainderBits: int(in.Shape.R), Quotients: int(in.Shape.Q), LineCapacity: int(in.Shape.K),
-				SeededLines: in.SeededLines, Load: in.Load}}}, nil
+		info := commonInfo(3, in.Common)
+		info.V3 = V3Info{Lines: in.Lines, RemainderBits: int(in.Shape.R), Quotients: int(in.Shape.Q),
+			LineCapacity: int(in.Shape.K), SeededLines: in.SeededLines, Load: in.Load}
+		return &Filter{block: block, info: info}, nil
 	}
 	var h2 linev2.Header
 	if linev2.Read(block, &h2) {
@@ -107,9 +107,9 @@ func Decode(block []byte) (*Filter, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Filter{block: block, info: Info{Version: 2, Hash: HashKind(in.Kind), Keys: int(in.Keys), Seed: in.Seed, Bytes: in.Bytes,
-			BitsPerKey: in.BitsPerKey, ExpectedFPR: in.ExpectedFPR, AlwaysMaybe: in.AlwaysMaybe,
-			V2: V2Info{Lines: in.Lines, WideLines: in.WideLines, Buckets: in.Buckets, FingerprintBits: in.FingerprintBits, Load: in.Load}}}, nil
+		info := commonInfo(2, in.Common)
+		info.V2 = V2Info{Lines: in.Lines, WideLines: in.WideLines, Buckets: in.Buckets, FingerprintBits: in.FingerprintBits, Load: in.Load}
+		return &Filter{block: block, info: info}, nil
 	}
 	if n := len(block); n >= frame.TrailerSize && binary.LittleEndian.Uint32(block[n-36:]) == frame.MagicWord && block[n-32] > FormatVersion {
 		return nil, fmt.Errorf("%w %d (this reader knows 1, 2 and 3)", ErrVersion, block[n-32])
@@ -118,9 +118,15 @@ func Decode(block []byte) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{block: block, info: Info{Version: 1, Hash: HashKind(in.Kind), Keys: int(in.Keys), Seed: in.Seed, Bytes: in.Bytes,
-		BitsPerKey: in.BitsPerKey, ExpectedFPR: in.ExpectedFPR,
-		V1: V1Info{Blocks: in.Blocks, Buckets: in.Buckets, FingerprintBits: in.FingerprintBits, Load: in.Load}}}, nil
+	info := commonInfo(1, in.Common)
+	info.V1 = V1Info{Blocks: in.Blocks, Buckets: in.Buckets, FingerprintBits: in.FingerprintBits, Load: in.Load}
+	return &Filter{block: block, info: info}, nil
+}
+
+// commonInfo is the part of Info every version shares.
+func commonInfo(version int, c frame.Common) Info {
+	return Info{Version: version, Hash: HashKind(c.Kind), Keys: int(c.Keys), Seed: c.Seed, Bytes: c.Bytes,
+		BitsPerKey: c.BitsPerKey, ExpectedFPR: c.ExpectedFPR, AlwaysMaybe: c.AlwaysMaybe}
 }
 
 // MayContain is the package-level MayContain on the decoded block: for a

@@ -281,16 +281,11 @@ func (h *Header) MayContain(block []byte, x uint64) bool {
 
 // Info is what Decode reports of a version-1 block.
 type Info struct {
-	Kind            uint8
-	Keys            uint32
-	Seed            uint32
+	frame.Common
 	Blocks          int
 	Buckets         int
 	FingerprintBits int
-	Bytes           int
-	BitsPerKey      float64
 	Load            float64
-	ExpectedFPR     float64
 }
 
 // Decode verifies a whole version-1 block: what MayContain checks, the
@@ -341,15 +336,11 @@ func Decode(block []byte) (Info, error) {
 		load = float64(h.Keys) / (bucket.Slots * float64(h.Buckets))
 	}
 	return Info{
-		Kind:            h.Kind,
-		Keys:            h.Keys,
-		Seed:            h.Seed,
+		Common: frame.Common{Kind: h.Kind, Keys: h.Keys, Seed: h.Seed, Bytes: int(h.Size),
+			BitsPerKey: frame.BitsPerKey(h.Size, h.Keys), ExpectedFPR: bucket.ExpectedFPR(uint(h.FPBits), load)},
 		Blocks:          int(h.Blocks),
 		Buckets:         int(h.Buckets),
 		FingerprintBits: int(h.FPBits),
-		Bytes:           int(h.Size),
-		BitsPerKey:      frame.BitsPerKey(h.Size, h.Keys),
 		Load:            load,
-		ExpectedFPR:     bucket.ExpectedFPR(uint(h.FPBits), load),
 	}, nil
 }

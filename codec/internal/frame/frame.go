@@ -207,3 +207,35 @@ func AttemptLines(planned uint32, attempt int) uint32 {
 // SizeCap is the most lines any attempt may use for a plan of planned
 // lines.
 func SizeCap(planned uint32) float64 { return float64(AttemptLines(planned, Attempts-1)) }
+
+// Common is what Decode reports of a block of any version.
+type Common struct {
+	Kind        uint8
+	Keys        uint32
+	Seed        uint32
+	Bytes       int
+	BitsPerKey  float64
+	ExpectedFPR float64
+	AlwaysMaybe bool
+}
+
+// DecodeTrailer verifies the CRC-32C of a version-2 or version-3 block
+// whose trailer its version's reader accepted, and returns what the
+// trailer says; an always-maybe block must record no keys, and its
+// expected rate is 1; any other block's rate is its version's model, the
+// caller's to fill.
+func DecodeTrailer(block []byte, kind uint8, seed uint32, alwaysMaybe bool) (Common, error) {
+	n := len(block)
+	if err := VerifyChecksum(block[:n-4], binary.LittleEndian.Uint32(block[n-4:])); err != nil {
+		return Common{}, err
+	}
+	c := Common{Kind: kind, Keys: Keys(block), Seed: seed, Bytes: n, AlwaysMaybe: alwaysMaybe}
+	if alwaysMaybe {
+		if c.Keys != 0 {
+			return Common{}, fmt.Errorf("%w: an always-maybe block records %d keys", ErrCorrupt, c.Keys)
+		}
+		c.ExpectedFPR = 1
+	}
+	c.BitsPerKey = BitsPerKey(uint64(n), c.Keys)
+	return c, nil
+}

@@ -315,45 +315,27 @@ func secondaryHas(block []byte, x uint64) bool {
 
 // Info is what Decode reports of a version-2 block.
 type Info struct {
-	Kind            uint8
-	Keys            uint32
-	Seed            uint32
+	frame.Common
 	Lines           int
 	WideLines       int
 	Buckets         int
 	FingerprintBits int // of the narrow lines
-	Bytes           int
-	BitsPerKey      float64
 	Load            float64
-	ExpectedFPR     float64
-	AlwaysMaybe     bool
 }
 
 // Decode verifies a whole version-2 block whose trailer Read accepted into
 // h: the CRC-32C, every bucket's code and canonical order, and that the
 // stored fingerprints number exactly the trailer's keys.
 func Decode(block []byte, h *Header) (Info, error) {
-	n := len(block)
-	if err := frame.VerifyChecksum(block[:n-4], binary.LittleEndian.Uint32(block[n-4:])); err != nil {
+	c, err := frame.DecodeTrailer(block, h.Kind, h.Seed, h.Flags == FlagAlwaysMaybe)
+	if err != nil {
 		return Info{}, err
 	}
-	keys := frame.Keys(block)
-	info := Info{
-		Kind:            h.Kind,
-		Keys:            keys,
-		Seed:            h.Seed,
-		Lines:           int(h.Lines),
-		FingerprintBits: int(h.FPBits),
-		Bytes:           n,
-		AlwaysMaybe:     h.Flags == FlagAlwaysMaybe,
-	}
-	if info.AlwaysMaybe {
-		if keys != 0 {
-			return Info{}, fmt.Errorf("%w: an always-maybe block records %d keys", frame.ErrCorrupt, keys)
-		}
-		info.ExpectedFPR = 1
+	info := Info{Common: c, Lines: int(h.Lines), FingerprintBits: int(h.FPBits)}
+	if c.AlwaysMaybe {
 		return info, nil
 	}
+	keys := c.Keys
 	g := h.Geom()
 	stored := uint64(0)
 	for ln := uint32(0); ln < h.Lines; ln++ {
@@ -374,7 +356,6 @@ func Decode(block []byte, h *Header) (Info, error) {
 	info.Buckets = int(g.FirstBucket(h.Lines))
 	info.WideLines = int(g.Wide)
 	info.Load = float64(keys) / (bucket.Slots * float64(info.Buckets))
-	info.BitsPerKey = frame.BitsPerKey(uint64(n), keys)
 	wide := float64(g.Wide) / float64(h.Lines)
 	info.ExpectedFPR = (1 - wide) * bucket.ExpectedFPR(g.F, info.Load)
 	if g.Wide > 0 {

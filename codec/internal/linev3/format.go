@@ -366,46 +366,27 @@ func select64(w, j uint64) uint64 {
 
 // Info is what Decode reports of a version-3 block.
 type Info struct {
-	Kind        uint8
-	Keys        uint32
-	Seed        uint32
+	frame.Common
 	Lines       int
 	Shape       Shape
 	SeededLines bool
-	Bytes       int
-	BitsPerKey  float64
 	Load        float64
-	ExpectedFPR float64
-	AlwaysMaybe bool
 }
 
 // Decode verifies a whole version-3 block whose trailer Read accepted into
 // h: the CRC-32C, every line (CheckLine), and that the lines hold exactly
 // the trailer's keys.
 func Decode(block []byte, h *Header) (Info, error) {
-	n := len(block)
-	if err := frame.VerifyChecksum(block[:n-4], binary.LittleEndian.Uint32(block[n-4:])); err != nil {
+	c, err := frame.DecodeTrailer(block, h.Kind, h.Seed, h.AlwaysMaybe)
+	if err != nil {
 		return Info{}, err
 	}
-	keys := frame.Keys(block)
 	s := h.Shape
-	info := Info{
-		Kind:        h.Kind,
-		Keys:        keys,
-		Seed:        h.Seed,
-		Lines:       int(h.Lines),
-		Shape:       s,
-		SeededLines: h.SeededLines,
-		Bytes:       n,
-		AlwaysMaybe: h.AlwaysMaybe,
-	}
-	if info.AlwaysMaybe {
-		if keys != 0 {
-			return Info{}, fmt.Errorf("%w: an always-maybe block records %d keys", frame.ErrCorrupt, keys)
-		}
-		info.ExpectedFPR = 1
+	info := Info{Common: c, Lines: int(h.Lines), Shape: s, SeededLines: h.SeededLines}
+	if c.AlwaysMaybe {
 		return info, nil
 	}
+	keys := c.Keys
 	stored := uint64(0)
 	for ln := uint64(0); ln < uint64(h.Lines); ln++ {
 		c, err := CheckLine(block[ln*frame.LineBytes:(ln+1)*frame.LineBytes], s)
@@ -418,7 +399,6 @@ func Decode(block []byte, h *Header) (Info, error) {
 		return Info{}, fmt.Errorf("%w: %d remainders, trailer says %d keys", frame.ErrCorrupt, stored, keys)
 	}
 	info.Load = float64(keys) / (float64(h.Lines) * float64(s.K))
-	info.BitsPerKey = frame.BitsPerKey(uint64(n), keys)
 	info.ExpectedFPR = ExpectedFPR(s, float64(keys)/float64(h.Lines))
 	return info, nil
 }
