@@ -70,9 +70,8 @@ type Options struct {
 	// rate the budget buys, filling lines until a good share of negative
 	// lookups read a second line. By default the plan keeps that share
 	// small, so that a cold lookup waits for one cache miss, as a blocked
-	// bloom filter's does, at some cost in rate (README.md, "Which layout
-	// to run", has both); below 7 bits per key the default plan is the
-	// densest too. Readers do not care: a block records its shape.
+	// bloom filter's does, at some cost in rate; below 7 bits per key the
+	// default plan is the densest too. Readers do not care: a block records its shape.
 	Densest bool
 }
 

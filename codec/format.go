@@ -2,6 +2,10 @@ package codec
 
 import "github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 
+// The internal packages number the hash kinds and take the default budget
+// as codec does: a compile-time check that the numbers agree.
+var _ = [1]struct{}{}[HashKey64^frame.HashKey64|HashHost32^frame.HashHost32|(DefaultBitsPerKey^frame.DefaultBitsPerKey)]
+
 // FormatVersion is the version this package writes by default. Readers
 // read every version below and answer "maybe" for any other; FORMAT.md
 // has the bytes and the compatibility promise. What each version adds:
@@ -31,11 +35,11 @@ type HashKind uint8
 const (
 	// HashKey64 blocks hold 64-bit hashes of the keys themselves: xxhash64
 	// in version 1, MulHash in versions 2 and 3 (FORMAT.md).
-	HashKey64 HashKind = frame.HashKey64
+	HashKey64 HashKind = 0
 	// HashHost32 blocks hold 32-bit hashes computed by a host store (Badger's
 	// y.Hash). Only 32 bits reach the filter, which puts a floor of about
 	// keys/2^32 under the false-positive rate.
-	HashHost32 HashKind = frame.HashHost32
+	HashHost32 HashKind = 1
 )
 
 // Errors returned by Decode, wrapped with a description of what is wrong.

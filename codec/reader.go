@@ -28,8 +28,7 @@ func MayContain(block, key []byte) bool {
 	var h uint64
 	if linev3.UseBMI2 {
 		// The hash and version 3's common case in one call: in a loop of
-		// cold lookups every instruction costs throughput (the README's
-		// "Why a loop of cold lookups costs what it costs").
+		// cold lookups every instruction costs throughput.
 		o, x := linev3.ProbeBMI2(block, key)
 		if o <= linev3.Maybe {
 			return o == linev3.Maybe
@@ -39,8 +38,7 @@ func MayContain(block, key []byte) bool {
 		h = keyhash.MulHash(key)
 	}
 	// linedLookup, written out: a call level less under the lookup
-	// measurably speeds a loop of cold version-3 lookups (the README's
-	// "Which version to run").
+	// speeds a loop of cold version-3 lookups.
 	var maybe, ok bool
 	if frame.TrailerSays(block, linev2.Version) {
 		maybe, ok = linev2.Lookup(block, h, frame.HashKey64)

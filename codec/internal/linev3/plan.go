@@ -18,9 +18,8 @@ var MaxLoad = 0.95
 // SecondLineCap is the most of a filter's negative lookups that the
 // default plan lets read a second line (SecondLineShare): a lookup that
 // reads one waits for a second, dependent cache miss, which a blocked
-// bloom filter never pays; README.md ("Which layout to run") has what
-// the cap costs in rate and buys in lookup time. Densest filters fill
-// their lines further, for a lower rate.
+// bloom filter never pays. Densest filters fill their lines further, for
+// a lower rate.
 const SecondLineCap = 0.03
 
 // balancedMinBudget is the smallest budget, in bits per key, planned

@@ -8,7 +8,7 @@ package linev3
 // hash, and the Go lookups decide). Go emits several instructions for each
 // of POPCNT, the select of the q-th zero, and the variable shifts on the
 // default GOAMD64=v1; in a loop of cold lookups every instruction costs
-// throughput (README, "Why a loop of cold lookups costs what it costs").
+// throughput.
 //
 //go:noescape
 func ProbeBMI2(block, key []byte) (outcome, x uint64)
