@@ -42,8 +42,11 @@ type Step struct {
 type Search struct {
 	nodes []node
 	path  []Step
-	// seen is a set of buckets, open addressing: an entry is gen<<32 |
-	// bucket, so that a new search empties it by bumping gen.
+	// low holds the buckets below 64 the search reached, one bit each:
+	// small tables (a 64-byte line's buckets) never need more. seen is the
+	// set of the others, open addressing: an entry is gen<<32 | bucket, so
+	// that a new search empties it by bumping gen.
+	low  uint64
 	seen []uint64
 	gen  uint32
 }
@@ -102,8 +105,14 @@ func (s *Search) Reached(dst []uint32) []uint32 {
 	return dst
 }
 
+// PathTo returns the path from a root to the i-th bucket the last Find
+// reached (as Reached numbers them): the moves that would carry an item of
+// a root there, for a caller that frees a slot in that bucket itself. It
+// is valid until the next Find.
+func (s *Search) PathTo(i int) []Step { return s.walk(i) }
+
 func (s *Search) reset() {
-	s.nodes = s.nodes[:0]
+	s.nodes, s.low = s.nodes[:0], 0
 	if len(s.seen) == 0 {
 		s.seen = make([]uint64, 64)
 	}
@@ -116,6 +125,14 @@ func (s *Search) reset() {
 // visit adds bucket v, reached from node parent by its slot, unless the
 // search reached it before; it reports whether v is new.
 func (s *Search) visit(v uint32, parent, slot int32) bool {
+	if v < 64 {
+		if s.low>>v&1 != 0 {
+			return false
+		}
+		s.low |= 1 << v
+		s.nodes = append(s.nodes, node{v, parent, slot})
+		return true
+	}
 	if 2*(len(s.nodes)+1) > len(s.seen) {
 		s.grow()
 	}
@@ -138,6 +155,9 @@ func (s *Search) grow() {
 	s.seen = make([]uint64, 2*len(s.seen))
 	mask := uint64(len(s.seen) - 1)
 	for _, n := range s.nodes {
+		if n.bucket < 64 {
+			continue
+		}
 		i := hash(n.bucket) & mask
 		for uint32(s.seen[i]>>32) == s.gen {
 			i = (i + 1) & mask
@@ -148,7 +168,7 @@ func (s *Search) grow() {
 
 func hash(v uint32) uint64 { return uint64(v) * 0x9e3779b97f4a7c15 >> 32 }
 
-// walk returns the path from a root to node end.
+// walk returns the path from a root to node end (empty for a root).
 func (s *Search) walk(end int) []Step {
 	s.path = s.path[:0]
 	for c := end; s.nodes[c].parent >= 0; c = int(s.nodes[c].parent) {

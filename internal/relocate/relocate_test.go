@@ -163,6 +163,12 @@ func TestFindOrderAndLimit(t *testing.T) {
 	if got := s.Reached(nil); len(got) != 4 || got[0] != 0 || got[1] != 1 || got[2] != 2 || got[3] != 3 {
 		t.Fatalf("reached %v, want [0 1 2 3]", got)
 	}
+	if p := s.PathTo(2); len(p) != 1 || p[0] != (Step{From: 0, Slot: 0, To: 2}) {
+		t.Fatalf("path to bucket 2: %v", p)
+	}
+	if p := s.PathTo(1); len(p) != 0 {
+		t.Fatalf("path to root 1: %v", p)
+	}
 	path, ok = Find(&s, c, 1, 0, 0)
 	if !ok || path[0] != (Step{From: 1, Slot: 0, To: 4}) {
 		t.Fatalf("roots swapped: path %v, %v: want bucket 1's slot 0 to bucket 4", path, ok)

@@ -67,12 +67,10 @@ type placer struct {
 	touched uint64
 
 	relocation relocate.Search
-	// insertFull's scratch for one line (B <= 31 buckets).
-	from    [32]int8
-	via     [32]uint8 // slot, in bucket from[v], of the key that moves to v
-	bfsQ    [32]uint8
-	evicted int // primary residents pushed out by secondary placement
-	dups    int // repeats found in place of a slot
+	reached    []uint32         // the buckets insertFull's search reached
+	step       [1]relocate.Step // moveOne's path
+	evicted    int              // primary residents pushed out by secondary placement
+	dups       int              // repeats found in place of a slot
 }
 
 // move is a key waiting for its secondary line, with where it goes.
@@ -117,21 +115,7 @@ func (p *placer) search(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uin
 		return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
 	}
 	path, _ := relocate.Find(&p.relocation, lineTable(bk), i1, i2, 0)
-	// Carried out from the far end, each move frees the slot the one
-	// before it fills; then x takes the slot freed in its root.
-	for i := len(path) - 1; i >= 0; i-- {
-		st := path[i]
-		u, j := uint8(st.From), uint8(st.Slot)
-		src := &bk[u]
-		bk[st.To].put(&ks[st.To], ks[u][j], src.fpAt(j), u, src.meta[j])
-		src.remove(&ks[u], j)
-	}
-	root := path[0].From
-	alt := uint8(i2)
-	if root == i2 {
-		alt = uint8(i1)
-	}
-	bk[root].put(&ks[root], x, fp, alt, meta)
+	p.carry(bk, ks, path, i1, x, fp, meta, i1, i2)
 	return true
 }
 
@@ -147,8 +131,9 @@ func (t lineTable) Other(b uint32, j int) uint32 { return uint32(t[b].alt[j]) }
 // evict ends an insert that found no chain of moves to room: the key
 // leaves itself if it is primary and no resident with its overflow bit set
 // (best 2) was found; otherwise resident vj of bucket vu (of the best
-// kind found) leaves for its secondary line and the key takes its place.
-func (p *placer) evict(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uint32, fp uint16, meta, vu, vj uint8, best int) bool {
+// kind found), which path leads to from a root (vu is a root when path is
+// empty), leaves for its secondary line and the key takes its place.
+func (p *placer) evict(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8, path []relocate.Step, vu, vj uint8, best int) bool {
 	if best < 2 && meta != secondaryMeta {
 		p.overflow(x, ln, meta)
 		return true
@@ -162,7 +147,7 @@ func (p *placer) evict(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uint
 	if meta == secondaryMeta {
 		p.evicted++
 	}
-	p.shift(bk, ks, x, fp, meta, i1, i2, vu)
+	p.carry(bk, ks, path, uint32(vu), x, fp, meta, i1, i2)
 	return true
 }
 
@@ -186,27 +171,6 @@ func reachesRoom(bk []lineBucket, seen, room uint32) bool {
 		frontier = next
 	}
 	return false
-}
-
-// queueFrom is a step of the breadth-first search: it queues, in slot
-// order, the buckets not yet seen that the keys of bucket u (whose other
-// buckets are the bytes of alt) can move to, and returns the new seen set
-// and queue length. A line has at most 31 buckets, so index 31 of from
-// and via is free to take the writes for buckets already seen: the step
-// does not branch on whether a bucket is new (which goes either way at
-// random).
-func (p *placer) queueFrom(alt uint32, u uint8, seen uint32, qn int) (uint32, int) {
-	for j := uint8(0); j < bucket.Slots; j++ {
-		v := uint8(alt) & 31
-		alt >>= 8
-		isNew := ^seen >> v & 1
-		seen |= 1 << v
-		d := v | uint8(isNew-1)&31
-		p.from[d], p.via[d] = int8(u), j
-		p.bfsQ[qn&31] = v
-		qn += int(isNew)
-	}
-	return seen, qn
 }
 
 // roomMask has bit i set for each bucket i of the line with a free slot.
@@ -233,18 +197,17 @@ func residents(b *lineBucket, mask uint64) (primary, set uint8) {
 
 // insertFull is insert in a full line, deciding exactly as insert does
 // but with less work. No chain of moves can end in room, so a primary key
-// whose overflow bit is set leaves at once, and the search for a resident
-// to push out runs in step with the breadth-first search: insert would
-// pick the first suitable resident in the order the search queues
-// buckets, so the search stops as soon as the best kind is found, instead
-// of visiting every bucket first and scanning them all again.
+// whose overflow bit is set leaves at once; otherwise a resident leaves for
+// its secondary line: the first, in the order the relocation search
+// reaches buckets, whose overflow bit is set (best 2), or else the first
+// primary resident (best 1). The search for the best kind stops at the
+// first bucket that holds one, instead of visiting every bucket first.
 func (p *placer) insertFull(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uint32, fp uint16, meta uint8) bool {
 	mask := p.ovMask[ln]
 	if meta != secondaryMeta && mask>>meta&1 != 0 {
 		p.overflow(x, ln, meta)
 		return true
 	}
-	p.from[i1&31], p.from[i2&31] = -1, -1
 	if mask == 0 {
 		// No overflow bit is set in the line (it has just filled), so no
 		// resident is of the best kind and the search would visit every
@@ -257,30 +220,43 @@ func (p *placer) insertFull(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2
 		}
 		for _, u := range [2]uint8{uint8(i1), uint8(i2)} {
 			if primary, _ := residents(&bk[u&31], 0); primary != 0 {
-				return p.evict(bk, ks, x, ln, i1, i2, fp, meta, u, uint8(bits.TrailingZeros8(primary)), 1)
+				return p.evict(bk, ks, x, ln, i1, i2, fp, meta, nil, u, uint8(bits.TrailingZeros8(primary)), 1)
 			}
 		}
 	}
-	q := &p.bfsQ
-	q[0], q[1] = uint8(i1), uint8(i2)
-	qn := 2
-	seen := uint32(1)<<i1 | uint32(1)<<i2
-	vu, vj, best := uint8(0), uint8(0), 0
-	for i := 0; i < qn; i++ {
-		u := q[i&31]
-		b := &bk[u]
-		primary, set := residents(b, mask)
-		if set != 0 {
-			vu, vj, best = u, uint8(bits.TrailingZeros8(set)), 2
-			break
+	for _, u := range [2]uint8{uint8(i1), uint8(i2)} {
+		if _, set := residents(&bk[u&31], mask); set != 0 {
+			return p.evict(bk, ks, x, ln, i1, i2, fp, meta, nil, u, uint8(bits.TrailingZeros8(set)), 2)
 		}
-		if best == 0 && primary != 0 {
-			vu, vj, best = u, uint8(bits.TrailingZeros8(primary)), 1
-		}
-		seen, qn = p.queueFrom(binary.LittleEndian.Uint32(b.alt[:]), u, seen, qn)
 	}
-	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, vu, vj, best)
+	if path, ok := relocate.Find(&p.relocation, overflowTable{bk, mask}, i1, i2, 0); ok {
+		vu := uint8(path[len(path)-1].To)
+		_, set := residents(&bk[vu&31], mask)
+		return p.evict(bk, ks, x, ln, i1, i2, fp, meta, path, vu, uint8(bits.TrailingZeros8(set)), 2)
+	}
+	p.reached = p.relocation.Reached(p.reached[:0])
+	for i, u := range p.reached {
+		if primary, _ := residents(&bk[u&31], mask); primary != 0 {
+			return p.evict(bk, ks, x, ln, i1, i2, fp, meta, p.relocation.PathTo(i), uint8(u), uint8(bits.TrailingZeros8(primary)), 1)
+		}
+	}
+	return p.evict(bk, ks, x, ln, i1, i2, fp, meta, nil, 0, 0, 0)
 }
+
+// overflowTable is a full line as insertFull's search reads it: a bucket
+// "has room" when it holds a primary resident whose overflow bit (in
+// mask) is set, the resident that should leave first.
+type overflowTable struct {
+	bk   []lineBucket
+	mask uint64
+}
+
+func (t overflowTable) Room(b uint32) bool {
+	_, set := residents(&t.bk[b], t.mask)
+	return set != 0
+}
+func (t overflowTable) Occupied(b uint32) int        { return int(t.bk[b].count()) }
+func (t overflowTable) Other(b uint32, j int) uint32 { return uint32(t.bk[b].alt[j]) }
 
 // smallRound: a secondary round of fewer than lines/smallRound moves
 // is sorted by comparison rather than counted.
@@ -367,17 +343,17 @@ func (p *placer) placePrimary(bk []lineBucket, ks []slotKeys, xs []uint64, ln ui
 }
 
 // moveOne is the first step of insert's search for the key x whose
-// buckets i1 and i2 are both full: the first resident of i1, then of i2,
-// whose other bucket has room moves there and x takes its slot. It
-// reports whether it placed x.
+// buckets i1 and i2 are both full, without the search's set-up: the first
+// resident of i1, then of i2, whose other bucket has room moves there and
+// x takes its slot (the path relocate.Find would find first). It reports
+// whether it placed x.
 func (p *placer) moveOne(bk []lineBucket, ks []slotKeys, x uint64, i1, i2 uint32, fp uint16, meta uint8) bool {
 	for _, u := range [2]uint32{i1, i2} {
 		w := binary.LittleEndian.Uint32(bk[u].alt[:])
 		for j := uint8(0); j < bucket.Slots; j, w = j+1, w>>8 {
 			if v := uint8(w) & 31; bk[v].fp>>(16*(bucket.Slots-1)) == 0 {
-				p.from[u&31] = -1
-				p.from[v], p.via[v] = int8(u), j
-				p.shift(bk, ks, x, fp, meta, i1, i2, v)
+				p.step[0] = relocate.Step{From: u, Slot: int(j), To: uint32(v)}
+				p.carry(bk, ks, p.step[:], u, x, fp, meta, i1, i2)
 				return true
 			}
 		}
@@ -453,22 +429,26 @@ func (p *placer) line(ln uint32) ([]lineBucket, []slotKeys) {
 	return p.bkt[first:end], p.keys[first:end]
 }
 
-// shift frees a slot in a root bucket (i1 or i2) by moving each key on the
-// BFS path one step towards v, which has room, then puts x in the root.
-func (p *placer) shift(bk []lineBucket, ks []slotKeys, x uint64, fp uint16, meta uint8, i1, i2 uint32, v uint8) {
-	for p.from[v] >= 0 {
-		u := uint8(p.from[v])
+// carry moves each key on path one step on, from the far end back (each
+// move fills the slot the one after it freed), then puts x, whose buckets
+// are i1 and i2, in the slot freed in the path's root (root itself when
+// the path is empty).
+func (p *placer) carry(bk []lineBucket, ks []slotKeys, path []relocate.Step, root uint32, x uint64, fp uint16, meta uint8, i1, i2 uint32) {
+	for i := len(path) - 1; i >= 0; i-- {
+		st := path[i]
+		u, j := uint8(st.From), uint8(st.Slot)
 		src := &bk[u]
-		j := p.via[v]
-		bk[v].put(&ks[v], ks[u][j], src.fpAt(j), u, src.meta[j])
+		bk[st.To].put(&ks[st.To], ks[u][j], src.fpAt(j), u, src.meta[j])
 		src.remove(&ks[u], j)
-		v = u
+	}
+	if len(path) > 0 {
+		root = path[0].From
 	}
 	alt := uint8(i2)
-	if uint32(v) == i2 {
+	if root == i2 {
 		alt = uint8(i1)
 	}
-	bk[v].put(&ks[v], x, fp, alt, meta)
+	bk[root].put(&ks[root], x, fp, alt, meta)
 }
 
 // overflow sets overflow bit ob of line ln and queues the key of
