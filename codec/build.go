@@ -158,7 +158,7 @@ type v1Writer struct {
 func (w *v1Writer) start(b *Builder) bool {
 	*w = v1Writer{b: b, enc: &b.s.v1,
 		params: blockv1.Params{Sizing: *b.sizing(), Kind: uint8(b.opts.Hash), BlockKeys: b.blockKeys, MaxLoad: b.maxLoad}}
-	w.enc.Placements = 0
+	w.enc.Placements, b.placements = 0, 0
 	return false
 }
 

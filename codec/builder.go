@@ -102,8 +102,9 @@ type Builder struct {
 	// key sets never reach.
 	rejectSeeds int
 	// exactVersion makes a version-3 Builder write version 3 at any
-	// budget, so that tests reach the small-budget shapes that older
-	// releases wrote and every reader must still read.
+	// budget, so that tests reach the small-budget shapes, which a block
+	// may hold and every reader must read, though the default writer
+	// writes version 2 there.
 	exactVersion bool
 	// placements counts version-1 block placements in the last Finish, so
 	// tests can bound the work crafted keys cause without timing it.

@@ -1,3 +1,10 @@
+// Package blockv1 is format version 1, blocks with an offset table: about
+// 1024 keys to a block, each block exactly the four-slot buckets (package
+// bucket) its keys need, and an offset table saying where each block
+// starts, behind a 32-byte header that every lookup checks. It holds the
+// layout, the lookup, Decode's checks, the sizing and the encoder, whose
+// placement runs relocate's breadth-first search over one block;
+// FORMAT.md has the byte diagram.
 package blockv1
 
 import (
