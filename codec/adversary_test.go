@@ -2,15 +2,15 @@ package codec
 
 import (
 	"fmt"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )

@@ -2,14 +2,14 @@ package codec
 
 import (
 	"encoding/binary"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"

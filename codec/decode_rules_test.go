@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"testing"
+
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
-	"testing"
-
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"

@@ -5,11 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,6 +12,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
-
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )

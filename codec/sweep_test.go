@@ -3,11 +3,11 @@ package codec
 import (
 	"flag"
 	"fmt"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )

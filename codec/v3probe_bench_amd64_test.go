@@ -2,7 +2,6 @@ package codec
 
 import (
 	"fmt"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 

@@ -1,11 +1,11 @@
 package codec
 
 import (
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"math/rand/v2"
 	"syscall"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )

@@ -3,10 +3,10 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )

@@ -1,14 +1,14 @@
-package codec
+package linev3
 
 import (
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
-	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 )
 
 // TestV3RunTooLong checks the builder's word-parallel test for a run of
-// more than linev3.MaxRun keys of one quotient against a count bit by bit: runs
+// more than MaxRun keys of one quotient against a count bit by bit: runs
 // of every length near the limit at every start near the header's word
 // boundaries and its end, and random headers, with bits past the header
 // (remainders) set, which must not count.
@@ -27,7 +27,7 @@ func TestV3RunTooLong(t *testing.T) {
 	}
 	check := func(w *[frame.LineBytes / 8]uint64, n int, what string) {
 		t.Helper()
-		if got, want := linev3.RunTooLong(w, n), longest(w, n) > linev3.MaxRun; got != want {
+		if got, want := RunTooLong(w, n), longest(w, n) > MaxRun; got != want {
 			t.Fatalf("%s: header of %d bits, longest run %d: got %v", what, n, longest(w, n), got)
 		}
 	}
@@ -36,12 +36,12 @@ func TestV3RunTooLong(t *testing.T) {
 			w[i>>6] |= 1 << (i & 63)
 		}
 	}
-	for _, n := range []int{1, 56, 57, 63, 64, 65, 100, 127, 128, 129, 150, 191, linev3.HeaderMax} {
+	for _, n := range []int{1, 56, 57, 63, 64, 65, 100, 127, 128, 129, 150, 191, HeaderMax} {
 		for start := range n {
 			if start > 8 && start < n-70 && (start-60)%64 > 8 {
 				continue // away from word boundaries and the end
 			}
-			for l := linev3.MaxRun - 2; l <= linev3.MaxRun+2; l++ {
+			for l := MaxRun - 2; l <= MaxRun+2; l++ {
 				var w [frame.LineBytes / 8]uint64
 				set(&w, start, start+l)
 				check(&w, n, "one run")
@@ -56,11 +56,11 @@ func TestV3RunTooLong(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 100_000 {
 		var w [frame.LineBytes / 8]uint64
-		n := 1 + r.IntN(linev3.HeaderMax)
+		n := 1 + r.IntN(HeaderMax)
 		for pos := 0; pos < frame.LineBits; {
 			l := r.IntN(4)
 			if r.IntN(3) == 0 {
-				l = linev3.MaxRun - 10 + r.IntN(20)
+				l = MaxRun - 10 + r.IntN(20)
 			}
 			set(&w, pos, pos+l)
 			pos += l + 1 + r.IntN(3)
