@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -25,7 +29,7 @@ import (
 // to key hashes.
 func craft(t *testing.T, n int, seed uint32, gen func() uint64, want func(x uint64) bool) []uint64 {
 	t.Helper()
-	inv := keyhash.ModInverse(v2Multiplier(seed))
+	inv := keyhash.ModInverse(frame.Multiplier(seed))
 	out := make([]uint64, 0, n)
 	seen := map[uint64]bool{}
 	for tries := 0; len(out) < n; tries++ {
@@ -36,9 +40,9 @@ func craft(t *testing.T, n int, seed uint32, gen func() uint64, want func(x uint
 		if !want(x) {
 			continue
 		}
-		h := v2Unposition(x, inv)
-		if v2Position(h, v2Multiplier(seed)) != x {
-			t.Fatal("v2Unposition does not invert v2Position")
+		h := frame.Unposition(x, inv)
+		if frame.Position(h, frame.Multiplier(seed)) != x {
+			t.Fatal("frame.Unposition does not invert frame.Position")
 		}
 		if !seen[h] {
 			seen[h] = true
@@ -75,7 +79,7 @@ func mustHoldHashes(t *testing.T, name string, block []byte, hashes []uint64) {
 		t.Fatalf("%s: %v", name, err)
 	}
 	for _, h := range hashes {
-		if maybe, ok := v2Lookup(block, h, HashKey64); !ok || !maybe {
+		if maybe, ok := linev2.Lookup(block, h, uint8(HashKey64)); !ok || !maybe {
 			t.Fatalf("%s: false negative for hash %#x (v2 %v)", name, h, ok)
 		}
 	}
@@ -87,15 +91,15 @@ func TestAdversarialOneLine(t *testing.T) {
 	for _, n := range []int{1000, 20_000} {
 		for _, bpk := range []float64{8, 10, 16} {
 			o := Options{BitsPerKey: bpk, Seed: seed, Version: 2}
-			plan := planV2(&o, n)
-			g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
+			plan := linev2.PlanFor(sizingOf(&o), n)
+			g := &linev2.Geom{F: plan.F, Lines: plan.Lines, Wide: linev2.WideLines(plan.Lines, plan.Wide)}
 			// Every key in line 0, half of them also on one bucket pair and
 			// one overflow bit.
-			inLine0 := func(x uint64) bool { return v2Primary(x, g).line == 0 }
-			hashes := craft(t, n/2, seed, inLines(r, plan.lines, 1), inLine0)
-			hashes = append(hashes, craft(t, n/2, seed, inLines(r, plan.lines, 1), func(x uint64) bool {
-				p := v2Primary(x, g)
-				return p.line == 0 && p.i1 == 3 && p.ob == 1
+			inLine0 := func(x uint64) bool { return linev2.Primary(x, g).Line == 0 }
+			hashes := craft(t, n/2, seed, inLines(r, plan.Lines, 1), inLine0)
+			hashes = append(hashes, craft(t, n/2, seed, inLines(r, plan.Lines, 1), func(x uint64) bool {
+				p := linev2.Primary(x, g)
+				return p.Line == 0 && p.I1 == 3 && p.OB == 1
 			})...)
 			start := time.Now()
 			block, st := buildHashes(o, hashes)
@@ -107,7 +111,7 @@ func TestAdversarialOneLine(t *testing.T) {
 			// The pinned seed is known to the attacker, so the first
 			// attempt may fail; the next seed is one the keys were not
 			// made for. The size stays within the cap either way.
-			if !st.Fallback && float64(len(block)) > v2SizeCap(plan.lines)*lineBytes+v2TrailerSize {
+			if !st.Fallback && float64(len(block)) > frame.SizeCap(plan.Lines)*frame.LineBytes+frame.TrailerSize {
 				t.Errorf("%s: %d bytes, past the size cap", name, len(block))
 			}
 			if st.Fallback {
@@ -125,10 +129,10 @@ func TestAdversarialNeighbours(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	n := 30_000
 	o := Options{BitsPerKey: 10, Seed: seed, Version: 2}
-	plan := planV2(&o, n)
-	g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
-	hashes := craft(t, n, seed, inLines(r, plan.lines, 8), func(x uint64) bool {
-		return v2Primary(x, g).line < 8 && v2Secondary(x, g).line < 8
+	plan := linev2.PlanFor(sizingOf(&o), n)
+	g := &linev2.Geom{F: plan.F, Lines: plan.Lines, Wide: linev2.WideLines(plan.Lines, plan.Wide)}
+	hashes := craft(t, n, seed, inLines(r, plan.Lines, 8), func(x uint64) bool {
+		return linev2.Primary(x, g).Line < 8 && linev2.Secondary(x, g).Line < 8
 	})
 	block, st := buildHashes(o, hashes)
 	mustHoldHashes(t, "neighbours", block, hashes)
@@ -144,11 +148,11 @@ func TestAdversarialRandomSeedDefeatsCrafting(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	n := 20_000
 	o := Options{BitsPerKey: 10, Seed: 99, Version: 2}
-	plan := planV2(&o, n)
-	g := &v2Geom{f: plan.f, lines: plan.lines, wide: v2WideLines(plan.lines, plan.wide)}
-	hashes := craft(t, n, 99, inLines(r, plan.lines, 1), func(x uint64) bool {
-		p := v2Primary(x, g)
-		return p.line == 0 && p.i1 < 2
+	plan := linev2.PlanFor(sizingOf(&o), n)
+	g := &linev2.Geom{F: plan.F, Lines: plan.Lines, Wide: linev2.WideLines(plan.Lines, plan.Wide)}
+	hashes := craft(t, n, 99, inLines(r, plan.Lines, 1), func(x uint64) bool {
+		p := linev2.Primary(x, g)
+		return p.Line == 0 && p.I1 < 2
 	})
 	block, st := buildHashes(Options{BitsPerKey: 10, Version: 2}, hashes)
 	mustHoldHashes(t, "random seed", block, hashes)
@@ -165,19 +169,19 @@ func TestAdversarialRandomSeedDefeatsCrafting(t *testing.T) {
 func TestFallbackAnswersMaybe(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 41)
 	b := NewBuilder(Options{BitsPerKey: 10, Seed: 3, Version: 2})
-	b.rejectSeeds = v2Attempts
+	b.rejectSeeds = frame.Attempts
 	for _, k := range keys {
 		b.Add(k)
 	}
 	block := b.Finish(nil)
-	if st := b.Stats(); !st.Fallback || st.Reseeds != v2Attempts {
-		t.Fatalf("stats %+v, want a fallback after %d attempts", st, v2Attempts)
+	if st := b.Stats(); !st.Fallback || st.Reseeds != frame.Attempts {
+		t.Fatalf("stats %+v, want a fallback after %d attempts", st, frame.Attempts)
 	}
 	f, err := Decode(block)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info := f.Info(); !info.AlwaysMaybe || info.Version != 2 || len(block) != v2TrailerSize {
+	if info := f.Info(); !info.AlwaysMaybe || info.Version != 2 || len(block) != frame.TrailerSize {
 		t.Fatalf("info %+v, %d bytes", info, len(block))
 	}
 	for _, k := range append(keys[:100], testkeys.Absent(100, 1)...) {
@@ -187,7 +191,7 @@ func TestFallbackAnswersMaybe(t *testing.T) {
 	}
 	// The same under a host hash.
 	b = NewBuilder(Options{Hash: HashHost32, Seed: 3, Version: 2})
-	b.rejectSeeds = v2Attempts
+	b.rejectSeeds = frame.Attempts
 	b.AddHash32(7)
 	if block := b.Finish(nil); !MayContainHash32(block, 8) || !MayContainHash32(block, 7) {
 		t.Fatal("host32 always-maybe block answered absent")
@@ -217,8 +221,8 @@ func TestReseedV2(t *testing.T) {
 		t.Fatalf("block records seed %d, stats say %d", got, st.Seed)
 	}
 	// After two failures the line count grows: the third attempt is larger.
-	planned := planV2(&Options{BitsPerKey: 10, Version: 2}, len(keys)).lines
-	if lines := mustInfo(t, block).Lines; lines != int(v2AttemptLines(planned, 2)) || lines <= int(planned) {
+	planned := linev2.PlanFor(sizingOf(&Options{BitsPerKey: 10, Version: 2}), len(keys)).Lines
+	if lines := mustInfo(t, block).V2.Lines; lines != int(frame.AttemptLines(planned, 2)) || lines <= int(planned) {
 		t.Fatalf("third attempt used %d lines, plan %d", lines, planned)
 	}
 }
@@ -307,7 +311,7 @@ func TestSmallTablesSameBitsPerKey(t *testing.T) {
 // With spread, the keys go to every block instead of the first, each block
 // receiving about the keys it is planned for, but all in its first 8%.
 func craftV1(n, tableKeys int, seed uint32, spread bool, r *rand.Rand) []uint64 {
-	c := uint64((tableKeys + defaultBlockKeys - 1) / defaultBlockKeys)
+	c := uint64((tableKeys + blockv1.DefaultBlockKeys - 1) / blockv1.DefaultBlockKeys)
 	seen := map[uint64]bool{}
 	var out []uint64
 	for len(out) < n {
@@ -317,7 +321,7 @@ func craftV1(n, tableKeys int, seed uint32, spread bool, r *rand.Rand) []uint64 
 			hi += (j<<32 + c - 1) / c // the first hi of block j
 		}
 		x := hi<<32 | r.Uint64N(1<<12)<<16 | r.Uint64N(1<<16)
-		h := unposition(x, HashKey64, seed)
+		h := blockv1.Unposition(x, uint8(HashKey64), seed)
 		if !seen[h] {
 			seen[h] = true
 			out = append(out, h)
@@ -358,9 +362,9 @@ func testV1Crafted(t *testing.T, hashes []uint64, spread bool) {
 			}
 			block := b.Finish(nil)
 			st := b.Stats()
-			blocks := (len(hashes) + defaultBlockKeys - 1) / defaultBlockKeys
+			blocks := (len(hashes) + blockv1.DefaultBlockKeys - 1) / blockv1.DefaultBlockKeys
 			t.Logf("%s: %d placements, %d reseeds, seed %#x, %.1f bits/key, fallback %v", name, b.placements, st.Reseeds, st.Seed, float64(len(block)*8)/float64(len(hashes)), st.Fallback)
-			if limit := v1Attempts * blocks * (v1MaxBumps + 1); b.placements > limit {
+			if limit := frame.Attempts * blocks * (blockv1.MaxBumps + 1); b.placements > limit {
 				t.Errorf("%s: %d block placements, want at most %d", name, b.placements, limit)
 			}
 			if bits := float64(len(block)*8) / float64(len(hashes)); bits > 1.2*bpk && !st.Fallback {
@@ -382,13 +386,13 @@ func testV1Crafted(t *testing.T, hashes []uint64, spread bool) {
 // version-2 one when the block has no version-3 trailer, or the version-1
 // one when it has neither.
 func mayContainHash(block []byte, h uint64, kind HashKind) bool {
-	if maybe, ok := v3Lookup(block, h, kind); ok {
+	if maybe, ok := linev3.Lookup(block, h, uint8(kind)); ok {
 		return maybe
 	}
-	if maybe, ok := v2Lookup(block, h, kind); ok {
+	if maybe, ok := linev2.Lookup(block, h, uint8(kind)); ok {
 		return maybe
 	}
-	return v1MayContain(block, h, kind)
+	return blockv1.MayContain(block, h, uint8(kind))
 }
 
 // TestV1FallbackAnswersMaybe drives every version-1 attempt to fail: the
@@ -397,14 +401,14 @@ func mayContainHash(block []byte, h uint64, kind HashKind) bool {
 func TestV1FallbackAnswersMaybe(t *testing.T) {
 	for _, kind := range []HashKind{HashKey64, HashHost32} {
 		b := NewBuilder(Options{Version: 1, Hash: kind})
-		b.rejectSeeds = v1Attempts
+		b.rejectSeeds = frame.Attempts
 		for i := range 3000 {
 			b.addHash(uint64(i) * 0x9e3779b97f4a7c15)
 		}
 		block := b.Finish(nil)
 		st := b.Stats()
-		if !st.Fallback || st.Reseeds != v1Attempts || len(block) != v2TrailerSize {
-			t.Fatalf("kind %d: stats %+v, %d bytes; want the always-maybe block after %d attempts", kind, st, len(block), v1Attempts)
+		if !st.Fallback || st.Reseeds != frame.Attempts || len(block) != frame.TrailerSize {
+			t.Fatalf("kind %d: stats %+v, %d bytes; want the always-maybe block after %d attempts", kind, st, len(block), frame.Attempts)
 		}
 		f, err := Decode(block)
 		if err != nil || !f.Info().AlwaysMaybe {
@@ -424,8 +428,8 @@ func TestV1FallbackAnswersMaybe(t *testing.T) {
 // retry after the second seed is larger than the plan.
 func TestV2SizeCapBound(t *testing.T) {
 	for planned := uint32(1); planned <= 200_000; planned += 1 + planned/64 {
-		for attempt := 0; attempt < v2Attempts; attempt++ {
-			got := v2AttemptLines(planned, attempt)
+		for attempt := 0; attempt < frame.Attempts; attempt++ {
+			got := frame.AttemptLines(planned, attempt)
 			if float64(got) > 1.17*float64(planned)+2 {
 				t.Fatalf("plan %d lines, attempt %d: %d lines, over 17%% plus two", planned, attempt, got)
 			}
@@ -435,7 +439,7 @@ func TestV2SizeCapBound(t *testing.T) {
 		}
 	}
 	// A one-line plan really can end in three lines: "17%" alone would be false.
-	if got := v2AttemptLines(1, v2Attempts-1); got != 3 {
+	if got := frame.AttemptLines(1, frame.Attempts-1); got != 3 {
 		t.Fatalf("one-line plan's last attempt: %d lines", got)
 	}
 }

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
@@ -116,44 +119,44 @@ func anatomyCopies(block []byte, total int) [][]byte {
 // overflow bits clear: no lookup in it reads a second line. (Keys stored
 // in their secondary line are lost from it: only for timing absent keys.)
 func withoutOverflowBits(b *testing.B, block []byte) []byte {
-	var h v2Header
-	if !readV2(block, &h) {
+	var h linev2.Header
+	if !linev2.Read(block, &h) {
 		b.Fatal("not a version-2 block")
 	}
 	out := append([]byte(nil), block...)
-	g := h.geom()
-	for ln := range g.lines {
-		last := out[int(ln)*lineBytes+lineBytes-8:]
+	g := h.Geom()
+	for ln := range g.Lines {
+		last := out[int(ln)*frame.LineBytes+frame.LineBytes-8:]
 		w := binary.LittleEndian.Uint64(last)
-		binary.LittleEndian.PutUint64(last, w&(1<<g.shape(ln).ovShift-1))
+		binary.LittleEndian.PutUint64(last, w&(1<<g.Shape(ln).OvShift-1))
 	}
 	return out
 }
 
-// anatomyLine is the part of v2Lookup that finds the key's line and loads
+// anatomyLine is the part of linev2.Lookup that finds the key's line and loads
 // its two bucket words and overflow word, without the trailer's checks.
-func anatomyLine(block, key []byte) (bw1, bw2, ov uint64, fp uint32, s *probeShape) {
+func anatomyLine(block, key []byte) (bw1, bw2, ov uint64, fp uint32, s *linev2.ProbeShape) {
 	n := len(block)
 	w0 := binary.LittleEndian.Uint64(block[n-36:])
 	w1 := binary.LittleEndian.Uint64(block[n-28:])
 	f := uint(w0>>40) & 0xff
 	lines := uint64(uint32(w1))
-	wide := lines * (w0 >> 56 >> v2WideShift) >> 7
-	x := v2Position(keyhash.MulHash(key), v2Multiplier(uint32(w1>>32)))
+	wide := lines * (w0 >> 56 >> linev2.WideShift) >> 7
+	x := frame.Position(keyhash.MulHash(key), frame.Multiplier(uint32(w1>>32)))
 	p := (x >> 32) * lines
 	line := p >> 32
-	s = &probeShapes[(f<<1|uint((line-wide)>>63))&63]
-	bb, nb := uint64(s.bktBits), uint64(s.buckets)
+	s = &linev2.ProbeShapes[(f<<1|uint((line-wide)>>63))&63]
+	bb, nb := uint64(s.BktBits), uint64(s.Buckets)
 	i1 := (uint64(uint32(p)) * nb) >> 32
 	q := (x >> 16 & 0xffff) * (nb - 1)
 	i2 := i1 + 1 + q>>16
 	i2 -= nb & uint64(int64(nb-1-i2)>>63)
-	l := (*[lineBytes + 8]byte)(block[line*lineBytes:])
+	l := (*[frame.LineBytes + 8]byte)(block[line*frame.LineBytes:])
 	o1, o2 := i1*bb, i2*bb
-	bw1 = binary.LittleEndian.Uint64(l[o1>>3&(lineBytes-1):]) >> (o1 & 7)
-	bw2 = binary.LittleEndian.Uint64(l[o2>>3&(lineBytes-1):]) >> (o2 & 7)
-	ov = binary.LittleEndian.Uint64(l[lineBytes-8:]) >> (s.ovShift & 63)
-	return bw1, bw2, ov, 1 + uint32((x&0xffff)*uint64(s.fpMax)>>16), s
+	bw1 = binary.LittleEndian.Uint64(l[o1>>3&(frame.LineBytes-1):]) >> (o1 & 7)
+	bw2 = binary.LittleEndian.Uint64(l[o2>>3&(frame.LineBytes-1):]) >> (o2 & 7)
+	ov = binary.LittleEndian.Uint64(l[frame.LineBytes-8:]) >> (s.OvShift & 63)
+	return bw1, bw2, ov, 1 + uint32((x&0xffff)*uint64(s.FPMax)>>16), s
 }
 
 // anatomyBuckets loads what a lookup loads and tests nothing: its answer
@@ -167,9 +170,9 @@ func anatomyBuckets(block, key []byte) bool {
 // anatomyNibbles adds the semi-sorted nibble compare of both buckets.
 func anatomyNibbles(block, key []byte) bool {
 	bw1, bw2, _, fp, s := anatomyLine(block, key)
-	fpn := (fp >> (uint(s.low) & 31)) * 0x1111
-	x1 := uint32(semisort.NibblesOfCode[bw1&0xfff%nibbleCodes]) ^ fpn
-	x2 := uint32(semisort.NibblesOfCode[bw2&0xfff%nibbleCodes]) ^ fpn
+	fpn := (fp >> (uint(s.Low) & 31)) * 0x1111
+	x1 := uint32(semisort.NibblesOfCode[bw1&0xfff%bucket.NibbleCodes]) ^ fpn
+	x2 := uint32(semisort.NibblesOfCode[bw2&0xfff%bucket.NibbleCodes]) ^ fpn
 	eq1 := ^((x1&0x7777 + 0x7777) | x1) & 0x8888
 	eq2 := ^((x2&0x7777 + 0x7777) | x2) & 0x8888
 	return eq1&eq2 == 0x8888

@@ -5,12 +5,14 @@ import (
 	"math"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 // TestFalsePositiveTargetMonotone: asking for a lower false-positive rate
 // never yields a higher one. A target below what any filter reaches gets
-// the lowest rate there is (16-bit fingerprints at minLoad), as version 1
+// the lowest rate there is (16-bit fingerprints at bucket.MinLoad), as version 1
 // does. Version 2 used to fall back to 16-bit fingerprints at its highest
 // load instead: a target of 2e-5 planned 1.1e-4, while 2.5e-5 planned
 // 2.5e-5.
@@ -19,7 +21,7 @@ func TestFalsePositiveTargetMonotone(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "user%08d", i)
 	}
-	floor := expectedFPR(maxFPBits, minLoad)
+	floor := bucket.ExpectedFPR(bucket.MaxFPBits, bucket.MinLoad)
 	for _, v := range []int{1, 2, 3} {
 		prev := 1.0
 		for _, p := range []float64{1e-2, 1e-3, 1e-4, 5e-5, 3e-5, 2.5e-5, 2e-5, 1e-5, 1e-7, 1e-300} {
@@ -99,7 +101,7 @@ func TestOutOfOrderRepeatsPlacedAfterRemoval(t *testing.T) {
 		}
 		block := b.Finish(nil)
 		info := mustInfo(t, block)
-		if info.Keys != 2000 || info.BitsPerKey > 1.05*10+float64(8*v2TrailerSize)/2000 {
+		if info.Keys != 2000 || info.BitsPerKey > 1.05*10+float64(8*frame.TrailerSize)/2000 {
 			t.Errorf("seed %d: %d keys at %.1f bits/key", seed, info.Keys, info.BitsPerKey)
 		}
 		for i := range 2000 {
@@ -130,7 +132,7 @@ func TestRepeatsAnyOrderKeepBudget(t *testing.T) {
 				t.Fatalf("v%d: %d keys stored, want %d", v, info.Keys, len(distinct))
 			}
 			// Small filters may take 5% and their trailer over the budget.
-			if most := 1.05*bpk + float64(8*v2TrailerSize)/float64(len(distinct)); info.BitsPerKey > most {
+			if most := 1.05*bpk + float64(8*frame.TrailerSize)/float64(len(distinct)); info.BitsPerKey > most {
 				t.Errorf("v%d budget %v: %.1f bits per distinct key", v, bpk, info.BitsPerKey)
 			}
 			for _, k := range distinct {
@@ -149,7 +151,7 @@ func TestRepeatsAnyOrderKeepBudget(t *testing.T) {
 		}
 	}
 	block := b.Finish(nil)
-	if info := mustInfo(t, block); info.Keys != 2000 || info.BitsPerKey > 1.05*10+float64(8*v2TrailerSize)/2000 {
+	if info := mustInfo(t, block); info.Keys != 2000 || info.BitsPerKey > 1.05*10+float64(8*frame.TrailerSize)/2000 {
 		t.Errorf("host32: %d keys at %.1f bits/key", info.Keys, info.BitsPerKey)
 	}
 }

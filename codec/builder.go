@@ -1,14 +1,14 @@
 package codec
 
 import (
-	"encoding/binary"
-	"math"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 
-	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
@@ -70,18 +70,10 @@ type Options struct {
 	// rate the budget buys, filling lines until a good share of negative
 	// lookups read a second line. By default the plan keeps that share
 	// small, so that a cold lookup waits for one cache miss, as a blocked
-	// bloom filter's does, at some cost in rate (README.md, "Which layout
-	// to run", has both); below 7 bits per key the default plan is the
-	// densest too. Readers do not care: a block records its shape.
+	// bloom filter's does, at some cost in rate; below 7 bits per key the
+	// default plan is the densest too. Readers do not care: a block records its shape.
 	Densest bool
 }
-
-// sortBins is the number of bins sortBlock spreads a block over: as many as
-// the keys of a default block, so about one key lands in each.
-const (
-	sortBinBits = 10
-	sortBins    = 1 << sortBinBits
-)
 
 // hashPage is the unit in which a Builder stores hashes, so that a builder
 // holding n hashes uses 8n bytes plus at most one partly filled page, never
@@ -105,12 +97,14 @@ type Builder struct {
 	haveLast  bool
 	blockKeys int
 	maxLoad   float64
-	// rejectSeeds makes Finish discard that many successful encodings, so
-	// tests can drive the reseed path that real key sets never reach.
+	// rejectSeeds makes Finish count that many attempts as failed
+	// without making them, so tests can drive the reseed path that real
+	// key sets never reach.
 	rejectSeeds int
 	// exactVersion makes a version-3 Builder write version 3 at any
-	// budget, so that tests reach the small-budget shapes that older
-	// releases wrote and every reader must still read.
+	// budget, so that tests reach the small-budget shapes, which a block
+	// may hold and every reader must read, though the default writer
+	// writes version 2 there.
 	exactVersion bool
 	// placements counts version-1 block placements in the last Finish, so
 	// tests can bound the work crafted keys cause without timing it.
@@ -125,15 +119,10 @@ type Builder struct {
 // hash pages are pooled across builders (as Pebble's bloom writer pools its
 // hash blocks); a sync.Pool lets the GC reclaim them when idle.
 type scratch struct {
-	sorted  []uint64
-	counts  []uint32
-	fill    []uint32
-	binned  []uint64
-	bins    [sortBins + 1]uint32
-	bucketW []uint64
-	place   placer
-	v2      v2Placer
-	v3      v3Placer
+	sorted []uint64 // dropRepeats' buffer
+	v1     blockv1.Encoder
+	v2     linev2.Encoder
+	v3     linev3.Encoder
 }
 
 var (
@@ -190,50 +179,15 @@ func releaseWarmScratchAtGC() {
 // (and its collection) with other small objects.
 type gcTick struct{ _ *byte }
 
-// BuildStats describes the last block a Builder produced.
-type BuildStats struct {
-	Version         int     // format version of the block
-	Keys            int     // fingerprints stored (distinct keys)
-	FingerprintBits int     // f (version 2: of the narrow lines)
-	Buckets         int     // buckets
-	Load            float64 // keys / (4·buckets)
-	Reseeds         int     // placements abandoned and restarted under a new seed
-	Seed            uint32  // seed the block was built with
-	Bytes           int     // block size
-
-	// Versions 2 and 3.
-	Lines           int // 64-byte lines
-	WideLines       int // lines holding the wider fingerprints (FingerprintBits+1 bits; 15 when it is 13: FORMAT.md)
-	PrimaryOverflow int // keys that did not fit their primary line
-	Overflowed      int // keys stored in their secondary line (evictions included)
-	OverflowLines   int // lines with at least one overflow bit set
-	OverflowBits    int // overflow bits set, over all lines
-	// SecondLineShare is the expected share of negative lookups that read
-	// a second line: the set overflow bits of each line over its O, averaged.
-	SecondLineShare float64
-	Fallback        bool // placement failed under every cap: the block answers "maybe" for every key
-
-	// Version 3 (FingerprintBits is the remainder width r; OverflowLines
-	// counts lines whose threshold is below Q).
-	Quotients    int  // Q, quotients per line
-	LineCapacity int  // K, keys a line holds
-	SeededLines  bool // lines chosen by the seeded hash (keys crowded lines under the fixed one)
-
-	// Version 1.
-	Blocks       int     // blocks
-	PlannedLoad  float64 // load the sizing aimed for
-	BumpedBlocks int     // blocks that needed more buckets than planned
-}
-
 // NewBuilder returns a Builder for the given options.
 func NewBuilder(o Options) *Builder {
 	if o.FingerprintBits != 0 {
-		o.FingerprintBits = min(max(o.FingerprintBits, minFPBits), maxFPBits)
+		o.FingerprintBits = min(max(o.FingerprintBits, bucket.MinFPBits), bucket.MaxFPBits)
 	}
 	if o.Version != 1 && o.Version != 2 {
 		o.Version = FormatVersion
 	}
-	return &Builder{opts: o, blockKeys: defaultBlockKeys, maxLoad: defaultMaxLoad}
+	return &Builder{opts: o, blockKeys: blockv1.DefaultBlockKeys, maxLoad: blockv1.DefaultMaxLoad}
 }
 
 // Add records a key. The key is hashed at once and not retained.
@@ -244,7 +198,7 @@ func (b *Builder) Add(key []byte) {
 		panic("codec: Add needs Options.Hash == HashKey64 (a HashHost32 builder takes AddHash32 with the host's hash)")
 	}
 	var h uint64
-	if b.opts.Version == formatV1 {
+	if b.opts.Version == 1 {
 		h = keyhash.Hash(key)
 	} else {
 		h = keyhash.MulHash(key)
@@ -327,17 +281,14 @@ func (b *Builder) Reset() {
 }
 
 // Finish appends the encoded filter block to dst and returns it, then
-// resets the builder. It never fails and never drops a key. A version-2
-// placement that fails (only adversarial or astronomically unlucky key
-// sets do) is retried under a fresh seed, then in geometrically more lines
-// up to a cap; past the cap the block answers "maybe" for every key and
-// Stats().Fallback says so. A version-1 block whose keys cannot all be
-// placed gets another bucket, a few times; past that, or when one block
-// received far more keys than a block is planned for (keys aimed at it
-// under a known seed), placement restarts under a fresh seed from
-// crypto/rand (Seed+1, Seed+2, ... for a pinned non-zero Seed), a bounded
-// number of times, and past that Finish writes the version-2 block that
-// answers "maybe" for every key (Stats().Fallback).
+// resets the builder. It never fails and never drops a key. A placement
+// that fails (only key sets aimed at a known seed, or astronomically
+// unlucky ones, fail) is retried under a fresh seed from crypto/rand (for
+// a pinned Seed, one derived from it), and in versions 2 and 3 in
+// geometrically more lines, a bounded number of times; past that the
+// block answers "maybe" for every key and Stats().Fallback says so. (A
+// version-1 block whose keys cannot all be placed first gets a few more
+// buckets; its first attempt is under Seed as given.)
 func (b *Builder) Finish(dst []byte) []byte {
 	b.seal()
 	b.s = getScratch()
@@ -346,262 +297,16 @@ func (b *Builder) Finish(dst []byte) []byte {
 		b.s = nil
 		b.Reset()
 	}()
-	switch b.opts.Version {
-	case FormatVersion:
-		return b.finishV3(dst)
-	case 2:
-		return b.finishV2(dst)
+	var w writer
+	switch {
+	case b.opts.Version == 1:
+		w = &v1Writer{}
+	case b.opts.Version == 2 || !b.exactVersion && smallBudgetPrefersV2(&b.opts):
+		w = &v2Writer{}
+	default:
+		w = &v3Writer{}
 	}
-	// Version 1 works on hashes mixed under its seed; a reseed re-mixes
-	// them through Unmix, so nothing but the hashes is ever stored.
-	for _, pg := range b.pages {
-		for i, h := range pg {
-			pg[i] = position(h, b.opts.Hash, b.opts.Seed)
-		}
-	}
-	// The first attempt is under the seed as given (0 by default, which
-	// keeps version 1's lookups a mix shorter). Whoever knows the seed can
-	// aim keys at one block, so a retry must be under a seed they cannot
-	// know: the retries of an unpinned builder draw theirs from
-	// crypto/rand. (They used to take seed+1: a key set crafted for seeds
-	// 0, 1, 2, ... forced as many failed placements as it had parts.)
-	b.placements = 0
-	seed := b.opts.Seed
-	for attempt := 0; attempt < v1Attempts; attempt++ {
-		if out, ok := b.encode(dst, seed); ok && b.rejectSeeds <= 0 {
-			b.stats.Reseeds = attempt
-			b.stats.Seed = seed
-			return out
-		}
-		b.rejectSeeds--
-		next := seed + 1
-		if b.opts.Seed == 0 {
-			next = randomSeed()
-		}
-		for _, pg := range b.pages {
-			for i, x := range pg {
-				pg[i] = position(unposition(x, b.opts.Hash, seed), b.opts.Hash, next)
-			}
-		}
-		seed = next
-	}
-	return b.alwaysMaybe(dst, 0, seed, v1Attempts)
-}
-
-// alwaysMaybe appends the version-2 block that answers "maybe" for every
-// key (the fallback of both versions: a version-1 reader that predates
-// version 2 finds no version-1 header in it and answers "maybe" too).
-func (b *Builder) alwaysMaybe(dst []byte, f uint, seed uint32, attempts int) []byte {
-	out, blk := growBytes(dst, v2TrailerSize)
-	h := v2Header{fpBits: uint8(max(f, minFPBits)), kind: b.opts.Hash, flags: v2FlagAlwaysIn, seed: seed}
-	h.put(blk, 0)
-	binary.LittleEndian.PutUint32(blk[v2TrailerSize-4:], checksum(blk[:v2TrailerSize-4]))
-	b.stats = BuildStats{Version: 2, Reseeds: attempts, Fallback: true, Bytes: v2TrailerSize, FingerprintBits: int(h.fpBits), Seed: seed}
-	return out
-}
-
-// Version-1 build limits: each caps the work keys aimed at a known seed
-// can cause (a placement is linear in its block's keys times the BFS
-// length, and the BFS is bounded by the block).
-const (
-	// v1Attempts bounds the seeds one Finish tries.
-	v1Attempts = 4
-	// v1MaxBumps is how many buckets a block may get beyond its plan
-	// before the attempt is abandoned. Random keys need one or two at the
-	// planned 97% load (FORMAT.md, "Choosing the block size and load").
-	v1MaxBumps = 8
-	// v1MaxBlockFactor: an attempt is abandoned when a block receives more
-	// than this many times the keys a block is planned for (random keys
-	// exceed 1.2 times with a probability under 1e-9).
-	v1MaxBlockFactor = 2
-)
-
-// encode builds the block from mixed hashes under one seed; ok is false
-// when a block received more than v1MaxBlockFactor times the keys a block
-// is planned for, or could not be placed in v1MaxBumps buckets more than
-// its plan: only keys aimed at this seed do either.
-func (b *Builder) encode(dst []byte, seed uint32) ([]byte, bool) {
-	blocks := max(1, (b.n+b.blockKeys-1)/b.blockKeys)
-	c := uint32(blocks)
-
-	// Group the hashes by block with a counting sort. A block is a range
-	// of the high hash bits, so this is the first digit of a radix sort.
-	b.s.counts = slices.Grow(b.s.counts[:0], blocks+1)[:blocks+1]
-	clear(b.s.counts)
-	for _, pg := range b.pages {
-		for _, x := range pg {
-			blk, _ := keyhash.Reduce(keyhash.Hi(x), c)
-			b.s.counts[blk+1]++
-		}
-	}
-	for i := 1; i <= blocks; i++ {
-		b.s.counts[i] += b.s.counts[i-1]
-	}
-	b.s.sorted = slices.Grow(b.s.sorted[:0], b.n)[:b.n]
-	b.s.fill = append(b.s.fill[:0], b.s.counts[:blocks]...)
-	for _, pg := range b.pages {
-		for _, x := range pg {
-			blk, _ := keyhash.Reduce(keyhash.Hi(x), c)
-			b.s.sorted[b.s.fill[blk]] = x
-			b.s.fill[blk]++
-		}
-	}
-	// Sort and de-duplicate within each block, compacting in place; counts
-	// becomes the start of each block's distinct keys. Sorting makes the
-	// output depend on the key set only, never on the order keys arrived.
-	distinct := 0
-	for i := 0; i < blocks; i++ {
-		seg := b.sortBlock(b.s.sorted[b.s.counts[i]:b.s.counts[i+1]], c)
-		seg = slices.Compact(seg)
-		if len(seg) > v1MaxBlockFactor*b.blockKeys+slots*v1MaxBumps {
-			// Far more distinct keys than a block is planned for: they
-			// were aimed at it. Placing them would cost a BFS over the
-			// whole oversized block per key; a fresh seed spreads them.
-			return nil, false
-		}
-		b.s.counts[i] = uint32(distinct)
-		distinct += copy(b.s.sorted[distinct:], seg)
-	}
-	b.s.counts[blocks] = uint32(distinct)
-
-	sh := chooseShape(&b.opts, distinct, blocks, b.maxLoad)
-	f := sh.fpBits
-	perBucket := slots * sh.load
-
-	b.s.bucketW = b.s.bucketW[:0]
-	starts := make([]uint32, blocks+1)
-	bumped := 0
-	planned := 0
-	for i := 0; i < blocks; i++ {
-		keys := b.s.sorted[b.s.counts[i]:b.s.counts[i+1]]
-		// Plan from the cumulative count so rounding never accumulates.
-		plannedEnd := int(math.Ceil(float64(b.s.counts[i+1]) / perBucket))
-		m := max(plannedEnd-planned, (len(keys)+slots-1)/slots)
-		if len(keys) > 0 {
-			m = max(m, 1)
-		}
-		planned = plannedEnd
-		first := m
-		for {
-			b.placements++
-			if b.s.place.place(keys, c, uint32(m), f) {
-				break
-			}
-			m++
-			if m > first+v1MaxBumps {
-				return nil, false
-			}
-		}
-		if m > first {
-			bumped++
-		}
-		b.s.bucketW = b.s.place.appendBuckets(b.s.bucketW, f)
-		starts[i+1] = starts[i] + uint32(m)
-	}
-	n := starts[blocks]
-
-	h := header{
-		version: formatV1,
-		fpBits:  uint8(f),
-		kind:    b.opts.Hash,
-		keys:    uint32(distinct),
-		seed:    seed,
-		blocks:  c,
-		buckets: n,
-		stride:  uint32((uint64(n) << 16) / uint64(c)),
-	}
-	// Offset table: each block's start minus its expected start, in the
-	// narrowest offset-binary width that holds them all.
-	lo, hi := int64(0), int64(0)
-	for i := 0; i <= blocks; i++ {
-		d := int64(starts[i]) - h.expectedStart(uint32(i))
-		lo, hi = min(lo, d), max(hi, d)
-	}
-	for w := uint8(0); w <= maxDeltaW; w++ {
-		if w == 0 && lo == 0 && hi == 0 ||
-			w > 0 && lo >= -(int64(1)<<(w-1)) && hi < int64(1)<<(w-1) {
-			h.deltaW = w
-			break
-		}
-	}
-	h.layout()
-
-	out, block := growBytes(dst, int(h.size))
-	h.put(block)
-	if w := uint(h.deltaW); w > 0 {
-		for i := 0; i <= blocks; i++ {
-			d := int64(starts[i]) - h.expectedStart(uint32(i))
-			bitpack.Write(block, h.offStart*8+uint64(i)*uint64(w), w, uint64(d+int64(1)<<(w-1)))
-		}
-	}
-	bb := uint64(h.bucketBits())
-	for i, w := range b.s.bucketW {
-		bitpack.Write(block, h.bktStart*8+uint64(i)*bb, uint(bb), w)
-	}
-	binary.LittleEndian.PutUint32(block[h.size-trailerSize:], checksum(block[:h.size-trailerSize]))
-
-	b.stats = BuildStats{
-		Version:         formatV1,
-		Keys:            distinct,
-		Blocks:          blocks,
-		Buckets:         int(n),
-		FingerprintBits: int(f),
-		PlannedLoad:     sh.load,
-		Load:            float64(distinct) / math.Max(1, float64(slots)*float64(n)),
-		BumpedBlocks:    bumped,
-		Bytes:           int(h.size),
-	}
-	return out, true
-}
-
-// sortBlock sorts one block's hashes. Within a block the position bits
-// left over from choosing the block (keyhash.Reduce's rest) are uniform and
-// ordered like the hashes, so one counting pass on their top sortBinBits bits leaves
-// about one hash per bin and an insertion sort finishes in linear time:
-// several times faster than a comparison sort for a few hundred keys.
-func (b *Builder) sortBlock(seg []uint64, c uint32) []uint64 {
-	if len(seg) < 32 {
-		insertionSort(seg)
-		return seg
-	}
-	clear(b.s.bins[:])
-	for _, x := range seg {
-		_, rest := keyhash.Reduce(keyhash.Hi(x), c)
-		b.s.bins[rest>>(32-sortBinBits)+1]++
-	}
-	for i := 1; i < len(b.s.bins); i++ {
-		b.s.bins[i] += b.s.bins[i-1]
-	}
-	b.s.binned = resize(b.s.binned, len(seg))
-	for _, x := range seg {
-		_, rest := keyhash.Reduce(keyhash.Hi(x), c)
-		d := rest >> (32 - sortBinBits)
-		b.s.binned[b.s.bins[d]] = x
-		b.s.bins[d]++
-	}
-	insertionSort(b.s.binned)
-	copy(seg, b.s.binned)
-	return seg
-}
-
-func insertionSort(s []uint64) {
-	for i := 1; i < len(s); i++ {
-		v := s[i]
-		j := i
-		for ; j > 0 && s[j-1] > v; j-- {
-			s[j] = s[j-1]
-		}
-		s[j] = v
-	}
-}
-
-// growBytes extends dst by n zeroed bytes, returning the whole slice and the
-// new part.
-func growBytes(dst []byte, n int) (all, added []byte) {
-	l := len(dst)
-	dst = slices.Grow(dst, n)[:l+n]
-	clear(dst[l:])
-	return dst, dst[l:]
+	return b.finish(dst, w)
 }
 
 // Build is a convenience that encodes keys with the given options: a new

@@ -301,7 +301,7 @@ func TestFalsePositiveRate(t *testing.T) {
 			// of per-block load around its mean.
 			sigma := math.Sqrt(want * (1 - want) / float64(len(absent)))
 			if got > want*1.15+4*sigma || got < want*0.85-4*sigma {
-				t.Errorf("n=%d bpk=%v: FPR %.4f%%, theory %.4f%% (f=%d load=%.3f)", n, bpk, 100*got, 100*want, info.FingerprintBits, info.Load)
+				t.Errorf("n=%d bpk=%v: FPR %.4f%%, theory %.4f%% (r=%d load=%.3f)", n, bpk, 100*got, 100*want, info.V3.RemainderBits, info.V3.Load)
 			}
 			if info.BitsPerKey > bpk*1.05 {
 				t.Errorf("n=%d: %.2f bits/key spent for a budget of %v", n, info.BitsPerKey, bpk)

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/semisort"
@@ -16,15 +19,15 @@ import (
 // edit, so that only Decode's structural checks stand between the damage
 // and acceptance.
 func resealV1(b []byte) []byte {
-	binary.LittleEndian.PutUint32(b[28:], headerCheck(b))
+	binary.LittleEndian.PutUint32(b[28:], blockv1.HeaderCheck(b))
 	n := len(b)
-	binary.LittleEndian.PutUint32(b[n-4:], checksum(b[:n-4]))
+	binary.LittleEndian.PutUint32(b[n-4:], frame.Checksum(b[:n-4]))
 	return b
 }
 
 // buildV1Blocks builds a version-1 block of many small blocks, so that its
 // offset table has room to be made inconsistent.
-func buildV1Blocks(t *testing.T, keys [][]byte) ([]byte, header) {
+func buildV1Blocks(t *testing.T, keys [][]byte) ([]byte, blockv1.Header) {
 	t.Helper()
 	b := NewBuilder(Options{Version: 1, BitsPerKey: 10, Seed: 17})
 	b.blockKeys = 8
@@ -32,20 +35,20 @@ func buildV1Blocks(t *testing.T, keys [][]byte) ([]byte, header) {
 		b.Add(k)
 	}
 	block := b.Finish(nil)
-	var h header
-	if readHeader(block, &h) != headerOK || h.blocks < 3 || h.deltaW == 0 {
+	var h blockv1.Header
+	if blockv1.ReadHeader(block, &h) != blockv1.HeaderOK || h.Blocks < 3 || h.DeltaW == 0 {
 		t.Fatalf("want a version-1 block of several blocks with an offset table, got %+v", h)
 	}
 	return block, h
 }
 
 // setOffset writes the raw offset-table field of block i.
-func setOffset(block []byte, h *header, i uint32, raw uint64) {
-	bitpack.Write(block, h.offStart*8+uint64(i)*uint64(h.deltaW), uint(h.deltaW), raw)
+func setOffset(block []byte, h *blockv1.Header, i uint32, raw uint64) {
+	bitpack.Write(block, h.OffStart*8+uint64(i)*uint64(h.DeltaW), uint(h.DeltaW), raw)
 }
 
-func offset(block []byte, h *header, i uint32) uint64 {
-	return bitpack.Read(block, h.offStart*8+uint64(i)*uint64(h.deltaW), uint(h.deltaW))
+func offset(block []byte, h *blockv1.Header, i uint32) uint64 {
+	return bitpack.Read(block, h.OffStart*8+uint64(i)*uint64(h.DeltaW), uint(h.DeltaW))
 }
 
 // TestDecodeRejectsSealedInconsistencies makes blocks whose header check,
@@ -58,7 +61,7 @@ func TestDecodeRejectsSealedInconsistencies(t *testing.T) {
 	v1, h := buildV1Blocks(t, keys)
 	v2 := Build(keys, Options{BitsPerKey: 10, Seed: 72})
 	b := NewBuilder(Options{})
-	b.rejectSeeds = v2Attempts
+	b.rejectSeeds = frame.Attempts
 	b.Add([]byte("k"))
 	alwaysMaybe := b.Finish(nil)
 
@@ -76,11 +79,11 @@ func TestDecodeRejectsSealedInconsistencies(t *testing.T) {
 	}
 	// A block that starts before the one before it.
 	edit1("v1 offsets going backwards", func(b []byte) bool {
-		top := uint64(1)<<h.deltaW - 1
-		for i := uint32(1); i < h.blocks; i++ {
+		top := uint64(1)<<h.DeltaW - 1
+		for i := uint32(1); i < h.Blocks; i++ {
 			setOffset(b, &h, i, top)
 			setOffset(b, &h, i+1, 0)
-			if h.blockStart(b, i+1) < h.blockStart(b, i) && h.blockStart(b, i+1) >= 0 {
+			if h.BlockStart(b, i+1) < h.BlockStart(b, i) && h.BlockStart(b, i+1) >= 0 {
 				return true
 			}
 			setOffset(b, &h, i, offset(v1, &h, i))
@@ -90,15 +93,15 @@ func TestDecodeRejectsSealedInconsistencies(t *testing.T) {
 	})
 	// The last block ending before the bucket array does.
 	edit1("v1 blocks ending short of the buckets", func(b []byte) bool {
-		raw := offset(b, &h, h.blocks)
+		raw := offset(b, &h, h.Blocks)
 		if raw == 0 {
 			return false
 		}
-		setOffset(b, &h, h.blocks, raw-1)
+		setOffset(b, &h, h.Blocks, raw-1)
 		return true
 	})
 	edit1("v1 header counting one key more", func(b []byte) bool {
-		binary.LittleEndian.PutUint32(b[8:], h.keys+1)
+		binary.LittleEndian.PutUint32(b[8:], h.Keys+1)
 		return true
 	})
 	edit1("v1 hash kind 2", func(b []byte) bool {
@@ -109,14 +112,14 @@ func TestDecodeRejectsSealedInconsistencies(t *testing.T) {
 	// the same set of fingerprints, but not in the canonical order the
 	// writer produces (equal contents must give equal bytes).
 	edit1("v1 bucket out of canonical order", func(b []byte) bool {
-		f := uint(h.fpBits)
+		f := uint(h.FPBits)
 		low := f - 4
-		bb := uint64(h.bucketBits())
-		for i := uint64(0); i < uint64(h.buckets); i++ {
-			off := h.bktStart*8 + i*bb
+		bb := uint64(h.BucketBits())
+		for i := uint64(0); i < uint64(h.Buckets); i++ {
+			off := h.BktStart*8 + i*bb
 			w := bitpack.Read(b, off, uint(bb))
 			fps, _ := semisort.Decode(w, f)
-			for j := 0; j+1 < slots; j++ {
+			for j := 0; j+1 < bucket.Slots; j++ {
 				if fps[j] != 0 && fps[j]>>low == fps[j+1]>>low && fps[j] != fps[j+1] {
 					lo1 := uint64(fps[j]) & (1<<low - 1)
 					lo2 := uint64(fps[j+1]) & (1<<low - 1)
@@ -200,17 +203,17 @@ func TestV1OffsetOutsideBucketsAnswersMaybe(t *testing.T) {
 		outside func(start int64) bool
 	}{
 		{"first block starting before the buckets", 0, 0, 0, func(s int64) bool { return s < 0 }},
-		{"last block ending past the buckets", h.blocks, uint64(1)<<h.deltaW - 1, h.blocks - 1, func(e int64) bool { return e > int64(h.buckets) }},
+		{"last block ending past the buckets", h.Blocks, uint64(1)<<h.DeltaW - 1, h.Blocks - 1, func(e int64) bool { return e > int64(h.Buckets) }},
 	} {
 		bad := bytes.Clone(block)
 		setOffset(bad, &h, c.entry, c.raw)
-		if !c.outside(h.blockStart(bad, c.entry)) {
+		if !c.outside(h.BlockStart(bad, c.entry)) {
 			t.Fatalf("%s: the damage does not reach outside the buckets", c.name)
 		}
 		reached := 0
 		for _, k := range probes {
-			x := position(keyhash.Hash(k), HashKey64, h.seed)
-			if blk, _ := keyhash.Reduce(keyhash.Hi(x), h.blocks); blk != c.blk {
+			x := blockv1.Position(keyhash.Hash(k), frame.HashKey64, h.Seed)
+			if blk, _ := keyhash.Reduce(keyhash.Hi(x), h.Blocks); blk != c.blk {
 				continue
 			}
 			reached++

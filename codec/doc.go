@@ -47,13 +47,17 @@
 //     or of another hash kind answers "maybe", never "absent", and never
 //     panics.
 //
-// Format version 2 (Options.Version = 2) cuts each line into buckets of
-// four semi-sorted fingerprints (Fan, Andersen, Kaminsky and Mitzenmacher,
+// The default writer writes version 2 instead where version 3 would filter
+// worse (a budget of a few bits per key); Options.Version asks for an
+// older format. Format version 2 cuts each line into buckets of four
+// semi-sorted fingerprints (Fan, Andersen, Kaminsky and Mitzenmacher,
 // "Cuckoo Filter: Practically Better Than Bloom") with overflow bits, and
 // places keys by a breadth-first search for moves inside a line. Format
-// version 1 (Options.Version = 1) is the denser layout with an offset
-// table and variable-size blocks; its lookups read two dependent cache
-// lines. All three versions are read forever. The byte formats are
-// specified in FORMAT.md beside this file, with the compatibility promise;
-// measured sizes, rates and speeds are in the repository's README.
+// version 1 is the denser layout with an offset table and variable-size
+// blocks; its lookups read two dependent cache lines. FormatVersion lists
+// what each version adds. All three versions are read forever; the byte
+// formats are specified in FORMAT.md beside this file, with the
+// compatibility promise, and each version's layout, lookup, checks and
+// encoder live in an internal package of their own, so that a change to
+// one encoding never touches another.
 package codec

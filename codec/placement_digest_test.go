@@ -84,7 +84,8 @@ func v2StatsText(st BuildStats) []byte {
 		PlannedLoad                    float64
 		BumpedBlocks                   int
 	}
-	return fmt.Appendf(nil, "%+v", v2Stats{st.Keys, st.FingerprintBits, st.Buckets, st.Load, st.Reseeds, st.Seed,
-		st.Bytes, st.Lines, st.WideLines, st.PrimaryOverflow, st.Overflowed, st.OverflowLines, st.OverflowBits,
-		st.SecondLineShare, st.Fallback, st.Blocks, st.PlannedLoad, st.BumpedBlocks})
+	return fmt.Appendf(nil, "%+v", v2Stats{st.Keys, st.V1.FingerprintBits + st.V2.FingerprintBits,
+		st.V1.Buckets + st.V2.Buckets, st.V1.Load + st.V2.Load, st.Reseeds, st.Seed,
+		st.Bytes, st.V2.Lines, st.V2.WideLines, st.V2.PrimaryOverflow, st.V2.Overflowed, st.V2.OverflowLines, st.V2.OverflowBits,
+		st.V2.SecondLineShare, st.Fallback, st.V1.Blocks, st.V1.PlannedLoad, st.V1.BumpedBlocks})
 }

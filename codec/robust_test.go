@@ -12,6 +12,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -76,11 +81,11 @@ func goldenCases(version int) []goldenCase {
 		// And a block with the seeded-lines flag: host hashes that all
 		// fall in line 0 under the fixed line hash.
 		o := Options{BitsPerKey: 10, Hash: HashHost32, Seed: 9, Version: 3, Densest: true}
-		lines := uint64(planV3(&o, 300).lines)
+		lines := uint64(linev3.PlanFor(sizingOf(&o), 300).Lines)
 		var crowded []uint32
 		for i := uint32(0); len(crowded) < 300; i++ {
 			h := i * 2654435761
-			if v3Line(v2Position(uint64(h), v3LineMultiplier), lines) == 0 {
+			if linev3.Line(frame.Position(uint64(h), linev3.LineMultiplier), lines) == 0 {
 				crowded = append(crowded, h)
 			}
 		}
@@ -141,8 +146,8 @@ func testGoldenBlocks(t *testing.T, version int) {
 		if f.Info().Version != version || f.Info().Keys != len(c.keys)+len(c.h32) {
 			t.Fatalf("%s: %d keys recorded", c.name, f.Info().Keys)
 		}
-		if strings.Contains(c.name, "crowded") != f.Info().SeededLines {
-			t.Fatalf("%s: seeded lines %v", c.name, f.Info().SeededLines)
+		if strings.Contains(c.name, "crowded") != f.Info().V3.SeededLines {
+			t.Fatalf("%s: seeded lines %v", c.name, f.Info().V3.SeededLines)
 		}
 	}
 }
@@ -255,9 +260,9 @@ func TestEveryByteCorruption(t *testing.T) {
 	keys := testkeys.Sequential("c", 0, 400)
 	for _, v := range []int{1, 2, 3} {
 		block := Build(keys, Options{BitsPerKey: 12, Version: v, Seed: 3})
-		critical := func(i int) bool { return i < headerSize }
+		critical := func(i int) bool { return i < blockv1.HeaderSize }
 		if v >= 2 {
-			critical = func(i int) bool { return i >= len(block)-v2TrailerSize+4 && i < len(block)-4 }
+			critical = func(i int) bool { return i >= len(block)-frame.TrailerSize+4 && i < len(block)-4 }
 		}
 		for i := range block {
 			for _, flip := range []byte{0x01, 0x80, 0xff} {
@@ -284,12 +289,12 @@ func TestEveryHeaderBitFlip(t *testing.T) {
 	keys := testkeys.Random(3000, 16, 12)
 	block := Build(keys, Options{BitsPerKey: 10, Seed: 77, Version: 2})
 	n := len(block)
-	for bit := 0; bit < 8*(v2TrailerSize-4); bit++ {
+	for bit := 0; bit < 8*(frame.TrailerSize-4); bit++ {
 		bad := bytes.Clone(block)
-		bad[n-v2TrailerSize+bit/8] ^= 1 << (bit % 8)
-		var h v2Header
+		bad[n-frame.TrailerSize+bit/8] ^= 1 << (bit % 8)
+		var h linev2.Header
 		id := bit/8 >= 4 // the keys field is checked by Decode only
-		if id && readV2(bad, &h) {
+		if id && linev2.Read(bad, &h) {
 			t.Fatalf("trailer bit %d flipped alone still reads as a valid trailer", bit)
 		}
 		for _, k := range keys {
@@ -416,16 +421,16 @@ func FuzzMayContain(f *testing.F) {
 		info := flt.Info()
 		switch {
 		case info.AlwaysMaybe:
-			if info.Keys != 0 || info.Lines != 0 || len(block) != v2TrailerSize {
+			if info.Keys != 0 || info.V2.Lines+info.V3.Lines != 0 || len(block) != frame.TrailerSize {
 				t.Fatalf("decoded nonsense: %+v", info)
 			}
 		case info.Version == 3:
-			s := v3Shape{r: uint32(info.FingerprintBits), k: uint32(info.LineCapacity), q: uint32(info.Quotients)}
-			if !s.valid() || info.Lines < 1 || info.Keys > info.Lines*info.LineCapacity || len(block) != info.Lines*lineBytes+v2TrailerSize {
+			s := linev3.Shape{R: uint32(info.V3.RemainderBits), K: uint32(info.V3.LineCapacity), Q: uint32(info.V3.Quotients)}
+			if !s.Valid() || info.V3.Lines < 1 || info.Keys > info.V3.Lines*info.V3.LineCapacity || len(block) != info.V3.Lines*frame.LineBytes+frame.TrailerSize {
 				t.Fatalf("decoded nonsense: %+v", info)
 			}
 		default:
-			if info.Keys > 4*info.Buckets || info.FingerprintBits < minFPBits || info.FingerprintBits > maxFPBits {
+			if f := info.V1.FingerprintBits + info.V2.FingerprintBits; info.Keys > 4*(info.V1.Buckets+info.V2.Buckets) || f < bucket.MinFPBits || f > bucket.MaxFPBits {
 				t.Fatalf("decoded nonsense: %+v", info)
 			}
 		}
@@ -490,8 +495,8 @@ func FuzzV2TrailerDamage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, at1, x1, at2, x2 uint8) {
 		bad := bytes.Clone(block)
 		n := len(bad)
-		bad[n-v2TrailerSize+int(at1)%v2TrailerSize] ^= x1
-		bad[n-v2TrailerSize+int(at2)%v2TrailerSize] ^= x2
+		bad[n-frame.TrailerSize+int(at1)%frame.TrailerSize] ^= x1
+		bad[n-frame.TrailerSize+int(at2)%frame.TrailerSize] ^= x2
 		if bytes.Equal(bad, block) {
 			return
 		}
@@ -545,7 +550,7 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 	}
 	for _, v := range []int{2, 3} {
 		b := NewBuilder(Options{Version: v})
-		b.rejectSeeds = v2Attempts
+		b.rejectSeeds = frame.Attempts
 		b.addHash(7)
 		cases = append(cases, built{fmt.Sprintf("v%d always-maybe", v), b.Finish(nil), []uint64{7}, HashKey64})
 	}
@@ -556,11 +561,11 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 				t.Fatalf("%s: undamaged block misses a key", c.name)
 			}
 		}
-		lo, hi := 0, headerSize // version 1: the header
-		var h v2Header
-		var h3 v3Header
-		if readV2(c.block, &h) || readV3(c.block, &h3) {
-			lo, hi = len(c.block)-v2TrailerSize+4, len(c.block)-4 // versions 2 and 3: the trailer's two id copies
+		lo, hi := 0, blockv1.HeaderSize // version 1: the header
+		var h linev2.Header
+		var h3 linev3.Header
+		if linev2.Read(c.block, &h) || linev3.Read(c.block, &h3) {
+			lo, hi = len(c.block)-frame.TrailerSize+4, len(c.block)-4 // versions 2 and 3: the trailer's two id copies
 		}
 		for bit := 8 * lo; bit < 8*hi; bit++ {
 			bad := bytes.Clone(c.block)
@@ -580,7 +585,7 @@ func TestSmallBlockEveryHeaderBit(t *testing.T) {
 // TestHugeBudgetBounded: a budget is a configuration value, and one far
 // past anything useful (a mistyped 1e6, an int meant as bytes passed to
 // badgerfilter.New) must not turn into unbounded memory: past
-// 16-bit fingerprints at the lowest load the builder plans (minLoad),
+// 16-bit fingerprints at the lowest load the builder plans (bucket.MinLoad),
 // further bits buy nothing, and the block stops growing there. Before the
 // cap, version 2 spent whatever it was given (1e5 bits/key for 1000 keys,
 // 12 MB), and at 1e12 it converted an out-of-range line count to uint32
@@ -592,9 +597,9 @@ func TestHugeBudgetBounded(t *testing.T) {
 		keys[i] = fmt.Appendf(nil, "key%06d", i)
 	}
 	// The most a block can usefully spend, per key: version 2's widest
-	// lines at minLoad, and a 5% allowance (and the trailer) for a small
+	// lines at bucket.MinLoad, and a 5% allowance (and the trailer) for a small
 	// filter; version 1 is smaller still.
-	most := float64(lineBits)/(v2Slots(maxFPBits)*minLoad)*1.05 + float64(8*v2TrailerSize)/float64(len(keys))
+	most := float64(frame.LineBits)/(linev2.LineSlots(bucket.MaxFPBits)*bucket.MinLoad)*1.05 + float64(8*frame.TrailerSize)/float64(len(keys))
 	check := func(budgets []float64) {
 		for _, bpk := range budgets {
 			for _, v := range []int{1, 2, 3} {
@@ -633,7 +638,7 @@ func TestHugeBudgetBounded(t *testing.T) {
 // included (NaN, infinities, negative, huge budgets and targets, forced
 // widths out of range, any version and seed): no panic, a block that
 // decodes, no key lost, and no block larger than the lowest-rate filter
-// any setting can ask for (16-bit fingerprints at minLoad, about 80 bits
+// any setting can ask for (16-bit fingerprints at bucket.MinLoad, about 80 bits
 // per key, plus a header or trailer and a line of rounding).
 func FuzzBuildOptions(f *testing.F) {
 	f.Add([]byte("a\x00b\x00c"), 10.0, 0.0, int8(0), uint8(2), uint32(0))
@@ -666,7 +671,7 @@ func FuzzBuildOptions(f *testing.F) {
 			distinct[string(k)] = true
 		}
 		n := float64(len(distinct))
-		most := float64(lineBits)/(v2Slots(maxFPBits)*minLoad)*n/8 + 2*lineBytes + v2TrailerSize + headerSize
+		most := float64(frame.LineBits)/(linev2.LineSlots(bucket.MaxFPBits)*bucket.MinLoad)*n/8 + 2*frame.LineBytes + frame.TrailerSize + blockv1.HeaderSize
 		if float64(len(block)) > most*1.05 {
 			t.Fatalf("%+v: %d bytes for %d distinct keys, more than the %.0f any setting needs", o, len(block), len(distinct), most)
 		}

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
-
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -626,7 +625,7 @@ func TestFormatSpecMatchesCodeV3(t *testing.T) {
 		o.Seed = 21
 		block := buildExactV3(keys, o)
 		check(fmt.Sprintf("lengths %+v", o), block, keys, nil, absent)
-		widths[mustInfo(t, block).FingerprintBits] = true
+		widths[mustInfo(t, block).V3.RemainderBits] = true
 	}
 	for r := 1; r <= 16; r++ {
 		if !widths[r] {
@@ -649,7 +648,7 @@ func TestFormatSpecMatchesCodeV3(t *testing.T) {
 		sb.Add(k)
 	}
 	seeded := sb.Finish(nil)
-	if !mustInfo(t, seeded).SeededLines {
+	if !mustInfo(t, seeded).V3.SeededLines {
 		t.Fatal("the third attempt's block has no seeded lines")
 	}
 	check("seeded lines", seeded, many, nil, probes)

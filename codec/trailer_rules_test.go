@@ -6,6 +6,10 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/blockv1"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/bitpack"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
@@ -23,7 +27,7 @@ func resealV2(block []byte, edit func(id []byte)) []byte {
 	for i := range id {
 		b[n-20+i] = ^id[i]
 	}
-	binary.LittleEndian.PutUint32(b[n-4:], checksum(b[:n-4]))
+	binary.LittleEndian.PutUint32(b[n-4:], frame.Checksum(b[:n-4]))
 	return b
 }
 
@@ -40,33 +44,33 @@ func TestV2TrailerRulesAnswerMaybe(t *testing.T) {
 	normal := Build(keys, Options{BitsPerKey: 10, Seed: 5, Version: 2})
 	wide16 := Build(keys, Options{FingerprintBits: 16, Seed: 6, Version: 2})
 	b := NewBuilder(Options{Version: 2})
-	b.rejectSeeds = v2Attempts
+	b.rejectSeeds = frame.Attempts
 	b.Add([]byte("k"))
 	alwaysMaybe := b.Finish(nil)
-	if len(alwaysMaybe) != v2TrailerSize {
-		t.Fatalf("the always-maybe block is %d bytes, want %d", len(alwaysMaybe), v2TrailerSize)
+	if len(alwaysMaybe) != frame.TrailerSize {
+		t.Fatalf("the always-maybe block is %d bytes, want %d", len(alwaysMaybe), frame.TrailerSize)
 	}
 
 	// withGap puts extra bytes between a block's lines and its trailer.
 	withGap := func(block []byte, extra int) []byte {
 		n := len(block)
-		out := append(bytes.Clone(block[:n-v2TrailerSize]), make([]byte, extra)...)
-		return append(out, block[n-v2TrailerSize:]...)
+		out := append(bytes.Clone(block[:n-frame.TrailerSize]), make([]byte, extra)...)
+		return append(out, block[n-frame.TrailerSize:]...)
 	}
 	cases := []struct {
 		name  string
 		block []byte
 	}{
 		{"hash kind 2", resealV2(normal, func(id []byte) { id[6] = 2 })},
-		{"always-maybe flag beside lines", resealV2(normal, func(id []byte) { id[7] |= v2FlagAlwaysIn })},
-		{"always-maybe trailer after a line", resealV2(withGap(alwaysMaybe, lineBytes), func([]byte) {})},
+		{"always-maybe flag beside lines", resealV2(normal, func(id []byte) { id[7] |= linev2.FlagAlwaysMaybe })},
+		{"always-maybe trailer after a line", resealV2(withGap(alwaysMaybe, frame.LineBytes), func([]byte) {})},
 		{"zero lines without the flag", resealV2(alwaysMaybe, func(id []byte) { id[7] = 0 })},
-		{"wide lines with 16-bit fingerprints", resealV2(wide16, func(id []byte) { id[7] = 1 << v2WideShift })},
-		{"a line's bytes between lines and trailer", resealV2(withGap(normal, lineBytes), func([]byte) {})},
+		{"wide lines with 16-bit fingerprints", resealV2(wide16, func(id []byte) { id[7] = 1 << linev2.WideShift })},
+		{"a line's bytes between lines and trailer", resealV2(withGap(normal, frame.LineBytes), func([]byte) {})},
 		{"one byte between lines and trailer", resealV2(withGap(normal, 1), func([]byte) {})},
 	}
-	if h := new(v2Header); !readV2(wide16, h) || h.fpBits != maxFPBits {
-		t.Fatalf("FingerprintBits 16 built f=%d", h.fpBits)
+	if h := new(linev2.Header); !linev2.Read(wide16, h) || h.FPBits != bucket.MaxFPBits {
+		t.Fatalf("FingerprintBits 16 built f=%d", h.FPBits)
 	}
 	for _, c := range cases {
 		if _, err := Decode(c.block); !errors.Is(err, ErrCorrupt) {
@@ -88,7 +92,7 @@ func TestV2TrailerRulesAnswerMaybe(t *testing.T) {
 }
 
 // TestInvalidBucketCodeAnswersMaybe writes the first invalid nibble code
-// (nibbleCodes, one past the last valid one) into the buckets that
+// (bucket.NibbleCodes, one past the last valid one) into the buckets that
 // absent keys read, in blocks of both versions: a lookup that meets an
 // invalid code is reading a damaged block and must answer "maybe". The
 // bound is the one most easily got wrong by one, and the code table
@@ -103,34 +107,34 @@ func TestInvalidBucketCodeAnswersMaybe(t *testing.T) {
 			bad := bytes.Clone(block)
 			var off []uint64 // bit offsets of the key's two buckets
 			if v == 2 {
-				var h v2Header
-				if !readV2(block, &h) {
+				var h linev2.Header
+				if !linev2.Read(block, &h) {
 					t.Fatal("not a version-2 block")
 				}
-				g := h.geom()
-				x := v2Position(keyhash.MulHash(k), v2Multiplier(h.seed))
-				p := v2Primary(x, &g)
-				bb := uint64(g.shape(p.line).bktBits)
-				base := uint64(p.line) * lineBits
-				off = []uint64{base + uint64(p.i1)*bb, base + uint64(p.i2)*bb}
+				g := h.Geom()
+				x := frame.Position(keyhash.MulHash(k), frame.Multiplier(h.Seed))
+				p := linev2.Primary(x, &g)
+				bb := uint64(g.Shape(p.Line).BktBits)
+				base := uint64(p.Line) * frame.LineBits
+				off = []uint64{base + uint64(p.I1)*bb, base + uint64(p.I2)*bb}
 			} else {
-				var h header
-				if readHeader(block, &h) != headerOK {
+				var h blockv1.Header
+				if blockv1.ReadHeader(block, &h) != blockv1.HeaderOK {
 					t.Fatal("not a version-1 block")
 				}
-				x := position(keyhash.Hash(k), HashKey64, h.seed)
-				blk, _ := keyhash.Reduce(keyhash.Hi(x), h.blocks)
-				start, end := h.blockStart(block, blk), h.blockStart(block, blk+1)
-				i1, i2, _ := candidates(x, h.blocks, uint32(end-start), uint(h.fpBits))
-				bb := uint64(h.bucketBits())
-				base := h.bktStart*8 + uint64(start)*bb
+				x := blockv1.Position(keyhash.Hash(k), frame.HashKey64, h.Seed)
+				blk, _ := keyhash.Reduce(keyhash.Hi(x), h.Blocks)
+				start, end := h.BlockStart(block, blk), h.BlockStart(block, blk+1)
+				i1, i2, _ := blockv1.Candidates(x, h.Blocks, uint32(end-start), uint(h.FPBits))
+				bb := uint64(h.BucketBits())
+				base := h.BktStart*8 + uint64(start)*bb
 				off = []uint64{base + uint64(i1)*bb, base + uint64(i2)*bb}
 			}
 			// Alternate which of the two buckets is damaged: a reader
 			// must check both.
-			bitpack.Write(bad, off[n%2], 12, nibbleCodes)
+			bitpack.Write(bad, off[n%2], 12, bucket.NibbleCodes)
 			if !MayContain(bad, k) {
-				t.Fatalf("v%d: key %q whose bucket holds code %d answered absent", v, k, nibbleCodes)
+				t.Fatalf("v%d: key %q whose bucket holds code %d answered absent", v, k, bucket.NibbleCodes)
 			}
 		}
 	}

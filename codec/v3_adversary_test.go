@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -18,7 +20,7 @@ import (
 // its quotient and remainder from the seeded position hash (the attacker
 // knows a pinned seed), and its secondary line from the seeded hash too.
 // The attacks: one line or many crowded under the fixed hash, one quotient
-// of one line (runs up to and past v3MaxRun), neighbouring lines whose
+// of one line (runs up to and past linev3.MaxRun), neighbouring lines whose
 // secondary lines are the same few, lines that are their own secondary.
 // The defences: seeded lines once lines are crowded, the run and move
 // limits, reseeds, growth within the size cap and the always-maybe block.
@@ -30,18 +32,18 @@ type v3Spot struct{ line, q, rem uint64 }
 // v3Where is where key hash h lands in a filter of plan p built under
 // seed: its primary line (from the fixed line hash, or from the seeded
 // hash when seededLines), quotient and remainder, and its secondary ones.
-func v3Where(h uint64, seed uint32, p v3Plan, seededLines bool) (prim, sec v3Spot) {
-	L := uint64(p.lines)
-	x := v2Position(h, v2Multiplier(seed))
-	z := v2Position(h, v3LineMultiplier)
+func v3Where(h uint64, seed uint32, p linev3.Plan, seededLines bool) (prim, sec v3Spot) {
+	L := uint64(p.Lines)
+	x := frame.Position(h, frame.Multiplier(seed))
+	z := frame.Position(h, linev3.LineMultiplier)
 	if seededLines {
 		z = x
 	}
-	prim.line = v3Line(z, L)
-	prim.q, prim.rem = v3QR(x, &p.shape)
-	x2 := keyhash.Mix(x, secondarySalt)
-	sec.line = v3Line(x2, L)
-	sec.q, sec.rem = v3QR(x2, &p.shape)
+	prim.line = linev3.Line(z, L)
+	prim.q, prim.rem = linev3.QR(x, &p.Shape)
+	x2 := keyhash.Mix(x, frame.SecondarySalt)
+	sec.line = linev3.Line(x2, L)
+	sec.q, sec.rem = linev3.QR(x2, &p.Shape)
 	return prim, sec
 }
 
@@ -66,10 +68,10 @@ func craftV3(t *testing.T, n int, gen func() uint64, want func(h uint64) bool) [
 // the fixed line hash is below count, in a filter of lines lines: the line
 // hash drawn from that range and inverted. It needs no seed.
 func inFixedLines(rng *rand.Rand, lines, count uint32) func() uint64 {
-	inv := keyhash.ModInverse(v3LineMultiplier)
+	inv := keyhash.ModInverse(linev3.LineMultiplier)
 	span := uint64(1) << 32 * uint64(count) / uint64(lines)
 	return func() uint64 {
-		return v2Unposition(rng.Uint64N(span)<<32|uint64(rng.Uint32()), inv)
+		return frame.Unposition(rng.Uint64N(span)<<32|uint64(rng.Uint32()), inv)
 	}
 }
 
@@ -77,25 +79,25 @@ func inFixedLines(rng *rand.Rand, lines, count uint32) func() uint64 {
 // seed and plan p is q and, when rem is not negative, whose remainder is
 // rem: the position hash's bits 16..31 drawn from those that give q, its
 // low r bits set to rem, the rest at random, and inverted.
-func withSeededQR(rng *rand.Rand, seed uint32, p v3Plan, q uint64, rem int64) func() uint64 {
-	inv := keyhash.ModInverse(v2Multiplier(seed))
-	Q := uint64(p.shape.q)
+func withSeededQR(rng *rand.Rand, seed uint32, p linev3.Plan, q uint64, rem int64) func() uint64 {
+	inv := keyhash.ModInverse(frame.Multiplier(seed))
+	Q := uint64(p.Shape.Q)
 	lo, hi := (q<<16+Q-1)/Q, ((q+1)<<16+Q-1)/Q
 	return func() uint64 {
 		x := rng.Uint64()&^(0xffff<<16) | (lo+rng.Uint64N(hi-lo))<<16
 		if rem >= 0 {
-			x = x&^(1<<p.shape.r-1) | uint64(rem)
+			x = x&^(1<<p.Shape.R-1) | uint64(rem)
 		}
-		return v2Unposition(x, inv)
+		return frame.Unposition(x, inv)
 	}
 }
 
 // v3PlanFor is the plan of a version-3 filter of n keys under o, checked
 // to be a version-3 plan.
-func v3PlanFor(t *testing.T, o Options, n int) v3Plan {
+func v3PlanFor(t *testing.T, o Options, n int) linev3.Plan {
 	t.Helper()
-	p := planV3(&o, n)
-	if !p.shape.valid() || p.lines == 0 {
+	p := linev3.PlanFor(sizingOf(&o), n)
+	if !p.Shape.Valid() || p.Lines == 0 {
 		t.Fatalf("%+v, %d keys: invalid plan %+v", o, n, p)
 	}
 	return p
@@ -113,7 +115,7 @@ func mustHoldHashesV3(t *testing.T, name string, block []byte, hashes []uint64, 
 		t.Fatalf("%s: version %d block", name, f.Info().Version)
 	}
 	for _, h := range hashes {
-		if maybe, ok := v3Lookup(block, h, kind); !ok || !maybe {
+		if maybe, ok := linev3.Lookup(block, h, uint8(kind)); !ok || !maybe {
 			t.Fatalf("%s: false negative for hash %#x (v3 %v)", name, h, ok)
 		}
 	}
@@ -122,13 +124,13 @@ func mustHoldHashesV3(t *testing.T, name string, block []byte, hashes []uint64, 
 
 // checkV3Bounded fails when a block that is not the always-maybe one is
 // larger than the size cap of its plan allows.
-func checkV3Bounded(t *testing.T, name string, block []byte, st BuildStats, p v3Plan) {
+func checkV3Bounded(t *testing.T, name string, block []byte, st BuildStats, p linev3.Plan) {
 	t.Helper()
-	if !st.Fallback && float64(len(block)) > v2SizeCap(p.lines)*lineBytes+v2TrailerSize {
-		t.Errorf("%s: %d bytes, past the size cap of a %d-line plan", name, len(block), p.lines)
+	if !st.Fallback && float64(len(block)) > frame.SizeCap(p.Lines)*frame.LineBytes+frame.TrailerSize {
+		t.Errorf("%s: %d bytes, past the size cap of a %d-line plan", name, len(block), p.Lines)
 	}
-	if st.Reseeds > v2Attempts {
-		t.Errorf("%s: %d reseeds, more than %d attempts", name, st.Reseeds, v2Attempts)
+	if st.Reseeds > frame.Attempts {
+		t.Errorf("%s: %d reseeds, more than %d attempts", name, st.Reseeds, frame.Attempts)
 	}
 }
 
@@ -157,8 +159,8 @@ func TestV3AdversarialOneLine(t *testing.T) {
 			}
 			o := Options{BitsPerKey: bpk, Seed: seed, Version: 3}
 			p := v3PlanFor(t, o, n)
-			hashes := craftV3(t, n/2, inFixedLines(r, p.lines, 1), func(uint64) bool { return true })
-			hashes = append(hashes, craftV3(t, n/2, inFixedLines(r, p.lines, 1), func(h uint64) bool {
+			hashes := craftV3(t, n/2, inFixedLines(r, p.Lines, 1), func(uint64) bool { return true })
+			hashes = append(hashes, craftV3(t, n/2, inFixedLines(r, p.Lines, 1), func(h uint64) bool {
 				prim, _ := v3Where(h, seed, p, false)
 				return prim.line == 0 && prim.q == 3
 			})...)
@@ -171,9 +173,9 @@ func TestV3AdversarialOneLine(t *testing.T) {
 				name := fmt.Sprintf("n=%d bpk=%v pinned=%v", n, bpk, pinned)
 				info := mustHoldHashesV3(t, name, block, hashes, HashKey64)
 				checkV3Bounded(t, name, block, st, p)
-				t.Logf("%s: %d reseeds, seeded lines %v, %.1f bits/key, fallback %v", name, st.Reseeds, st.SeededLines, float64(8*len(block))/float64(n), st.Fallback)
-				if st.Fallback || st.Reseeds == 0 || !st.SeededLines || !info.SeededLines {
-					t.Errorf("%s: %d reseeds, seeded lines %v (block %v), fallback %v; want the fixed line hash abandoned for seeded lines", name, st.Reseeds, st.SeededLines, info.SeededLines, st.Fallback)
+				t.Logf("%s: %d reseeds, seeded lines %v, %.1f bits/key, fallback %v", name, st.Reseeds, st.V3.SeededLines, float64(8*len(block))/float64(n), st.Fallback)
+				if st.Fallback || st.Reseeds == 0 || !st.V3.SeededLines || !info.V3.SeededLines {
+					t.Errorf("%s: %d reseeds, seeded lines %v (block %v), fallback %v; want the fixed line hash abandoned for seeded lines", name, st.Reseeds, st.V3.SeededLines, info.V3.SeededLines, st.Fallback)
 				}
 			}
 		}
@@ -193,13 +195,13 @@ func TestV3AdversarialManyLines(t *testing.T) {
 		n := c.n
 		o := Options{BitsPerKey: 10, Version: 3, Densest: c.densest}
 		p := v3PlanFor(t, o, n)
-		hashes := craftV3(t, n, inFixedLines(r, p.lines, max(1, p.lines/10)), func(uint64) bool { return true })
+		hashes := craftV3(t, n, inFixedLines(r, p.Lines, max(1, p.Lines/10)), func(uint64) bool { return true })
 		block, st := buildHashes(o, hashes)
 		name := fmt.Sprintf("n=%d densest=%v", n, c.densest)
 		info := mustHoldHashesV3(t, name, block, hashes, HashKey64)
 		checkV3Bounded(t, name, block, st, p)
-		if st.Fallback || !info.SeededLines {
-			t.Errorf("%s: seeded lines %v, fallback %v", name, info.SeededLines, st.Fallback)
+		if st.Fallback || !info.V3.SeededLines {
+			t.Errorf("%s: seeded lines %v, fallback %v", name, info.V3.SeededLines, st.Fallback)
 		}
 		if bits := float64(8*len(block)) / float64(n); bits > 10.5 {
 			t.Errorf("%s: %.2f bits/key for a budget of 10", name, bits)
@@ -207,7 +209,7 @@ func TestV3AdversarialManyLines(t *testing.T) {
 	}
 }
 
-// TestV3AdversarialMildCrowding aims a third of what v3CrowdedShare
+// TestV3AdversarialMildCrowding aims a third of what linev3.CrowdedShare
 // tolerates at one line under the fixed line hash: the builder keeps the
 // fixed line hash (whose lookups load the line before the trailer), the
 // keys of that line overflow to their secondary lines, and none is lost.
@@ -216,22 +218,22 @@ func TestV3AdversarialMildCrowding(t *testing.T) {
 	n := 20_000
 	o := Options{BitsPerKey: 10, Seed: 5, Version: 3}
 	p := v3PlanFor(t, o, n)
-	crowd := int(v3CrowdedShare * float64(n) / 3)
+	crowd := int(linev3.CrowdedShare * float64(n) / 3)
 	hashes := hashesOf(testkeys.Random(n-crowd, 16, 35))
-	hashes = append(hashes, craftV3(t, crowd, inFixedLines(r, p.lines, 1), func(uint64) bool { return true })...)
+	hashes = append(hashes, craftV3(t, crowd, inFixedLines(r, p.Lines, 1), func(uint64) bool { return true })...)
 	block, st := buildHashes(o, hashes)
 	info := mustHoldHashesV3(t, "mild crowding", block, hashes, HashKey64)
 	checkV3Bounded(t, "mild crowding", block, st, p)
-	if st.Fallback || info.SeededLines || st.Reseeds != 0 {
-		t.Errorf("%d keys in one line of %d: seeded lines %v, %d reseeds, fallback %v; want the fixed line hash kept", crowd, p.lines, info.SeededLines, st.Reseeds, st.Fallback)
+	if st.Fallback || info.V3.SeededLines || st.Reseeds != 0 {
+		t.Errorf("%d keys in one line of %d: seeded lines %v, %d reseeds, fallback %v; want the fixed line hash kept", crowd, p.Lines, info.V3.SeededLines, st.Reseeds, st.Fallback)
 	}
-	if st.PrimaryOverflow < crowd-int(p.shape.k) {
-		t.Errorf("%d keys overflowed their primary line; the crowded line alone sends %d", st.PrimaryOverflow, crowd-int(p.shape.k))
+	if st.V3.PrimaryOverflow < crowd-int(p.Shape.K) {
+		t.Errorf("%d keys overflowed their primary line; the crowded line alone sends %d", st.V3.PrimaryOverflow, crowd-int(p.Shape.K))
 	}
 }
 
 // TestV3AdversarialOneQuotient puts a run of keys on one quotient of a
-// one-line filter, beside random keys on other quotients: v3MaxRun keys
+// one-line filter, beside random keys on other quotients: linev3.MaxRun keys
 // (the longest run the format allows, which the lookup reads on its
 // long-run path) build under the pinned seed; one more must make that
 // seed fail and a reseed hold every key; exact remainder collisions
@@ -244,11 +246,11 @@ func TestV3AdversarialOneQuotient(t *testing.T) {
 		run          int
 		sameRem      bool
 		wantReseeded bool
-	}{{20, true, false}, {v3MaxRun, false, false}, {v3MaxRun, true, false}, {v3MaxRun + 1, false, true}, {200, true, true}} {
+	}{{20, true, false}, {linev3.MaxRun, false, false}, {linev3.MaxRun, true, false}, {linev3.MaxRun + 1, false, true}, {200, true, true}} {
 		o := Options{BitsPerKey: 8, Seed: seed, Version: 3}
 		const others = 20
 		p := v3PlanFor(t, o, others+c.run)
-		if !c.wantReseeded && (p.lines != 1 || int(p.shape.k) < others+c.run) {
+		if !c.wantReseeded && (p.Lines != 1 || int(p.Shape.K) < others+c.run) {
 			t.Fatalf("run %d: plan %+v is not one line holding every key", c.run, p)
 		}
 		// The random keys avoid quotient 1, so that the run is exactly
@@ -261,7 +263,7 @@ func TestV3AdversarialOneQuotient(t *testing.T) {
 		}
 		rem := int64(-1)
 		if c.sameRem {
-			rem = 5 & (1<<p.shape.r - 1)
+			rem = 5 & (1<<p.Shape.R - 1)
 		}
 		all = append(all, craftV3(t, c.run, withSeededQR(r, seed, p, 1, rem), func(h uint64) bool {
 			prim, _ := v3Where(h, seed, p, false)
@@ -287,12 +289,12 @@ func TestV3AdversarialOneQuotient(t *testing.T) {
 		if runs, ok := spec.runs(0); !ok || runs[1] != uint64(c.run) {
 			t.Fatalf("%s: line 0 holds runs %v, want %d keys on quotient 1", name, runs, c.run)
 		}
-		if uint64(c.run)*uint64(p.shape.r) <= 56 {
-			t.Fatalf("%s: a run of %d %d-bit remainders is read by the short path", name, c.run, p.shape.r)
+		if uint64(c.run)*uint64(p.Shape.R) <= 56 {
+			t.Fatalf("%s: a run of %d %d-bit remainders is read by the short path", name, c.run, p.Shape.R)
 		}
 		for i := range 20_000 {
 			h := uint64(i)*0x9e3779b97f4a7c15 + 1
-			if maybe, _ := v3Lookup(block, h, HashKey64); maybe != spec.contains(h) {
+			if maybe, _ := linev3.Lookup(block, h, uint8(HashKey64)); maybe != spec.contains(h) {
 				t.Fatalf("%s: code and FORMAT.md's reader disagree on %#x", name, h)
 			}
 		}
@@ -321,7 +323,7 @@ func testV3AdversarialNeighbours(t *testing.T, densest bool) {
 	n := 30_000
 	o := Options{BitsPerKey: 10, Seed: seed, Version: 3, Densest: densest}
 	p := v3PlanFor(t, o, n)
-	hashes := craftV3(t, n, inFixedLines(r, p.lines, 8), func(h uint64) bool {
+	hashes := craftV3(t, n, inFixedLines(r, p.Lines, 8), func(h uint64) bool {
 		_, sec := v3Where(h, seed, p, false)
 		return sec.line < 8
 	})
@@ -329,9 +331,9 @@ func testV3AdversarialNeighbours(t *testing.T, densest bool) {
 	name := fmt.Sprintf("neighbours, densest %v", densest)
 	info := mustHoldHashesV3(t, name, block, hashes, HashKey64)
 	checkV3Bounded(t, name, block, st, p)
-	t.Logf("%d bytes (%.1f bits/key), %d reseeds, seeded lines %v, fallback %v", len(block), float64(len(block)*8)/float64(n), st.Reseeds, info.SeededLines, st.Fallback)
-	if st.Reseeds == 0 || st.Fallback || !info.SeededLines {
-		t.Errorf("30k keys crowding 8 lines: %d reseeds, seeded lines %v, fallback %v", st.Reseeds, info.SeededLines, st.Fallback)
+	t.Logf("%d bytes (%.1f bits/key), %d reseeds, seeded lines %v, fallback %v", len(block), float64(len(block)*8)/float64(n), st.Reseeds, info.V3.SeededLines, st.Fallback)
+	if st.Reseeds == 0 || st.Fallback || !info.V3.SeededLines {
+		t.Errorf("30k keys crowding 8 lines: %d reseeds, seeded lines %v, fallback %v", st.Reseeds, info.V3.SeededLines, st.Fallback)
 	}
 }
 
@@ -355,9 +357,9 @@ func testV3AdversarialOwnSecondary(t *testing.T, densest bool) {
 	r := rand.New(rand.NewPCG(17, 18))
 	o := Options{BitsPerKey: 10, Seed: seed, Version: 3, Densest: densest}
 	p := v3PlanFor(t, o, total)
-	k := int(p.shape.k)
+	k := int(p.Shape.K)
 	for _, extra := range []int{-k / 2, -1, 0, 1, 5, 40} {
-		own := craftV3(t, k+extra, inFixedLines(r, p.lines, 1), func(h uint64) bool {
+		own := craftV3(t, k+extra, inFixedLines(r, p.Lines, 1), func(h uint64) bool {
 			_, sec := v3Where(h, seed, p, false)
 			return sec.line == 0
 		})
@@ -374,7 +376,7 @@ func testV3AdversarialOwnSecondary(t *testing.T, densest bool) {
 		name := fmt.Sprintf("own secondary, capacity%+d, densest %v", extra, densest)
 		mustHoldHashesV3(t, name, block, all, HashKey64)
 		checkV3Bounded(t, name, block, st, p)
-		t.Logf("%s: K=%d, %d reseeds, overflowed %d, seeded lines %v, fallback %v", name, k, st.Reseeds, st.Overflowed, st.SeededLines, st.Fallback)
+		t.Logf("%s: K=%d, %d reseeds, overflowed %d, seeded lines %v, fallback %v", name, k, st.Reseeds, st.V3.Overflowed, st.V3.SeededLines, st.Fallback)
 		if st.Fallback {
 			t.Errorf("%s: fell back to always-maybe", name)
 		}
@@ -487,7 +489,7 @@ func TestV3TinyTables(t *testing.T) {
 			name := fmt.Sprintf("%+v n=%d", o, n)
 			block, st := buildHashes(o, hashes)
 			info := mustHoldHashesV3(t, name, block, hashes, o.Hash)
-			if info.Keys != n || st.Fallback || info.Lines < 1 {
+			if info.Keys != n || st.Fallback || info.V3.Lines < 1 {
 				t.Fatalf("%s: %+v", name, info)
 			}
 			if n == 0 && o.Hash == HashKey64 {
@@ -521,7 +523,7 @@ func TestV3FallbackAnswersMaybe(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 41)
 	for _, kind := range []HashKind{HashKey64, HashHost32} {
 		b := NewBuilder(Options{BitsPerKey: 10, Seed: 3, Version: 3, Hash: kind})
-		b.rejectSeeds = v2Attempts
+		b.rejectSeeds = frame.Attempts
 		for _, k := range keys {
 			if kind == HashHost32 {
 				b.AddHash32(uint32(keyhash.MulHash(k)))
@@ -530,14 +532,14 @@ func TestV3FallbackAnswersMaybe(t *testing.T) {
 			}
 		}
 		block := b.Finish(nil)
-		if st := b.Stats(); !st.Fallback || st.Reseeds != v2Attempts || st.Bytes != v2TrailerSize {
-			t.Fatalf("kind %d: stats %+v, want a fallback after %d attempts", kind, st, v2Attempts)
+		if st := b.Stats(); !st.Fallback || st.Reseeds != frame.Attempts || st.Bytes != frame.TrailerSize {
+			t.Fatalf("kind %d: stats %+v, want a fallback after %d attempts", kind, st, frame.Attempts)
 		}
 		f, err := Decode(block)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info := f.Info(); !info.AlwaysMaybe || info.Version != 3 || info.Hash != kind || len(block) != v2TrailerSize || info.Keys != 0 {
+		if info := f.Info(); !info.AlwaysMaybe || info.Version != 3 || info.Hash != kind || len(block) != frame.TrailerSize || info.Keys != 0 {
 			t.Fatalf("kind %d: info %+v, %d bytes", kind, info, len(block))
 		}
 		for _, k := range append(slices.Clone(keys[:100]), testkeys.Absent(1000, 1)...) {
@@ -548,7 +550,7 @@ func TestV3FallbackAnswersMaybe(t *testing.T) {
 		// The always-maybe block is the one FORMAT.md draws: r, K, Q, L
 		// and keys zero, the flag and the kind in byte 5.
 		n := len(block)
-		want := []byte{'L', 'S', 'M', 'C', 3, byte(v3FlagAlwaysIn | int(kind)<<v3KindShift), 0, 0, 0, 0, 0, 0}
+		want := []byte{'L', 'S', 'M', 'C', 3, byte(linev3.FlagAlwaysMaybe | int(kind)<<linev3.KindShift), 0, 0, 0, 0, 0, 0}
 		if !bytes.Equal(block[n-36:n-24], want) || !bytes.Equal(block[0:4], []byte{0, 0, 0, 0}) {
 			t.Fatalf("kind %d: always-maybe trailer % x", kind, block)
 		}
@@ -575,15 +577,15 @@ func TestV3ReseedKeepsEveryKey(t *testing.T) {
 	}
 	mustNotMiss(t, "reseeded", block, keys)
 	info := mustInfo(t, block)
-	if !info.SeededLines || !st.SeededLines {
+	if !info.V3.SeededLines || !st.V3.SeededLines {
 		t.Errorf("the third attempt did not take seeded lines: %+v", info)
 	}
 	if info.Seed != st.Seed || info.Version != 3 {
 		t.Fatalf("block records seed %d (version %d), stats say %d", info.Seed, info.Version, st.Seed)
 	}
-	planned := planV3(&Options{BitsPerKey: 10}, len(keys)).lines
-	if info.Lines != int(v3AttemptLines(planned, 2)) || info.Lines <= int(planned) {
-		t.Fatalf("third attempt used %d lines, plan %d", info.Lines, planned)
+	planned := linev3.PlanFor(sizingOf(&Options{BitsPerKey: 10}), len(keys)).Lines
+	if info.V3.Lines != int(frame.AttemptLines(planned, 2)) || info.V3.Lines <= int(planned) {
+		t.Fatalf("third attempt used %d lines, plan %d", info.V3.Lines, planned)
 	}
 }
 
@@ -600,13 +602,13 @@ func TestV3AdversarialPinnedSeedFallsBack(t *testing.T) {
 	o := Options{BitsPerKey: 10, Seed: seed, Version: 3}
 	p := v3PlanFor(t, o, n)
 	seeds := []uint32{seed}
-	for a := 0; a+1 < v2Attempts; a++ {
+	for a := 0; a+1 < frame.Attempts; a++ {
 		seeds = append(seeds, uint32(keyhash.Mix(uint64(seeds[a]), uint32(a+1)))|1)
 	}
 	r := rand.New(rand.NewPCG(41, 42))
-	hashes := craftV3(t, n, inFixedLines(r, p.lines, 1), func(h uint64) bool {
+	hashes := craftV3(t, n, inFixedLines(r, p.Lines, 1), func(h uint64) bool {
 		for a, s := range seeds {
-			pa := v3Plan{p.shape, v3AttemptLines(p.lines, a)}
+			pa := linev3.Plan{Shape: p.Shape, Lines: frame.AttemptLines(p.Lines, a)}
 			prim, sec := v3Where(h, s, pa, a >= 2)
 			if prim.line != 0 || sec.line != 0 {
 				return false
@@ -615,15 +617,15 @@ func TestV3AdversarialPinnedSeedFallsBack(t *testing.T) {
 		return true
 	})
 	block, st := buildHashes(o, hashes)
-	if !st.Fallback || len(block) != v2TrailerSize || st.Reseeds != v2Attempts {
-		t.Fatalf("keys aimed at every attempt: stats %+v, %d bytes; want the always-maybe block after %d attempts", st, len(block), v2Attempts)
+	if !st.Fallback || len(block) != frame.TrailerSize || st.Reseeds != frame.Attempts {
+		t.Fatalf("keys aimed at every attempt: stats %+v, %d bytes; want the always-maybe block after %d attempts", st, len(block), frame.Attempts)
 	}
 	info := mustHoldHashesV3(t, "pinned seed", block, hashes, HashKey64)
 	if !info.AlwaysMaybe {
 		t.Fatalf("info %+v", info)
 	}
 	for i := range 1000 {
-		if maybe, _ := v3Lookup(block, uint64(i)*0x9e3779b97f4a7c15+7, HashKey64); !maybe {
+		if maybe, _ := linev3.Lookup(block, uint64(i)*0x9e3779b97f4a7c15+7, uint8(HashKey64)); !maybe {
 			t.Fatal("the always-maybe block answered absent")
 		}
 	}
@@ -635,7 +637,7 @@ func TestV3AdversarialPinnedSeedFallsBack(t *testing.T) {
 	}
 	absent := 0
 	for i := range 10_000 {
-		if maybe, _ := v3Lookup(block, uint64(i)*0x9e3779b97f4a7c15+7, HashKey64); !maybe {
+		if maybe, _ := linev3.Lookup(block, uint64(i)*0x9e3779b97f4a7c15+7, uint8(HashKey64)); !maybe {
 			absent++
 		}
 	}
@@ -666,13 +668,13 @@ func FuzzV3BuildCraftedHashes(f *testing.F) {
 		}
 		const seed = 0x77
 		o := Options{BitsPerKey: float64(mode[1]%48) + 1, Seed: seed, Version: 3, Densest: mode[0]&2 != 0}
-		inv := keyhash.ModInverse(v3LineMultiplier)
+		inv := keyhash.ModInverse(linev3.LineMultiplier)
 		if mode[0]&1 == 1 {
-			inv = keyhash.ModInverse(v2Multiplier(seed))
+			inv = keyhash.ModInverse(frame.Multiplier(seed))
 		}
 		var hashes []uint64
 		for i := 0; i+8 <= len(data); i += 8 {
-			hashes = append(hashes, v2Unposition(binary.LittleEndian.Uint64(data[i:]), inv))
+			hashes = append(hashes, frame.Unposition(binary.LittleEndian.Uint64(data[i:]), inv))
 		}
 		block, st := buildHashes(o, hashes)
 		info := mustHoldHashesV3(t, "crafted", block, hashes, HashKey64)
@@ -689,9 +691,9 @@ func FuzzV3BuildCraftedHashes(f *testing.F) {
 		if !info.AlwaysMaybe {
 			// The first plan counts every hash added (repeats that are not
 			// consecutive included), and no plan is larger.
-			p := planV3(&o, len(hashes))
-			if float64(len(block)) > v2SizeCap(p.lines)*lineBytes+v2TrailerSize {
-				t.Fatalf("%d distinct hashes: %d bytes, past the size cap of a %d-line plan (stats %+v)", len(distinct), len(block), p.lines, st)
+			p := linev3.PlanFor(sizingOf(&o), len(hashes))
+			if float64(len(block)) > frame.SizeCap(p.Lines)*frame.LineBytes+frame.TrailerSize {
+				t.Fatalf("%d distinct hashes: %d bytes, past the size cap of a %d-line plan (stats %+v)", len(distinct), len(block), p.Lines, st)
 			}
 			// A repeat separated from its twin in their run by another key
 			// keeps a slot of its own (FORMAT.md): a slot, never a key.

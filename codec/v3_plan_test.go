@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -14,7 +16,7 @@ import (
 // key to a few thousand: no build may end in the always-maybe block (a
 // table whose filter excludes nothing), and reseeds must stay rare. A
 // plan whose lines hold many more keys per quotient than a run may hold
-// (v3MaxRun) fails under every seed.
+// (linev3.MaxRun) fails under every seed.
 func TestV3RandomKeysNeverFallBack(t *testing.T) {
 	builds, reseeds := 0, 0
 	for _, o := range []Options{{BitsPerKey: 0.5}, {BitsPerKey: 1}, {BitsPerKey: 2}, {BitsPerKey: 3}, {BitsPerKey: 4}, {BitsPerKey: 6},
@@ -32,8 +34,8 @@ func TestV3RandomKeysNeverFallBack(t *testing.T) {
 			reseeds += st.Reseeds
 			name := fmt.Sprintf("%+v n=%d", o, n)
 			if st.Fallback {
-				p := planV3(&o, n)
-				t.Errorf("%s: random keys fell back to always-maybe (plan %+v: %.0f keys per quotient)", name, p, float64(n)/float64(p.lines)/float64(p.shape.q))
+				p := linev3.PlanFor(sizingOf(&o), n)
+				t.Errorf("%s: random keys fell back to always-maybe (plan %+v: %.0f keys per quotient)", name, p, float64(n)/float64(p.Lines)/float64(p.Shape.Q))
 				continue
 			}
 			mustNotMiss(t, name, block, keys)
@@ -62,21 +64,21 @@ func TestV3SecondLineShareMatchesStats(t *testing.T) {
 		second := 0
 		for _, k := range absent {
 			h := specMulHash(k)
-			prim, _ := v3Where(h, st.Seed, v3Plan{v3Shape{r: uint32(spec.r), k: uint32(spec.k), q: uint32(spec.q)}, uint32(spec.lines)}, spec.seededLines)
+			prim, _ := v3Where(h, st.Seed, linev3.Plan{Shape: linev3.Shape{R: uint32(spec.r), K: uint32(spec.k), Q: uint32(spec.q)}, Lines: uint32(spec.lines)}, spec.seededLines)
 			if prim.q >= spec.threshold(prim.line) {
 				second++
 			}
 		}
 		got := float64(second) / float64(len(absent))
-		sigma := math.Sqrt(st.SecondLineShare * (1 - st.SecondLineShare) / float64(len(absent)))
-		t.Logf("bpk %v: %.4f of negative lookups read a second line, stats say %.4f", bpk, got, st.SecondLineShare)
-		if math.Abs(got-st.SecondLineShare) > 5*sigma+0.002 {
-			t.Errorf("bpk %v: %.4f of negative lookups read a second line, stats say %.4f", bpk, got, st.SecondLineShare)
+		sigma := math.Sqrt(st.V3.SecondLineShare * (1 - st.V3.SecondLineShare) / float64(len(absent)))
+		t.Logf("bpk %v: %.4f of negative lookups read a second line, stats say %.4f", bpk, got, st.V3.SecondLineShare)
+		if math.Abs(got-st.V3.SecondLineShare) > 5*sigma+0.002 {
+			t.Errorf("bpk %v: %.4f of negative lookups read a second line, stats say %.4f", bpk, got, st.V3.SecondLineShare)
 		}
 	}
 }
 
-// TestV3SecondLineModel: v3SecondLineShare, which the default plan is
+// TestV3SecondLineModel: linev3.SecondLineShare, which the default plan is
 // chosen by, predicts the share of negative lookups that read a second
 // line (BuildStats.SecondLineShare, itself checked against lookups
 // above) on large random key sets, for both layouts at every budget from
@@ -91,11 +93,11 @@ func TestV3SecondLineModel(t *testing.T) {
 		}
 		b.Finish(nil)
 		st := b.Stats()
-		p := planV3(&o, len(keys))
-		model := v3SecondLineShare(p.shape, float64(len(keys))/float64(p.lines))
-		t.Logf("%s: shape %+v, share %.4f, model %.4f", name, p.shape, st.SecondLineShare, model)
-		if math.Abs(model-st.SecondLineShare) > 0.1*st.SecondLineShare+0.002 {
-			t.Errorf("%s: modelled share %.4f, built %.4f", name, model, st.SecondLineShare)
+		p := linev3.PlanFor(sizingOf(&o), len(keys))
+		model := linev3.SecondLineShare(p.Shape, float64(len(keys))/float64(p.Lines))
+		t.Logf("%s: shape %+v, share %.4f, model %.4f", name, p.Shape, st.V3.SecondLineShare, model)
+		if math.Abs(model-st.V3.SecondLineShare) > 0.1*st.V3.SecondLineShare+0.002 {
+			t.Errorf("%s: modelled share %.4f, built %.4f", name, model, st.V3.SecondLineShare)
 		}
 	}
 	for _, bpk := range []float64{7, 8, 9.6, 10, 12, 14, 16, 20} {
@@ -105,21 +107,21 @@ func TestV3SecondLineModel(t *testing.T) {
 	}
 	// Shapes neither plan picks: every capacity from full lines to a
 	// quarter free, at 10 bits per key.
-	lam := lineBits / 10.0
+	lam := frame.LineBits / 10.0
 	for k := uint32(math.Ceil(lam / 0.97)); float64(k) < lam/0.75; k++ {
-		s := v3BestShape(lam, k, 0)
+		s := linev3.BestShape(lam, k, 0)
 		o := Options{BitsPerKey: 10, Seed: 63, Version: 3}
-		v3LargeLast[0].Store(&v3LargeMemo{lam, 0, s})
-		if p := planV3(&o, len(keys)); p.shape != s {
-			t.Fatalf("capacity %d: planned %+v, want %+v", k, p.shape, s)
+		linev3.LargeLast[0].Store(&linev3.LargeMemo{PerLine: lam, Shape: s})
+		if p := linev3.PlanFor(sizingOf(&o), len(keys)); p.Shape != s {
+			t.Fatalf("capacity %d: planned %+v, want %+v", k, p.Shape, s)
 		}
 		check(fmt.Sprintf("capacity %d", k), o)
 	}
-	v3LargeLast[0].Store(nil)
+	linev3.LargeLast[0].Store(nil)
 }
 
 // TestV3DefaultPlanKeepsSecondLinesRare: the default plan keeps the share
-// of negative lookups that read a second line near v3SecondLineCap at
+// of negative lookups that read a second line near linev3.SecondLineCap at
 // every budget it applies to and every table size, writes version 3 there,
 // and spends the budget like the densest plan, at no lower a rate (that a
 // larger budget never plans a higher rate is TestSmallBudgetsWriteVersion2's
@@ -146,9 +148,9 @@ func TestV3DefaultPlanKeepsSecondLinesRare(t *testing.T) {
 				continue
 			}
 			// Binomial noise of a few hundred lines' thresholds.
-			slack := 3 * math.Sqrt(v3SecondLineCap/float64(st.Lines))
-			if st.SecondLineShare > v3SecondLineCap+slack {
-				t.Errorf("%s: %.4f of negative lookups read a second line (cap %v)", name, st.SecondLineShare, v3SecondLineCap)
+			slack := 3 * math.Sqrt(linev3.SecondLineCap/float64(st.V3.Lines))
+			if st.V3.SecondLineShare > linev3.SecondLineCap+slack {
+				t.Errorf("%s: %.4f of negative lookups read a second line (cap %v)", name, st.V3.SecondLineShare, linev3.SecondLineCap)
 			}
 			if got, want := len(block), len(dense); got > want+want/100+8 {
 				t.Errorf("%s: %d bytes, the densest plan %d", name, got, want)

@@ -8,6 +8,8 @@ import (
 	"math/bits"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -20,7 +22,7 @@ import (
 // attempt failed.
 func v3AlwaysMaybeBlock(kind HashKind) []byte {
 	b := NewBuilder(Options{Version: 3, Hash: kind})
-	b.rejectSeeds = v2Attempts
+	b.rejectSeeds = frame.Attempts
 	b.addHash(7)
 	return b.Finish(nil)
 }
@@ -43,11 +45,11 @@ func TestV3EveryTrailerBitFlip(t *testing.T) {
 func testV3TrailerFlips(t *testing.T, name string, block []byte, keys [][]byte) {
 	t.Helper()
 	n := len(block)
-	for bit := 0; bit < 8*(v2TrailerSize-4); bit++ {
+	for bit := 0; bit < 8*(frame.TrailerSize-4); bit++ {
 		bad := bytes.Clone(block)
-		bad[n-v2TrailerSize+bit/8] ^= 1 << (bit % 8)
-		var h v3Header
-		if id := bit/8 >= 4; id && readV3(bad, &h) {
+		bad[n-frame.TrailerSize+bit/8] ^= 1 << (bit % 8)
+		var h linev3.Header
+		if id := bit/8 >= 4; id && linev3.Read(bad, &h) {
 			t.Fatalf("%s: trailer bit %d flipped alone still reads as a valid trailer", name, bit)
 		}
 		for _, k := range keys {
@@ -77,25 +79,25 @@ func TestV3TrailerRulesAnswerMaybe(t *testing.T) {
 	absent := testkeys.Absent(2000, 42)
 	normal := Build(keys, Options{BitsPerKey: 10, Seed: 5, Version: 3})
 	am := v3AlwaysMaybeBlock(HashKey64)
-	var h v3Header
-	if !readV3(normal, &h) || !readV3(am, new(v3Header)) || len(am) != v2TrailerSize {
+	var h linev3.Header
+	if !linev3.Read(normal, &h) || !linev3.Read(am, new(linev3.Header)) || len(am) != frame.TrailerSize {
 		t.Fatal("the blocks under test are not version 3")
 	}
 	withGap := func(block []byte, extra int) []byte {
 		n := len(block)
-		out := append(bytes.Clone(block[:n-v2TrailerSize]), make([]byte, extra)...)
-		return append(out, block[n-v2TrailerSize:]...)
+		out := append(bytes.Clone(block[:n-frame.TrailerSize]), make([]byte, extra)...)
+		return append(out, block[n-frame.TrailerSize:]...)
 	}
 	shape := func(r, k, q int) func(id []byte) {
 		return func(id []byte) { id[5], id[6], id[7] = id[5]&^31|byte(r), byte(k), byte(q) }
 	}
-	s := h.shape
+	s := h.Shape
 	cases := []struct {
 		name  string
 		block []byte
 	}{
-		{"always-maybe flag beside lines", resealV3(normal, func(id []byte) { id[5] |= v3FlagAlwaysIn })},
-		{"always-maybe trailer after a line", resealV3(withGap(am, lineBytes), func([]byte) {})},
+		{"always-maybe flag beside lines", resealV3(normal, func(id []byte) { id[5] |= linev3.FlagAlwaysMaybe })},
+		{"always-maybe trailer after a line", resealV3(withGap(am, frame.LineBytes), func([]byte) {})},
 		{"always-maybe trailer with r set", resealV3(am, func(id []byte) { id[5] |= 3 })},
 		{"always-maybe trailer with K set", resealV3(am, func(id []byte) { id[6] = 1 })},
 		{"always-maybe trailer with Q set", resealV3(am, func(id []byte) { id[7] = 1 })},
@@ -103,16 +105,16 @@ func TestV3TrailerRulesAnswerMaybe(t *testing.T) {
 		{"always-maybe trailer with bit 7 set", resealV3(am, func(id []byte) { id[5] |= 0x80 })},
 		{"zero lines without the flag", resealV3(am, func(id []byte) { id[5], id[6], id[7] = 4, 10, 10 })},
 		{"zero lines of a valid shape", resealV3(normal, func(id []byte) { binary.LittleEndian.PutUint32(id[8:], 0) })},
-		{"r = 0", resealV3(normal, shape(0, int(s.k), int(s.q)))},
+		{"r = 0", resealV3(normal, shape(0, int(s.K), int(s.Q)))},
 		{"r = 17", resealV3(normal, shape(17, 10, 10))},
 		{"r = 31", resealV3(normal, shape(31, 5, 5))},
-		{"K = 0", resealV3(normal, shape(int(s.r), 0, int(s.q)))},
-		{"Q = 0", resealV3(normal, shape(int(s.r), int(s.k), 0))},
+		{"K = 0", resealV3(normal, shape(int(s.R), 0, int(s.Q)))},
+		{"Q = 0", resealV3(normal, shape(int(s.R), int(s.K), 0))},
 		{"Q + K = 193", resealV3(normal, shape(1, 100, 93))},
 		{"Q + K + K·r + len(Q) = 513", resealV3(normal, v3ShapeOverBy(t, 1))},
-		{"a line's bytes between lines and trailer", resealV3(withGap(normal, lineBytes), func([]byte) {})},
+		{"a line's bytes between lines and trailer", resealV3(withGap(normal, frame.LineBytes), func([]byte) {})},
 		{"one byte between lines and trailer", resealV3(withGap(normal, 1), func([]byte) {})},
-		{"one line fewer than recorded", resealV3(normal[lineBytes:], func([]byte) {})},
+		{"one line fewer than recorded", resealV3(normal[frame.LineBytes:], func([]byte) {})},
 		{"lines count 2^32-1", resealV3(normal, func(id []byte) { binary.LittleEndian.PutUint32(id[8:], 1<<32-1) })},
 	}
 	for _, c := range cases {
@@ -134,8 +136,8 @@ func TestV3TrailerRulesAnswerMaybe(t *testing.T) {
 	}
 	// The constraints' edges themselves are valid shapes: Q+K = 192, and
 	// Q + K + K·r + len(Q) = 512.
-	for _, sh := range []v3Shape{{r: 1, k: 96, q: 96}, v3ShapeAt(t, 0)} {
-		if !sh.valid() {
+	for _, sh := range []linev3.Shape{{R: 1, K: 96, Q: 96}, v3ShapeAt(t, 0)} {
+		if !sh.Valid() {
 			t.Errorf("shape %+v at the constraints' edge is not valid", sh)
 		}
 	}
@@ -143,24 +145,24 @@ func TestV3TrailerRulesAnswerMaybe(t *testing.T) {
 
 // v3ShapeAt finds a shape with Q + K + K·r + len(Q) = 512 + over and
 // Q + K <= 192.
-func v3ShapeAt(t *testing.T, over int) v3Shape {
+func v3ShapeAt(t *testing.T, over int) linev3.Shape {
 	t.Helper()
 	for r := uint32(1); r <= 16; r++ {
 		for k := uint32(1); k < 192; k++ {
 			for q := uint32(1); q+k <= 192; q++ {
 				if int(q+k+k*r)+bits.Len32(q) == 512+over {
-					return v3Shape{r: r, k: k, q: q}
+					return linev3.Shape{R: r, K: k, Q: q}
 				}
 			}
 		}
 	}
 	t.Fatalf("no shape %d bits over a line", over)
-	return v3Shape{}
+	return linev3.Shape{}
 }
 
 func v3ShapeOverBy(t *testing.T, over int) func(id []byte) {
 	s := v3ShapeAt(t, over)
-	return func(id []byte) { id[5], id[6], id[7] = id[5]&^31|byte(s.r), byte(s.k), byte(s.q) }
+	return func(id []byte) { id[5], id[6], id[7] = id[5]&^31|byte(s.R), byte(s.K), byte(s.Q) }
 }
 
 // TestV3DecodeRejectsSealedInconsistencies forges blocks whose trailer
@@ -169,11 +171,11 @@ func v3ShapeOverBy(t *testing.T, over int) func(id []byte) {
 func TestV3DecodeRejectsSealedInconsistencies(t *testing.T) {
 	keys := testkeys.Random(2000, 16, 71)
 	block := Build(keys, Options{BitsPerKey: 10, Seed: 72, Version: 3})
-	var h v3Header
-	if !readV3(block, &h) {
+	var h linev3.Header
+	if !linev3.Read(block, &h) {
 		t.Fatal("not a version-3 block")
 	}
-	s := h.shape
+	s := h.Shape
 	seal := func(b []byte) []byte { return resealV3(b, func([]byte) {}) }
 	setBit := func(b []byte, i uint32) { b[i>>3] |= 1 << (i & 7) }
 	var cases []struct {
@@ -193,38 +195,38 @@ func TestV3DecodeRejectsSealedInconsistencies(t *testing.T) {
 		binary.LittleEndian.PutUint32(b[n-40:], binary.LittleEndian.Uint32(b[n-40:])+1)
 	})
 	add("a header of only ones", func(b []byte) {
-		for i := uint32(0); i < s.q+s.k; i++ {
+		for i := uint32(0); i < s.Q+s.K; i++ {
 			setBit(b, i)
 		}
 	})
-	add("a run longer than v3MaxRun", func(b []byte) {
-		line := b[:lineBytes]
+	add("a run longer than linev3.MaxRun", func(b []byte) {
+		line := b[:frame.LineBytes]
 		clear(line)
-		// Quotient 0 holds v3MaxRun+1 keys when K allows, else every
+		// Quotient 0 holds linev3.MaxRun+1 keys when K allows, else every
 		// slot: either breaks a rule.
-		for i := uint32(0); i <= min(v3MaxRun, s.k); i++ {
+		for i := uint32(0); i <= min(linev3.MaxRun, s.K); i++ {
 			setBit(line, i)
 		}
 	})
 	add("a remainder bit past the stored keys", func(b []byte) {
-		for ln := 0; ln < int(h.lines); ln++ {
-			line := b[ln*lineBytes : (ln+1)*lineBytes]
-			if c, err := checkLineV3(line, s); err == nil && uint32(c) < s.k {
-				setBit(line, s.remOff()+uint32(c)*s.r)
+		for ln := 0; ln < int(h.Lines); ln++ {
+			line := b[ln*frame.LineBytes : (ln+1)*frame.LineBytes]
+			if c, err := linev3.CheckLine(line, s); err == nil && uint32(c) < s.K {
+				setBit(line, s.RemOff()+uint32(c)*s.R)
 				return
 			}
 		}
 		t.Fatal("no line below capacity")
 	})
 	add("a header bit between the last run and the remainders", func(b []byte) {
-		line := b[2*lineBytes : 3*lineBytes]
-		setBit(line, s.remOff()-1)
+		line := b[2*frame.LineBytes : 3*frame.LineBytes]
+		setBit(line, s.RemOff()-1)
 	})
 	add("a threshold above Q", func(b []byte) {
-		line := b[3*lineBytes : 4*lineBytes]
-		w := binary.LittleEndian.Uint64(line[lineBytes-8:])
-		w |= uint64(1<<s.tBits()-1) << (64 - s.tBits())
-		binary.LittleEndian.PutUint64(line[lineBytes-8:], w)
+		line := b[3*frame.LineBytes : 4*frame.LineBytes]
+		w := binary.LittleEndian.Uint64(line[frame.LineBytes-8:])
+		w |= uint64(1<<s.TBits()-1) << (64 - s.TBits())
+		binary.LittleEndian.PutUint64(line[frame.LineBytes-8:], w)
 	})
 	am := bytes.Clone(v3AlwaysMaybeBlock(HashKey64))
 	binary.LittleEndian.PutUint32(am, 1)
@@ -270,19 +272,19 @@ func TestV3MalformedLinesAnswerMaybe(t *testing.T) {
 	probes := testkeys.Absent(20_000, 2)
 	for _, bpk := range []float64{4, 8, 10, 16, 30} {
 		block := buildExactV3(keys, Options{BitsPerKey: bpk, Seed: 3})
-		var h v3Header
-		if !readV3(block, &h) {
+		var h linev3.Header
+		if !linev3.Read(block, &h) {
 			t.Fatal("not a version-3 block")
 		}
-		s := h.shape
+		s := h.Shape
 		for _, c := range []struct {
 			name string
 			ones uint32 // the line's first bits set to one
-		}{{"no zero in the header's three words", v3HeaderMax}, {"a header of only ones", s.q + s.k}} {
+		}{{"no zero in the header's three words", linev3.HeaderMax}, {"a header of only ones", s.Q + s.K}} {
 			bad := bytes.Clone(block)
-			for ln := 0; ln < int(h.lines); ln++ {
+			for ln := 0; ln < int(h.Lines); ln++ {
 				for i := uint32(0); i < c.ones; i++ {
-					bad[ln*lineBytes+int(i>>3)] |= 1 << (i & 7)
+					bad[ln*frame.LineBytes+int(i>>3)] |= 1 << (i & 7)
 				}
 			}
 			name := fmt.Sprintf("bpk %v shape %+v: %s", bpk, s, c.name)
@@ -318,8 +320,8 @@ func FuzzV3TrailerDamage(f *testing.F) {
 	f.Fuzz(func(t *testing.T, at1, x1, at2, x2 uint8) {
 		bad := bytes.Clone(block)
 		n := len(bad)
-		bad[n-v2TrailerSize+int(at1)%v2TrailerSize] ^= x1
-		bad[n-v2TrailerSize+int(at2)%v2TrailerSize] ^= x2
+		bad[n-frame.TrailerSize+int(at1)%frame.TrailerSize] ^= x1
+		bad[n-frame.TrailerSize+int(at2)%frame.TrailerSize] ^= x2
 		if bytes.Equal(bad, block) {
 			return
 		}
@@ -352,30 +354,30 @@ func FuzzV3TrailerDamage(f *testing.F) {
 func FuzzV3LineContents(f *testing.F) {
 	keys := testkeys.Random(3000, 16, 7)
 	block := Build(keys, Options{BitsPerKey: 8, Seed: 13, Version: 3})
-	lines := (len(block) - v2TrailerSize) / lineBytes
+	lines := (len(block) - frame.TrailerSize) / frame.LineBytes
 	// The probes that read each line, as primary or secondary line.
-	var h v3Header
-	if !readV3(block, &h) || h.seededLines {
+	var h linev3.Header
+	if !linev3.Read(block, &h) || h.SeededLines {
 		f.Fatal("want a version-3 block under the fixed line hash")
 	}
 	reading := make([][][]byte, lines)
 	for _, k := range append(testkeys.Absent(30_000, 8), keys...) {
 		hk := keyhash.MulHash(k)
-		prim, sec := v3Where(hk, h.seed, v3Plan{h.shape, h.lines}, false)
+		prim, sec := v3Where(hk, h.Seed, linev3.Plan{Shape: h.Shape, Lines: h.Lines}, false)
 		reading[prim.line] = append(reading[prim.line], k)
 		if sec.line != prim.line {
 			reading[sec.line] = append(reading[sec.line], k)
 		}
 	}
 	for _, ln := range []int{0, 1, lines / 2, lines - 1} {
-		f.Add(uint16(ln), bytes.Clone(block[ln*lineBytes:(ln+1)*lineBytes]))
+		f.Add(uint16(ln), bytes.Clone(block[ln*frame.LineBytes:(ln+1)*frame.LineBytes]))
 	}
-	f.Add(uint16(0), bytes.Repeat([]byte{0xff}, lineBytes))
-	f.Add(uint16(3), make([]byte, lineBytes))
+	f.Add(uint16(0), bytes.Repeat([]byte{0xff}, frame.LineBytes))
+	f.Add(uint16(3), make([]byte, frame.LineBytes))
 	f.Fuzz(func(t *testing.T, line uint16, data []byte) {
 		ln := int(line) % lines
 		bad := bytes.Clone(block)
-		copy(bad[ln*lineBytes:(ln+1)*lineBytes], data)
+		copy(bad[ln*frame.LineBytes:(ln+1)*frame.LineBytes], data)
 		bad = resealV3(bad, func([]byte) {})
 		for _, k := range reading[ln] {
 			MayContain(bad, k)

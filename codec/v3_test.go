@@ -42,7 +42,7 @@ func testV3NoFalseNegatives(t *testing.T, n int, bpk float64, densest bool) {
 				fp++
 			}
 		}
-		t.Log(fmt.Sprintf("n=%d bpk=%v densest=%v: %.2f bits/key FPR %.4f%% (expected %.4f%%) r=%d K=%d Q=%d p2 %.3f fallback %v", n, bpk, densest, f.Info().BitsPerKey, 100*float64(fp)/float64(len(abs)), 100*f.Info().ExpectedFPR, st.FingerprintBits, st.LineCapacity, st.Quotients, st.SecondLineShare, st.Fallback))
+		t.Log(fmt.Sprintf("n=%d bpk=%v densest=%v: %.2f bits/key FPR %.4f%% (expected %.4f%%) r=%d K=%d Q=%d p2 %.3f fallback %v", n, bpk, densest, f.Info().BitsPerKey, 100*float64(fp)/float64(len(abs)), 100*f.Info().ExpectedFPR, st.V3.RemainderBits, st.V3.LineCapacity, st.V3.Quotients, st.V3.SecondLineShare, st.Fallback))
 	}
 }
 

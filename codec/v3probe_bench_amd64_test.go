@@ -9,11 +9,12 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 // BenchmarkV3ProbeBMI2 times MayContain on a version-3 block with the
-// assembly probe and without it (v3UseBMI2 switched within one process,
+// assembly probe and without it (linev3.UseBMI2 switched within one process,
 // the two interleaved round by round), each beside Pebble's bloom filter
 // at the same bits/key timed right after it, and reports for each the
 // median over rounds of that round's ratio to the bloom filter: hot (one
@@ -23,10 +24,10 @@ import (
 //
 //	go test ./codec -run X -bench V3ProbeBMI2 -benchtime 8x
 func BenchmarkV3ProbeBMI2(b *testing.B) {
-	if !v3UseBMI2 {
+	if !linev3.UseBMI2 {
 		b.Skip("this processor does not run the assembly probe")
 	}
-	defer func(v bool) { v3UseBMI2 = v }(v3UseBMI2)
+	defer func(v bool) { linev3.UseBMI2 = v }(linev3.UseBMI2)
 	absent := testkeys.Absent(1<<20, 200)
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := testkeys.Random(n, 16, 100)
@@ -45,9 +46,9 @@ func BenchmarkV3ProbeBMI2(b *testing.B) {
 				}
 				var asm, goOnly []float64
 				for b.Loop() {
-					v3UseBMI2 = true
+					linev3.UseBMI2 = true
 					a := run(MayContain, v3Copies, v3Order) / run(bloomMayContain, bloomCopies, bloomOrder)
-					v3UseBMI2 = false
+					linev3.UseBMI2 = false
 					g := run(MayContain, v3Copies, v3Order) / run(bloomMayContain, bloomCopies, bloomOrder)
 					asm, goOnly = append(asm, a), append(goOnly, g)
 				}

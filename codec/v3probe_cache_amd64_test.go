@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -22,22 +24,22 @@ func withTrailerWords(block []byte, w0, w1 uint64) []byte {
 // the Go trailer checks: a remembered word skips them, so it must be one
 // they accept.
 func TestV3CheckedW0(t *testing.T) {
-	block := make([]byte, lineBytes+v2TrailerSize)
-	for i, w := range v3CheckedW0 {
-		var h v3Header
-		if !readV3(withTrailerWords(block, w, 1), &h) {
-			t.Errorf("slot %d holds %#x, which readV3 rejects", i, w)
+	block := make([]byte, frame.LineBytes+frame.TrailerSize)
+	for i, w := range linev3.CheckedW0 {
+		var h linev3.Header
+		if !linev3.Read(withTrailerWords(block, w, 1), &h) {
+			t.Errorf("slot %d holds %#x, which linev3.Read rejects", i, w)
 		}
 	}
 }
 
 // TestV3ProbeBMI2ForgedTrailers gives the probe blocks whose trailer copies
 // agree but whose id word is anything: every field out of range in turn,
-// random words, and words that share a slot of v3CheckedW0 with a valid
+// random words, and words that share a slot of linev3.CheckedW0 with a valid
 // one, each tried right after a lookup in a valid block has filled the
-// slots. Wherever the probe answers, it answers as v3Lookup does.
+// slots. Wherever the probe answers, it answers as linev3.Lookup does.
 func TestV3ProbeBMI2ForgedTrailers(t *testing.T) {
-	if !v3UseBMI2 {
+	if !linev3.UseBMI2 {
 		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
 	}
 	r := rand.New(rand.NewPCG(5, 6))
@@ -83,7 +85,7 @@ func TestV3ProbeBMI2ForgedTrailers(t *testing.T) {
 }
 
 // TestV3ProbeBMI2ConcurrentShapes runs lookups of present keys in blocks
-// of many shapes from several goroutines at once, so that v3CheckedW0's
+// of many shapes from several goroutines at once, so that linev3.CheckedW0's
 // slots are read while others overwrite them: no present key is missed.
 func TestV3ProbeBMI2ConcurrentShapes(t *testing.T) {
 	var blocks [][]byte

@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -34,7 +35,7 @@ func guardedPages(t *testing.T, n int) []byte {
 // the probe answers for and shorter ones it hands back, and the same
 // blocks damaged, whose lookups take the probe's other paths.
 func TestV3ProbeBMI2StaysInBounds(t *testing.T) {
-	if !v3UseBMI2 {
+	if !linev3.UseBMI2 {
 		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
 	}
 	r := rand.New(rand.NewPCG(12, 13))
@@ -45,12 +46,12 @@ func TestV3ProbeBMI2StaysInBounds(t *testing.T) {
 			for i := range key {
 				key[i] = byte(r.Uint32())
 			}
-			if o, h := v3ProbeBMI2(nil, key); o != v3Other || h != keyhash.MulHash(key) {
+			if o, h := linev3.ProbeBMI2(nil, key); o != linev3.Other || h != keyhash.MulHash(key) {
 				t.Fatalf("%d-byte key at the end of the mapping: outcome %d, hash %#x, MulHash %#x", n, o, h, keyhash.MulHash(key))
 			}
 			key = mem[:n]
 			copy(key, mem[len(mem)-n:])
-			if _, h := v3ProbeBMI2(nil, key); h != keyhash.MulHash(key) {
+			if _, h := linev3.ProbeBMI2(nil, key); h != keyhash.MulHash(key) {
 				t.Fatalf("%d-byte key at the start of the mapping: hash %#x, MulHash %#x", n, h, keyhash.MulHash(key))
 			}
 		}
@@ -78,7 +79,7 @@ func TestV3ProbeBMI2StaysInBounds(t *testing.T) {
 						if msg, ok := v3ProbeAgrees(block, k); !ok {
 							t.Fatalf("%d keys, %v bits/key, cut %d: %s", nk, bpk, cut, msg)
 						}
-						if o, _ := v3ProbeBMI2(block, k); o != v3Other {
+						if o, _ := linev3.ProbeBMI2(block, k); o != linev3.Other {
 							answered++
 						}
 					}

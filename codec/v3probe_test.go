@@ -6,27 +6,28 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
-// v3ProbeAgrees reports whether v3ProbeBMI2, finished as MayContain
-// finishes it, answers for key in block as v3Lookup does (for a block that
-// is not version 3 at all, v3Lookup's "not mine" is matched only by
-// v3Other), and hands back the key's hash where it leaves the lookup to Go.
+// v3ProbeAgrees reports whether linev3.ProbeBMI2, finished as MayContain
+// finishes it, answers for key in block as linev3.Lookup does (for a block that
+// is not version 3 at all, linev3.Lookup's "not mine" is matched only by
+// linev3.Other), and hands back the key's hash where it leaves the lookup to Go.
 func v3ProbeAgrees(block, key []byte) (string, bool) {
 	h := keyhash.MulHash(key)
-	want, isV3 := v3Lookup(block, h, HashKey64)
-	o, x := v3ProbeBMI2(block, key)
+	want, isV3 := linev3.Lookup(block, h, uint8(HashKey64))
+	o, x := linev3.ProbeBMI2(block, key)
 	switch o {
-	case v3Other:
+	case linev3.Other:
 		if x != h {
-			return fmt.Sprintf("v3Other with hash %#x, MulHash %#x", x, h), false
+			return fmt.Sprintf("linev3.Other with hash %#x, MulHash %#x", x, h), false
 		}
 		return "", true
-	case v3Absent, v3Maybe:
-		if !isV3 || want != (o == v3Maybe) {
-			return fmt.Sprintf("probe says %d, v3Lookup (%v, %v)", o, want, isV3), false
+	case linev3.Absent, linev3.Maybe:
+		if !isV3 || want != (o == linev3.Maybe) {
+			return fmt.Sprintf("probe says %d, linev3.Lookup (%v, %v)", o, want, isV3), false
 		}
 	default:
 		return fmt.Sprintf("outcome %d", o), false
@@ -34,15 +35,15 @@ func v3ProbeAgrees(block, key []byte) (string, bool) {
 	return "", true
 }
 
-// TestV3ProbeBMI2MatchesLookup runs the assembly probe beside v3Lookup on
+// TestV3ProbeBMI2MatchesLookup runs the assembly probe beside linev3.Lookup on
 // blocks of every remainder width, many budgets and sizes (one line to
 // tens of thousands), seeded lines, host-hash blocks (which the probe
-// leaves to v3Lookup), absent and present keys and hashes crafted onto
+// leaves to linev3.Lookup), absent and present keys and hashes crafted onto
 // every quotient of a line, and on the same blocks with bytes damaged in
 // their lines and trailers: wherever the probe answers, it answers as
-// v3Lookup does, and it never misses a present key.
+// linev3.Lookup does, and it never misses a present key.
 func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
-	if !v3UseBMI2 {
+	if !linev3.UseBMI2 {
 		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
 	}
 	r := rand.New(rand.NewPCG(3, 4))
@@ -76,7 +77,7 @@ func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
 			wide++
 		}
 		for _, k := range keySets[bi] {
-			if o, _ := v3ProbeBMI2(block, k); o == v3Absent {
+			if o, _ := linev3.ProbeBMI2(block, k); o == linev3.Absent {
 				t.Fatalf("block %d: the probe misses a present key", bi)
 			}
 			if msg, ok := v3ProbeAgrees(block, k); !ok {
@@ -88,7 +89,7 @@ func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
 				t.Fatalf("block %d, absent key: %s", bi, msg)
 			}
 			checked++
-			if o, _ := v3ProbeBMI2(block, k); o != v3Other {
+			if o, _ := linev3.ProbeBMI2(block, k); o != linev3.Other {
 				answered++
 			}
 		}
@@ -114,9 +115,9 @@ func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
 }
 
 // FuzzV3ProbeBMI2 gives the assembly probe arbitrary blocks and keys: it
-// must not fault, and where it answers it answers as v3Lookup does.
+// must not fault, and where it answers it answers as linev3.Lookup does.
 func FuzzV3ProbeBMI2(f *testing.F) {
-	if !v3UseBMI2 {
+	if !linev3.UseBMI2 {
 		f.Skip("this processor does not run the assembly probe")
 	}
 	for _, bpk := range []float64{6, 10, 16} {
@@ -135,7 +136,7 @@ func FuzzV3ProbeBMI2(f *testing.F) {
 // each other in one byte, read from the end of an allocation so that a
 // read past the key would touch bytes the key does not own.
 func TestV3ProbeBMI2Hash(t *testing.T) {
-	if !v3UseBMI2 {
+	if !linev3.UseBMI2 {
 		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
 	}
 	r := rand.New(rand.NewPCG(9, 9))
@@ -147,13 +148,13 @@ func TestV3ProbeBMI2Hash(t *testing.T) {
 			}
 			key := buf[16:]
 			for _, k := range [][]byte{key, buf[:n]} {
-				if o, h := v3ProbeBMI2(nil, k); o != v3Other || h != keyhash.MulHash(k) {
+				if o, h := linev3.ProbeBMI2(nil, k); o != linev3.Other || h != keyhash.MulHash(k) {
 					t.Fatalf("%d-byte key %x: outcome %d hash %#x, MulHash %#x", n, k, o, h, keyhash.MulHash(k))
 				}
 			}
 			if n > 0 {
 				key[r.IntN(n)]++
-				if _, h := v3ProbeBMI2(nil, key); h != keyhash.MulHash(key) {
+				if _, h := linev3.ProbeBMI2(nil, key); h != keyhash.MulHash(key) {
 					t.Fatalf("%d-byte key %x: hash %#x, MulHash %#x", n, key, h, keyhash.MulHash(key))
 				}
 			}

@@ -63,7 +63,7 @@ func TestModelFPRMatchesCodec(t *testing.T) {
 		}
 		got, want := pebblecore.ModelFPR(b), f.Info().ExpectedFPR
 		if math.Abs(got-want) > 0.08*want {
-			t.Errorf("%v bits/key: model FPR %.3g, codec block's expected FPR %.3g (f=%d load %.3f)", b, got, want, f.Info().FingerprintBits, f.Info().Load)
+			t.Errorf("%v bits/key: model FPR %.3g, codec block's expected FPR %.3g (f=%d load %.3f)", b, got, want, f.Info().V2.FingerprintBits+f.Info().V3.RemainderBits, f.Info().V2.Load+f.Info().V3.Load)
 		}
 	}
 }

@@ -180,8 +180,8 @@ func TestPebbleDensestPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, n := fd.Info(), fn.Info()
-	t.Logf("default: K=%d rate %.4g; densest: K=%d rate %.4g", d.LineCapacity, d.ExpectedFPR, n.LineCapacity, n.ExpectedFPR)
-	if d.Version != 3 || n.Version != 3 || d.Lines != n.Lines || n.LineCapacity >= d.LineCapacity || n.ExpectedFPR >= d.ExpectedFPR {
+	t.Logf("default: K=%d rate %.4g; densest: K=%d rate %.4g", d.V3.LineCapacity, d.ExpectedFPR, n.V3.LineCapacity, n.ExpectedFPR)
+	if d.Version != 3 || n.Version != 3 || d.V3.Lines != n.V3.Lines || n.V3.LineCapacity >= d.V3.LineCapacity || n.ExpectedFPR >= d.ExpectedFPR {
 		t.Errorf("default %+v, densest %+v: want version 3 in as many lines, the densest with fuller lines and a lower rate", d, n)
 	}
 	for _, k := range keys {
@@ -1263,8 +1263,9 @@ func BenchmarkPebblePolicyFPR(b *testing.B) {
 			b.ReportMetric(float64(len(block))*8/n, "bits/key")
 			b.ReportMetric(100*float64(fp)/probes, "FPR%")
 			if f, err := codec.Decode(block); err == nil {
-				b.ReportMetric(float64(f.Info().FingerprintBits), "fp-bits")
-				b.ReportMetric(f.Info().Load, "load")
+				in := f.Info()
+				b.ReportMetric(float64(in.V1.FingerprintBits+in.V2.FingerprintBits+in.V3.RemainderBits), "fp-bits")
+				b.ReportMetric(in.V1.Load+in.V2.Load+in.V3.Load, "load")
 			}
 		})
 	}

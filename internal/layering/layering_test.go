@@ -1,8 +1,8 @@
 // Package layering holds one test: the module's packages depend on each
 // other in one direction, kvdemo and bench → tablefilter → codec and
-// dynamic → internal, and a store that wants one piece does not link the
-// engines it does not use (a Pebble v1 store does not link Pebble v2, nor
-// the reverse).
+// dynamic → internal (codec → codec/internal → internal), and a store that
+// wants one piece does not link the engines it does not use (a Pebble v1
+// store does not link Pebble v2, nor the reverse).
 package layering
 
 import (
@@ -36,6 +36,12 @@ func TestLayering(t *testing.T) {
 		{"internal/semisort", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/relocation", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
+		{"internal/relocate", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
+		{"codec/internal/frame", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
+		{"codec/internal/bucket", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
+		{"codec/internal/blockv1", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
+		{"codec/internal/linev2", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
+		{"codec/internal/linev3", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
 		{"codec", []string{module + "/dynamic", tf, module + "/kvdemo", module + "/bench", pebble, badger}, nil},
 		{"dynamic", []string{module + "/codec", tf, module + "/kvdemo", module + "/bench", pebble, badger}, nil},
 		// The Pebble adapters: each links its own Pebble and the shared

@@ -11,13 +11,13 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL DX, d+20(FP)
 	RET
 
-// func v3ProbeBMI2(block, key []byte) (outcome, x uint64)
+// func ProbeBMI2(block, key []byte) (outcome, x uint64)
 //
-// keyhash.MulHash of key, then v3Lookup's common case for a HashKey64
+// keyhash.MulHash of key, then Lookup's common case for a HashKey64
 // block, step for step (see the Go code, which is the reference), the
-// secondary line's probe (v3SecondaryHas) included: it answers v3Absent
-// or v3Maybe only where every check v3Lookup makes has passed, and
-// v3Other (with the key hash x) for everything else, which the caller
+// secondary line's probe (secondaryHas) included: it answers Absent
+// or Maybe only where every check Lookup makes has passed, and
+// Other (with the key hash x) for everything else, which the caller
 // gives to the Go lookups.
 //
 // Registers: SI block, BX length, R8 the line, R9 x, R10 w0,
@@ -26,7 +26,7 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 // (block_cap), Q+K (key_len) and 64 minus the threshold's width (key_cap);
 // the outcome's slot says which line is being probed (0 primary, 1
 // secondary) until it is written.
-TEXT ·v3ProbeBMI2(SB), NOSPLIT, $0-64
+TEXT ·ProbeBMI2(SB), NOSPLIT, $0-64
 	// The trailer's cache line is asked for first: its address needs no
 	// hash, and a miss started here overlaps the hashing.
 	MOVQ       block_base+0(FP), AX
@@ -123,7 +123,7 @@ hashfold:
 	JEQ  other
 
 	// The primary line from the key hash and the block's length alone:
-	// (h·v3LineMultiplier)>>32 · ((n-40)/64) >> 32.
+	// (h·LineMultiplier)>>32 · ((n-40)/64) >> 32.
 	MOVQ  $0xd6e8feb86659fd93, AX
 	IMULQ DI, AX
 	SHRQ  $32, AX
@@ -149,12 +149,12 @@ hashfold:
 
 	// The id word (version 3's id, byte 5 and the shape) is checked once
 	// per distinct word: the checks are a function of the word alone, and
-	// v3CheckedW0 remembers words that passed, one per slot chosen by a
+	// CheckedW0 remembers words that passed, one per slot chosen by a
 	// hash of the word.
 	MOVQ  $0x9e3779b97f4a7c15, AX
 	IMULQ R10, AX
 	SHRQ  $59, AX
-	LEAQ  ·v3CheckedW0(SB), DI
+	LEAQ  ·CheckedW0(SB), DI
 	LEAQ  (DI)(AX*8), DI         // the word's slot
 	MOVQ  R10, R12
 	SHRQ  $40, R12
@@ -182,7 +182,7 @@ checkedw0:
 	CMPQ AX, BX
 	JNE  other
 
-	// x = v2Position(h, v2Multiplier(seed)); q from its bits 16..31.
+	// x = frame.Position(h, frame.Multiplier(seed)); q from its bits 16..31.
 	MOVQ  R11, AX
 	SHRQ  $32, AX
 	INCQ  AX
@@ -277,7 +277,7 @@ haspos:
 	MOVQ   (R8)(CX*1), AX
 	ANDQ   $7, DI
 	SHRXQ  DI, AX, AX            // rw
-	LEAQ   ·v3Lanes(SB), CX
+	LEAQ   ·lanes(SB), CX
 	MOVQ   (CX)(R12*8), CX       // lo
 	BZHIQ  R12, R9, DI           // x & (1<<r - 1)
 	IMULQ  CX, DI
@@ -302,11 +302,11 @@ haspos:
 	CMPQ  R11, AX
 	JB    absent
 
-	// The secondary line, as v3SecondaryHas finds it: position hash
-	// x2 = keyhash.Mix(x, secondarySalt), its line (x2>>32)·lines>>32,
+	// The secondary line, as secondaryHas finds it: position hash
+	// x2 = keyhash.Mix(x, frame.SecondarySalt), its line (x2>>32)·lines>>32,
 	// its quotient and remainder as the primary's; then the same probe.
 	MOVQ  $1, outcome+48(FP)     // the secondary line's probe
-	MOVQ  $0x7eab76c4a261aa4f, AX // (secondarySalt+1)·0x9e3779b97f4a7c15
+	MOVQ  $0x7eab76c4a261aa4f, AX // (frame.SecondarySalt+1)·0x9e3779b97f4a7c15
 	ADDQ  R9, AX
 	MOVQ  AX, CX
 	SHRQ  $30, CX
@@ -354,7 +354,7 @@ checkw0:
 	// id and byte 5 (hash kind, always-maybe and seeded-lines bits 0)
 	MOVQ  $0xffffffffff, CX
 	ANDQ  R10, CX
-	CMPQ  CX, ·v3IDWord(SB)
+	CMPQ  CX, ·IDWord(SB)
 	JNE   other
 	MOVQ  $0xe00000000000, CX
 	TESTQ CX, R10

@@ -1,8 +1,13 @@
-package codec
+package blockv1
 
-import "github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+import (
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
+)
 
-// candidates derives, from a mixed key hash, the key's two candidate buckets
+// Candidates derives, from a mixed key hash, the key's two candidate buckets
 // inside its block of m buckets and its fingerprint. The builder and every
 // reader go through this one function.
 //
@@ -11,7 +16,7 @@ import "github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 // bucket. The second bucket is another bucket of the same block, never the
 // first (so each key has eight slots when m > 1), from bits 16..31; the
 // fingerprint comes from bits 0..15, which chose neither.
-func candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
+func Candidates(x uint64, blocks, m uint32, f uint) (i1, i2, fp uint32) {
 	_, rest := keyhash.Reduce(keyhash.Hi(x), blocks)
 	i1, _ = keyhash.Reduce(rest, m)
 	i2 = i1
@@ -45,33 +50,30 @@ type placer struct {
 	b1, b2 []uint32 // per key: candidate buckets
 	fp     []uint32 // per key: fingerprint
 	count  []uint8  // per bucket: occupied slots
-	slot   [][slots]int32
-	seen   []uint32 // per bucket: BFS generation that reached it
-	from   []int32  // per bucket: bucket the BFS came from
-	via    []int32  // per bucket: key whose move reaches it
-	queue  []int32
-	gen    uint32
+	slot   [][bucket.Slots]int32
+	search relocate.Search
+}
+
+// table is the placer as relocate.Find reads it.
+type table struct{ p *placer }
+
+func (t table) Room(b uint32) bool    { return t.p.count[b] < bucket.Slots }
+func (t table) Occupied(b uint32) int { return int(t.p.count[b]) }
+
+// Other is the other bucket of the key in slot j of bucket b: its buckets
+// sum to b and the other.
+func (t table) Other(b uint32, j int) uint32 {
+	e := t.p.slot[b][j]
+	return t.p.b1[e] + t.p.b2[e] - b
 }
 
 func (p *placer) reset(k, m int) {
-	p.b1 = resize(p.b1, k)
-	p.b2 = resize(p.b2, k)
-	p.fp = resize(p.fp, k)
-	p.count = resize(p.count, m)
+	p.b1 = frame.Resize(p.b1, k)
+	p.b2 = frame.Resize(p.b2, k)
+	p.fp = frame.Resize(p.fp, k)
+	p.count = frame.Resize(p.count, m)
 	clear(p.count)
-	p.slot = resize(p.slot, m)
-	p.seen = resize(p.seen, m)
-	clear(p.seen)
-	p.gen = 0
-	p.from = resize(p.from, m)
-	p.via = resize(p.via, m)
-}
-
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, n+n/4)
-	}
-	return s[:n]
+	p.slot = frame.Resize(p.slot, m)
 }
 
 // place tries to put every key of the block into m buckets.
@@ -81,7 +83,7 @@ func (p *placer) place(keys []uint64, blocks, m uint32, f uint) bool {
 		return true
 	}
 	for k, x := range keys {
-		p.b1[k], p.b2[k], p.fp[k] = candidates(x, blocks, m, f)
+		p.b1[k], p.b2[k], p.fp[k] = Candidates(x, blocks, m, f)
 	}
 	for k := range keys {
 		if !p.insert(int32(k)) {
@@ -113,56 +115,37 @@ func (p *placer) remove(k int32, bkt uint32) {
 func (p *placer) insert(k int32) bool {
 	a, b := p.b1[k], p.b2[k]
 	// Two-choice greedy: the emptier bucket keeps later BFS searches short.
-	if p.count[a] < slots || p.count[b] < slots {
+	if p.count[a] < bucket.Slots || p.count[b] < bucket.Slots {
 		if p.count[b] < p.count[a] {
 			a = b
 		}
 		p.put(k, a)
 		return true
 	}
-	p.gen++
-	p.queue = append(p.queue[:0], int32(a))
-	p.seen[a], p.from[a] = p.gen, -1
-	if b != a {
-		p.queue = append(p.queue, int32(b))
-		p.seen[b], p.from[b] = p.gen, -1
+	path, ok := relocate.Find(&p.search, table{p}, a, b, 0)
+	if !ok {
+		return false
 	}
-	for q := 0; q < len(p.queue); q++ {
-		u := uint32(p.queue[q])
-		for j := uint8(0); j < p.count[u]; j++ {
-			e := p.slot[u][j]
-			v := p.b1[e] + p.b2[e] - u // e's other bucket
-			if v == u || p.seen[v] == p.gen {
-				continue
-			}
-			p.seen[v], p.from[v], p.via[v] = p.gen, int32(u), e
-			if p.count[v] < slots {
-				// Walk back: each key on the path moves one step on,
-				// freeing a slot in the bucket it left, until a root
-				// (one of k's buckets) has room for k.
-				for p.from[v] >= 0 {
-					u, e := uint32(p.from[v]), p.via[v]
-					p.remove(e, u)
-					p.put(e, v)
-					v = u
-				}
-				p.put(k, v)
-				return true
-			}
-			p.queue = append(p.queue, int32(v))
-		}
+	// Carried out from the far end, each move frees the slot the one
+	// before it fills, until a root has room for k.
+	for i := len(path) - 1; i >= 0; i-- {
+		st := path[i]
+		e := p.slot[st.From][st.Slot]
+		p.remove(e, st.From)
+		p.put(e, st.To)
 	}
-	return false
+	p.put(k, path[0].From)
+	return true
 }
 
 // appendBuckets encodes the block's buckets after a successful place.
 func (p *placer) appendBuckets(dst []uint64, f uint) []uint64 {
 	for u := range p.count {
-		var fps [slots]uint32
+		var fps [bucket.Slots]uint32
 		for j := uint8(0); j < p.count[u]; j++ {
 			fps[j] = p.fp[p.slot[u][j]]
 		}
-		dst = append(dst, encodeBucket(&fps, f))
+		dst = append(dst, bucket.Encode(&fps, f))
 	}
 	return dst
 }

@@ -1,25 +1,25 @@
-package codec
+package linev3
 
-// v3ProbeBMI2 is MayContain's common case in assembly (v3probe_amd64.s)
+// ProbeBMI2 is MayContain's common case in assembly (probe_amd64.s)
 // for processors with POPCNT, BMI1 and BMI2 and a fast PDEP: the key's
-// keyhash.MulHash, then v3Lookup's checks and its probes of the primary
+// keyhash.MulHash, then Lookup's checks and its probes of the primary
 // and, where the primary line's threshold sends it, the secondary line.
-// outcome is v3Absent, v3Maybe or v3Other (not settled: x is the key
+// outcome is Absent, Maybe or Other (not settled: x is the key
 // hash, and the Go lookups decide). Go emits several instructions for each
 // of POPCNT, the select of the q-th zero, and the variable shifts on the
 // default GOAMD64=v1; in a loop of cold lookups every instruction costs
-// throughput (README, "Why a loop of cold lookups costs what it costs").
+// throughput.
 //
 //go:noescape
-func v3ProbeBMI2(block, key []byte) (outcome, x uint64)
+func ProbeBMI2(block, key []byte) (outcome, x uint64)
 
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 
-// v3UseBMI2 reports whether this processor runs v3ProbeBMI2: POPCNT
+// UseBMI2 reports whether this processor runs ProbeBMI2: POPCNT
 // (CPUID 1, ECX bit 23), BMI1 (TZCNT, ANDN; CPUID 7, EBX bit 3) and BMI2
 // (PDEP, SHLX, SHRX; EBX bit 8), and not an AMD processor before Zen 3
 // (family 0x19), where PDEP is microcoded and slower than the Go select.
-var v3UseBMI2 = func() bool {
+var UseBMI2 = func() bool {
 	maxLeaf, vb, vc, vd := cpuid(0, 0)
 	if maxLeaf < 7 {
 		return false
@@ -37,15 +37,15 @@ var v3UseBMI2 = func() bool {
 	return !amd || family >= 0x19
 }()
 
-// v3CheckedW0 holds trailer id words v3ProbeBMI2 has checked (id,
+// CheckedW0 holds trailer id words ProbeBMI2 has checked (id,
 // byte 5, shape), in 32 slots chosen by a multiplicative hash of the word,
 // so that a lookup in a block whose word is remembered skips those checks.
 // Every slot starts with one word the Go checks accept (TestV3CheckedW0
 // holds it to them), so a slot never holds a word that was not checked.
 // The assembly reads and writes a slot with single 8-byte moves, atomic on
 // amd64: a lookup sees a checked word or misses and checks again.
-var v3CheckedW0 = func() (s [32]uint64) {
-	w := v3IDWord | 7<<40 | 53<<48 | 81<<56
+var CheckedW0 = func() (s [32]uint64) {
+	w := IDWord | 7<<40 | 53<<48 | 81<<56
 	for i := range s {
 		s[i] = w
 	}
