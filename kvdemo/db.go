@@ -126,10 +126,10 @@ type Options struct {
 	// WALRecovery says what Open does with a damaged log record; default
 	// TolerateCorruptedTailRecords (see WALRecoveryMode).
 	WALRecovery WALRecoveryMode
-	// FS is the filesystem every file goes through; nil is the operating
-	// system's. Tests put a fault-injecting one here. Its type lives in
-	// kvdemo/internal/vfs, so only this module can set it: leave it nil.
-	FS vfs.FS
+	// FS is the filesystem every file of the store goes through; nil is
+	// the operating system's (OSFS). A wrapper of OSFS can inject faults
+	// or latency.
+	FS FS
 
 	// noIdleRebuild: tests that count index rebuilds turn off the one an
 	// idle store starts.
@@ -143,6 +143,21 @@ type Options struct {
 	// each pausePoint.
 	pause func(at pausePoint)
 }
+
+// FS is the filesystem seam: whole files created, written, fsynced and
+// renamed into place, logs opened for appending, directories listed and
+// fsynced, and Lock, an exclusive lock on a directory or on a file
+// (created if missing) that the operating system drops when the process
+// ends. A Lock held by another holder returns an error wrapping
+// ErrLocked. The interfaces are declared in an internal package that the
+// store and its fault-injecting tests share; these aliases name them.
+type (
+	FS   = vfs.FS
+	File = vfs.File
+)
+
+// OSFS is the operating system's filesystem (flock(2) for Lock).
+func OSFS() FS { return vfs.Default }
 
 var (
 	ErrNotFound = errors.New("kvdemo: key not found")
@@ -668,60 +683,25 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 		}
 		return bytes.Clone(vs.Value), nil
 	}
-	// Counted locally and added once: per-table atomic adds on shared
-	// counters would cost more than the filters save.
-	var negatives, probed, falsePos int64
-	defer func() {
-		if negatives > 0 {
-			db.stats.tableFilterNegatives.Add(negatives)
-		}
-		if probed > 0 {
-			db.stats.tablesProbed.Add(probed)
-		}
-		if falsePos > 0 {
-			db.stats.filterFalsePositives.Add(falsePos)
-		}
-	}()
 	q := db.filter.prepare(key, h)
 	db.pauseAt(pauseGetLookup)
-	for _, st := range v.tables {
-		// The two kinds that screen every table are called directly, on
-		// the query in place: an interface call per table, each copying
-		// the query, cost more than the screening itself.
-		var ans filterAnswer
-		switch f := db.filter.(type) {
-		case *globalFilter:
-			ans = f.screen(st, &q)
-		case *cuckooFilter:
-			ans = f.screen(st, &q)
-		default:
-			ans = db.filter.mayContain(st, q)
-		}
-		if ans == filterAbsent {
-			negatives++
-			continue
-		}
-		if st.damaged != nil {
-			// It may hold a newer version of key than any older table.
-			return nil, errorf("%w (a Get for this key needs it)", st.damaged)
-		}
-		probed++
-		vs, ok, err := st.get(seek, key)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			if ans == filterMaybe {
-				falsePos++
-			}
-			continue
-		}
-		if vs.Meta&metaDelete != 0 {
-			return nil, ErrNotFound
-		}
-		return vs.Value, nil
+	s := db.filter.search(v.tables, q, seek)
+	if s.negatives > 0 {
+		db.stats.tableFilterNegatives.Add(s.negatives)
 	}
-	return nil, ErrNotFound
+	if s.probed > 0 {
+		db.stats.tablesProbed.Add(s.probed)
+	}
+	if s.falsePos > 0 {
+		db.stats.filterFalsePositives.Add(s.falsePos)
+	}
+	switch {
+	case s.err != nil:
+		return nil, s.err
+	case !s.found:
+		return nil, ErrNotFound
+	}
+	return s.value, nil
 }
 
 // Sync makes every acknowledged write durable (for NoSyncEachWrite).
@@ -807,8 +787,7 @@ func (db *DB) Settle() error {
 	case <-db.stop:
 		return ErrClosed
 	}
-	g, ok := db.filter.(*globalFilter)
-	for ok && g.rebuilding.Load() {
+	for db.filter.upkeepRunning() {
 		select {
 		case <-db.stop:
 			return ErrClosed
@@ -863,31 +842,17 @@ func (db *DB) Stats() Stats {
 	defer v.release()
 	s.Tables = len(v.tables)
 	for _, st := range v.tables {
-		if st.damaged != nil {
-			continue
+		if st.damaged == nil {
+			s.TableKeys += int64(st.keys)
+			s.TableBytes += st.size
 		}
-		fb := db.filter.memoryBytes(st)
-		s.TableFilterBytes += fb
-		if db.filter.unfiltered(st) {
-			s.UnfilteredTables++
-		}
-		s.TableKeys += int64(st.keys)
-		s.TableBytes += st.size
 	}
+	f := db.filter.describe(v.tables)
+	s.TableFilterBytes, s.UnfilteredTables = f.bytes, f.unfiltered
+	s.Index, s.IndexRebuilding = f.index, f.rebuilding
 	for _, m := range [2]*memtable{v.mem, v.imm} {
 		if m != nil {
 			s.MemFilterBytes += int64(m.filter.Stats().Bytes)
-		}
-	}
-	if g, ok := db.filter.(*globalFilter); ok {
-		s.Index = db.IndexStats()
-		s.IndexRebuilding = g.rebuilding.Load()
-		s.TableFilterBytes = s.Index.Bytes
-		s.UnfilteredTables = 0
-		for _, st := range v.tables {
-			if !st.indexed.Load() {
-				s.UnfilteredTables++
-			}
 		}
 	}
 	s.FilterBytes = s.TableFilterBytes + s.MemFilterBytes

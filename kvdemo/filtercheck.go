@@ -6,7 +6,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 )
 
-// The tableFilter methods Stats and Check use, one set per kind.
+// What describe (Stats) and checkStored (Check) read, per kind.
 
 func (noFilter) unfiltered(*sstable) bool { return false } // none by choice
 func (noFilter) checkStored(*sstable) (string, string, error) {

@@ -201,7 +201,7 @@ func (h *histRun) rebuildsSoFar() int64 {
 func (h *histRun) sample() {
 	h.gate.RLock()
 	defer h.gate.RUnlock()
-	storeMax(&h.indexSegments, h.db.IndexStats().Segments)
+	storeMax(&h.indexSegments, h.db.Stats().Index.Segments)
 	if g, ok := h.db.filter.(*globalFilter); ok {
 		for k := 0; k < h.cfg.hot; k++ {
 			if g.prepare(histKey(k), dynamic.KeyHash(histKey(k))).many {

@@ -279,10 +279,8 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 		st.ref()
 		db.cur.tables = append([]*sstable{st}, db.cur.tables...)
 	}
-	if g, ok := db.filter.(*globalFilter); ok {
-		if err := g.attachedAll(); err != nil {
-			return nil, err
-		}
+	if err := db.filter.attachedAll(); err != nil {
+		return nil, err
 	}
 	return unfiltered, nil
 }
