@@ -42,11 +42,8 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 	if _, err := fs.Stat(filepath.Join(dir, manifestName)); err != nil {
 		return res, fmt.Errorf("kvdemo: %s holds no store: %w", dir, err)
 	}
-	lock, err := fs.Lock(filepath.Join(dir, "LOCK"))
+	lock, err := lockStore(fs, dir)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return res, fmt.Errorf("%w: %s", ErrLocked, dir)
-		}
 		return res, err
 	}
 	defer lock.Close()
@@ -118,6 +115,10 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		}
 	}
 	reach := man.Seq // as Open's checkLogs counts it
+	// Sequence numbers rise through the logs, one log after another: a
+	// record at or below one before it was written by a second process
+	// that had the store open at the same time.
+	var prevSeq uint64
 	for i, id := range needed {
 		name := fmt.Sprintf("%06d.%s", id, extLog)
 		data, err := vfs.ReadFile(fs, fileName(dir, id, extLog))
@@ -125,12 +126,23 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 			report(false, name, "%s", quote(err))
 			continue
 		}
-		records := 0
-		sc, _ := scanLog(data, true, func(walRecord) error { records++; return nil })
+		records, backAt := 0, 0
+		var backSeq, backPrev uint64
+		sc, _ := scanLog(data, true, func(r walRecord) error {
+			records++
+			if r.seq <= prevSeq && backAt == 0 {
+				backAt, backSeq, backPrev = records, r.seq, prevSeq
+			}
+			prevSeq = max(prevSeq, r.seq)
+			return nil
+		})
 		// Replay (the default mode) stops at the first damage.
 		upToDamage, _ := scanLog(data, false, func(walRecord) error { return nil })
 		reach = max(reach, upToDamage.lastSeq)
 		switch {
+		case backAt != 0:
+			report(false, name, "record %d has sequence number %d, not above the %d before it: two processes wrote the store at the same time (its lock was bypassed), and writes acknowledged to one may have been overwritten by the other's",
+				backAt, backSeq, backPrev)
 		case sc.damageAt < 0:
 			report(true, name, "%d records intact, %d bytes", records, sc.size)
 		case i == len(needed)-1 && sc.nextValid == -1:

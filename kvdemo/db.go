@@ -9,7 +9,8 @@
 //
 // On disk (one directory; kvdemo/README.md has the byte layouts):
 //
-//	LOCK              flock'ed while a process has the store open
+//	LOCK              flock'ed, with the directory itself, while a process
+//	                  has the store open (lock.go)
 //	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
 //	                  filter budget (bits per key),
 //	                  live tables (oldest first) with each one's size
@@ -48,7 +49,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"math"
 	"sync"
@@ -209,7 +209,7 @@ type DB struct {
 	fs     vfs.FS
 	tOpt   table.Options
 	filter tableFilter
-	lock   io.Closer
+	lock   *storeLock
 
 	// blockCache holds decoded blocks of the store's tables (nil: off).
 	// Each opened table gets a number of its own as its key there
@@ -521,7 +521,8 @@ func (db *DB) write(kind recordKind, key, value []byte) error {
 }
 
 // writableLocked is nil if a write may be appended: the store is not
-// read-only, and the memtable's log works. A log whose last write failed
+// read-only, it is still this process's alone (lockIntactLocked), and
+// the memtable's log works. A log whose last write failed
 // and was cleanly undone is replaced by a new one (the memtable then
 // spans both), so a full disk stops writes only while it is full.
 func (db *DB) writableLocked() error {
@@ -530,7 +531,10 @@ func (db *DB) writableLocked() error {
 	}
 	old := db.mem.wal()
 	if !old.failedCleanly() {
-		return nil
+		return db.lockIntactLocked(false)
+	}
+	if err := db.lockIntactLocked(true); err != nil {
+		return err
 	}
 	id := db.allocFile()
 	w, err := createWAL(db.fs, db.dir, id)
@@ -574,6 +578,9 @@ func (db *DB) rotateLocked() error {
 		if errors.Is(err, ErrOutcomeUnknown) {
 			db.setReadOnly(err)
 		}
+		return err
+	}
+	if err := db.lockIntactLocked(true); err != nil {
 		return err
 	}
 	id := db.allocFile()
@@ -903,7 +910,7 @@ func (db *DB) Close() error {
 		db.recordCleanClose()
 	}
 	v.release()     // the last view's release closes the block cache
-	db.lock.Close() // releases the flock
+	db.lock.Close() // releases the flocks
 	return err
 }
 

@@ -32,12 +32,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err := makeDir(fs, dir); err != nil {
 		return nil, err
 	}
-	lock, err := fs.Lock(filepath.Join(dir, "LOCK"))
+	lock, err := lockStore(fs, dir)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
-		}
-		return nil, fmt.Errorf("kvdemo: locking %s: %w", dir, err)
+		return nil, err
 	}
 	db := &DB{dir: dir, opts: o, fs: fs, lock: lock, retired: map[uint64]bool{}}
 	if err := db.open(); err != nil {
