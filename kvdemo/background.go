@@ -146,6 +146,9 @@ func (db *DB) flushDone() {
 // until a later flush retires them: the manifest's Seq makes replay skip
 // what is in tables.
 func (db *DB) flushAtOpen(m *memtable) error {
+	if db.noWrites {
+		return errorf("%w: the logs hold more than a read-only store keeps in memory (%d bytes of entries); open it writable once, so that they are flushed to tables", ErrReadOnly, db.opts.MemtableBytes)
+	}
 	id := db.allocFile()
 	it := m.sl.NewIterator()
 	st, ts, err := db.buildTable(id, sklSource{it}, false, false, nil)

@@ -47,7 +47,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		return res, err
 	}
 	defer lock.Close()
-	db := &DB{dir: dir, opts: o, fs: fs}
+	db := &DB{dir: dir, opts: o, fs: fs, noWrites: true}
 	report := func(ok bool, name, format string, args ...any) {
 		res.Files++
 		tag := "ok  "
@@ -95,6 +95,8 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 		report(true, name, "%d keys, %d bytes", st.keys, st.size)
 		switch fname, detail, err := db.filter.checkStored(st); {
 		case fname == "": // the kind keeps nothing beside the table
+		case errors.As(err, new(unreadableFilter)):
+			report(false, fname, "unreadable: Open reads the table without it, then rebuilds it in its place: %s", quote(err))
 		case err != nil:
 			report(false, fname, "unusable: Open reads the table without it, then moves it to lost/ and rebuilds it: %s", quote(err))
 		default:

@@ -80,6 +80,10 @@ const (
 const (
 	maxKeyCap   = 60_000
 	maxValueCap = 64 << 20
+
+	defaultMaxKeySize   = 1 << 10
+	defaultMaxValueSize = 1 << 20
+	maxMemtableBytes    = 1 << 30
 )
 
 // Options configure a store. The zero value is usable.
@@ -116,10 +120,19 @@ type Options struct {
 	// checked. Default 64 MiB; negative turns it off. A store without
 	// compression has none (its blocks need no decoding).
 	BlockCacheBytes int64
-	// MaxKeySize and MaxValueSize cap writes; defaults 1 KiB and 1 MiB,
-	// at most 60000 bytes and 64 MiB.
+	// MaxKeySize and MaxValueSize cap Puts; defaults 1 KiB and 1 MiB, at
+	// most 60000 bytes and 64 MiB. The MANIFEST keeps the largest caps
+	// the store was ever opened with: reopened with smaller ones, it
+	// still replays, reads and deletes every key it holds.
 	MaxKeySize   int
 	MaxValueSize int
+	// ReadOnly opens the store without creating, changing or removing
+	// any file: logs are replayed into memory, damaged filters rebuilt
+	// in memory, and writes fail with ErrReadOnly. A store whose
+	// directory cannot be written (a read-only mount, no permission) is
+	// opened so without it, and says why in its log and in the writes'
+	// errors.
+	ReadOnly bool
 	// Logger receives warnings (torn WAL tail, rebuilt filters, failing
 	// flushes); default: the standard logger's output, prefixed "kvdemo: ".
 	Logger *log.Logger
@@ -252,6 +265,12 @@ type DB struct {
 
 	roMu     sync.Mutex
 	readOnly error // wraps ErrReadOnly once set; never cleared
+	// noWrites: opened read-only (Options.ReadOnly, or a directory that
+	// cannot be written): Open and everything after it change no file.
+	noWrites bool
+	// keyCap and valueCap: the largest key and value the store may hold
+	// (Options' caps, or larger ones the MANIFEST recorded).
+	keyCap, valueCap int
 
 	flushCh, compactCh chan struct{}
 	// settleCh asks the flush goroutine to do now what it does when the
@@ -365,13 +384,13 @@ func (o *Options) withDefaults() (Options, error) {
 		c.MaxTables = 24
 	}
 	if c.MaxKeySize == 0 {
-		c.MaxKeySize = 1 << 10
+		c.MaxKeySize = defaultMaxKeySize
 	}
 	if c.BlockCacheBytes == 0 {
 		c.BlockCacheBytes = 64 << 20
 	}
 	if c.MaxValueSize == 0 {
-		c.MaxValueSize = 1 << 20
+		c.MaxValueSize = defaultMaxValueSize
 	}
 	if c.Logger == nil {
 		c.Logger = log.New(log.Writer(), "kvdemo: ", log.LstdFlags)
@@ -384,7 +403,7 @@ func (o *Options) withDefaults() (Options, error) {
 	switch {
 	case c.BitsPerKey < 4 || c.BitsPerKey > 32:
 		return c, fmt.Errorf("kvdemo: BitsPerKey %g outside 4..32", c.BitsPerKey)
-	case c.MemtableBytes < 1<<10 || c.MemtableBytes > 1<<30:
+	case c.MemtableBytes < 1<<10 || c.MemtableBytes > maxMemtableBytes:
 		return c, fmt.Errorf("kvdemo: MemtableBytes %d outside 1 KiB..1 GiB", c.MemtableBytes)
 	case c.MaxKeySize < 0 || c.MaxKeySize > maxKeyCap:
 		return c, fmt.Errorf("kvdemo: MaxKeySize %d outside 1..%d", c.MaxKeySize, maxKeyCap)
@@ -415,7 +434,7 @@ func MemtableBytesFor(keys, keySize, valueSize int) int64 {
 func (db *DB) allocFile() uint64 { return db.nextFile.Add(1) - 1 }
 
 func (db *DB) newMemtable(log uint64, w *wal) *memtable {
-	maxEntry := entryWorst(make([]byte, db.opts.MaxKeySize), make([]byte, db.opts.MaxValueSize))
+	maxEntry := entryWorst(make([]byte, db.keyCap), make([]byte, db.valueCap))
 	// Size the MemFilter for the expected number of keys: small entries
 	// of ~64 bytes. It grows if more arrive, at some cost in FPR.
 	keys := int(db.opts.MemtableBytes/64) + 16
@@ -429,12 +448,14 @@ func signal(ch chan struct{}) {
 	}
 }
 
-func (db *DB) checkKey(key []byte) error {
+// checkKey refuses a key no write may store: longer than limit (Put's
+// MaxKeySize, or for Get and Delete the largest key the store may hold).
+func checkKey(key []byte, limit int) error {
 	switch {
 	case len(key) == 0:
 		return ErrEmptyKey
-	case len(key) > db.opts.MaxKeySize:
-		return fmt.Errorf("%w: key of %d bytes (max %d)", ErrTooLarge, len(key), db.opts.MaxKeySize)
+	case len(key) > limit:
+		return fmt.Errorf("%w: key of %d bytes (max %d)", ErrTooLarge, len(key), limit)
 	}
 	return nil
 }
@@ -442,7 +463,7 @@ func (db *DB) checkKey(key []byte) error {
 // Put stores value under key. It returns once the write is durable (or,
 // with NoSyncEachWrite, in the OS).
 func (db *DB) Put(key, value []byte) error {
-	if err := db.checkKey(key); err != nil {
+	if err := checkKey(key, db.opts.MaxKeySize); err != nil {
 		return err
 	}
 	if len(value) > db.opts.MaxValueSize {
@@ -458,7 +479,7 @@ func (db *DB) Put(key, value []byte) error {
 // Delete removes key (by writing a tombstone). Deleting an absent key is
 // not an error.
 func (db *DB) Delete(key []byte) error {
-	if err := db.checkKey(key); err != nil {
+	if err := checkKey(key, db.keyCap); err != nil {
 		return err
 	}
 	if err := db.write(kindDel, key, nil); err != nil {
@@ -652,7 +673,7 @@ func (db *DB) pauseAt(at pausePoint) {
 
 // Get returns the value of key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	if err := db.checkKey(key); err != nil {
+	if err := checkKey(key, db.keyCap); err != nil {
 		return nil, err
 	}
 	v, err := db.acquire()
@@ -719,7 +740,7 @@ func (db *DB) Sync() error {
 	}
 	defer v.release()
 	for _, m := range [2]*memtable{v.imm, v.mem} {
-		if m != nil {
+		if m != nil && m.wal() != nil { // none: opened read-only
 			if err := m.wal().sync(); err != nil {
 				if errors.Is(err, ErrOutcomeUnknown) {
 					// As for a write's own fsync: what the log holds is
@@ -756,6 +777,9 @@ func (db *DB) Flush() error {
 	defer db.wmu.Unlock()
 	if db.closing {
 		return ErrClosed
+	}
+	if db.noWrites {
+		return db.readOnlyErr()
 	}
 	if db.mem.entries > 0 {
 		if err := db.rotateLocked(); err != nil {
@@ -895,7 +919,7 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	var err error
 	for _, m := range [2]*memtable{v.imm, v.mem} {
-		if m == nil {
+		if m == nil || m.wal() == nil { // no log: opened read-only
 			continue
 		}
 		m.writers.Wait() // writes that got their log position before closing

@@ -428,6 +428,16 @@ func (c *cuckooFilter) rebuild(st *sstable) error {
 		return errorf("%w: table %06d: read %d of its %d entries to rebuild its filter; it stays unfiltered", ErrCorrupt, st.id, n, st.t.KeyCount())
 	}
 	block := b.Finish(nil)
+	if c.db.noWrites {
+		// Nothing is written or moved: the rebuilt filter serves from
+		// memory, the file stays as it was.
+		f, err := codec.Decode(block)
+		if err == nil {
+			st.cf.Store(f)
+			st.cfBytes.Store(int64(len(block)))
+		}
+		return err
+	}
 	if err := c.keepBadFilter(st, "damaged, or another table's; the table's filter is rebuilt"); err != nil {
 		// Not written over: the rebuilt filter serves from memory.
 		if f, derr := codec.Decode(block); derr == nil {
