@@ -12,7 +12,8 @@
 //	LOCK              flock'ed, with the directory itself, while a process
 //	                  has the store open (lock.go)
 //	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
-//	                  filter budget (bits per key),
+//	                  filter budget (bits per key), the largest key
+//	                  and value caps it was opened with,
 //	                  live tables (oldest first) with each one's size
 //	                  and hash, oldest needed log, highest flushed
 //	                  sequence number, the last write a clean Close
@@ -49,7 +50,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"log"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -63,114 +63,6 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
-
-// FilterKind selects the per-table filter.
-type FilterKind string
-
-const (
-	FilterCuckoo FilterKind = "cuckoo" // lsmcuckoo's codec block beside each table
-	FilterBloom  FilterKind = "bloom"  // Badger's own y.Filter inside the table
-	FilterNone   FilterKind = "none"
-	// FilterGlobal (filter_global.go): one store-wide index.
-)
-
-// Hard limits. Badger's table format stores key lengths in 16 bits
-// (including the 8-byte version); the value cap keeps a WAL record's
-// length check meaningful.
-const (
-	maxKeyCap   = 60_000
-	maxValueCap = 64 << 20
-
-	defaultMaxKeySize   = 1 << 10
-	defaultMaxValueSize = 1 << 20
-	maxMemtableBytes    = 1 << 30
-)
-
-// Options configure a store. The zero value is usable.
-type Options struct {
-	// Filter is the per-table filter. A new store defaults to cuckoo; an
-	// existing store is opened with the kind it was created with (set it
-	// only to insist: a different kind is an error).
-	Filter FilterKind
-	// BitsPerKey is the filter budget of a new store, in bits per key,
-	// whatever its kind (for global it counts the index's table codes;
-	// bloom keeps Badger's own sizing); default 10. An existing store
-	// keeps the budget it was created with.
-	BitsPerKey float64
-	// MemtableBytes is the flush threshold, counted as key + value + a
-	// per-entry estimate of skiplist overhead; default 8 MiB.
-	MemtableBytes int64
-	// NoSyncEachWrite batches durability: writes are acknowledged once
-	// they are in the OS, and fsynced by Sync, by SyncInterval, when their
-	// memtable is flushed and on Close. The default fsyncs every write
-	// before acknowledging it (sharing fsyncs among concurrent writers).
-	NoSyncEachWrite bool
-	// SyncInterval, with NoSyncEachWrite, fsyncs the log in the
-	// background this often; 0 leaves it to Sync, flushes and Close.
-	SyncInterval time.Duration
-	// Compression of table blocks, for a new store (default zstd); an
-	// existing store keeps its own (it is in the manifest).
-	Compression Compression
-	// MaxTables: when there are more tables, adjacent ones are merged in
-	// the background. Default 24; negative disables compaction.
-	MaxTables int
-	// BlockCacheBytes bounds the decoded table blocks the store keeps in
-	// memory, shared by its tables (Badger's block cache, a ristretto
-	// cache): a Get that reads a block again finds it decompressed and
-	// checked. Default 64 MiB; negative turns it off. A store without
-	// compression has none (its blocks need no decoding).
-	BlockCacheBytes int64
-	// MaxKeySize and MaxValueSize cap Puts; defaults 1 KiB and 1 MiB, at
-	// most 60000 bytes and 64 MiB. The MANIFEST keeps the largest caps
-	// the store was ever opened with: reopened with smaller ones, it
-	// still replays, reads and deletes every key it holds.
-	MaxKeySize   int
-	MaxValueSize int
-	// ReadOnly opens the store without creating, changing or removing
-	// any file: logs are replayed into memory, damaged filters rebuilt
-	// in memory, and writes fail with ErrReadOnly. A store whose
-	// directory cannot be written (a read-only mount, no permission) is
-	// opened so without it, and says why in its log and in the writes'
-	// errors.
-	ReadOnly bool
-	// Logger receives warnings (torn WAL tail, rebuilt filters, failing
-	// flushes); default: the standard logger's output, prefixed "kvdemo: ".
-	Logger *log.Logger
-	// WALRecovery says what Open does with a damaged log record; default
-	// TolerateCorruptedTailRecords (see WALRecoveryMode).
-	WALRecovery WALRecoveryMode
-	// FS is the filesystem every file of the store goes through; nil is
-	// the operating system's (OSFS). A wrapper of OSFS can inject faults
-	// or latency.
-	FS FS
-
-	// noIdleRebuild: tests that count index rebuilds turn off the one an
-	// idle store starts.
-	noIdleRebuild bool
-	// filterVersion: tests that write a store as an earlier release did
-	// set the codec format version of its cuckoo filter files (0: the
-	// codec's default). Readers take any version the codec reads.
-	filterVersion int
-	// pause: tests that stretch the moments between which the store may
-	// change under a Get (a goroutine descheduled there) are called at
-	// each pausePoint.
-	pause func(at pausePoint)
-}
-
-// FS is the filesystem seam: whole files created, written, fsynced and
-// renamed into place, logs opened for appending, directories listed and
-// fsynced, and Lock, an exclusive lock on a directory or on a file
-// (created if missing) that the operating system drops when the process
-// ends. A Lock held by another holder returns an error wrapping
-// ErrLocked. The interfaces are declared in an internal package that the
-// store and its fault-injecting tests share; these aliases name them.
-type (
-	FS   = vfs.FS
-	File = vfs.File
-)
-
-// OSFS is the operating system's filesystem (flock(2) for Lock).
-func OSFS() FS { return vfs.Default }
 
 var (
 	ErrNotFound = errors.New("kvdemo: key not found")
@@ -299,136 +191,6 @@ func (v *view) release() {
 			v.db.closeBlockCache()
 		}
 	}
-}
-
-type counters struct {
-	gets, puts, dels atomic.Int64
-	// Filter maintenance cost at flush and compaction: the global index's
-	// AddTable, the cuckoo kind's block build.
-	indexUpdateNanos, indexUpdateKeys atomic.Int64
-	filterBuildNanos, filterBuildKeys atomic.Int64
-	filterWriteNanos                  atomic.Int64 // build and file write
-	memFilterNegatives                atomic.Int64
-	memFilterFalsePositives           atomic.Int64
-	tableFilterNegatives              atomic.Int64
-	tablesProbed                      atomic.Int64
-	filterFalsePositives              atomic.Int64
-	flushes, compactions              atomic.Int64
-	rebuiltFilters, tornWAL           atomic.Int64
-	walSyncs                          atomic.Int64
-	damagedTables                     atomic.Int64
-	movedAside                        atomic.Int64
-}
-
-// Stats are the store's counters since Open, and its current shape.
-type Stats struct {
-	Gets, Puts, Deletes int64
-	// FilterNegatives: lookups a filter answered "absent" for, sparing a
-	// search (MemFilterNegatives + TableFilterNegatives).
-	FilterNegatives      int64
-	MemFilterNegatives   int64 // memtable searches skipped by the MemFilter
-	TableFilterNegatives int64 // tables skipped because their filter said absent
-	TablesProbed         int64 // tables actually searched
-	// FilterFalsePositives: a table's filter said "maybe", the table did
-	// not have the key. (Not counted for Filter = none, or for a table
-	// read without its filter.)
-	FilterFalsePositives    int64
-	MemFilterFalsePositives int64
-	Flushes, Compactions    int64
-	RebuiltFilters          int64 // missing or corrupt filter files rebuilt since Open
-	UnfilteredTables        int   // tables read without a filter until theirs is rebuilt
-	TornWALTails            int64 // logs whose tail Open cut off
-	DamagedTables           int64 // tables Open found unreadable (Gets that need them fail)
-	MovedAside              int64 // files Open moved to lost/
-	// WALSyncs counts log fsyncs; below Puts+Deletes when concurrent
-	// writers shared them (group commit).
-	WALSyncs   int64
-	Tables     int
-	TableKeys  int64 // entries in tables (tombstones included)
-	TableBytes int64 // table files
-	// BlockCacheBytes: the block cache's bound, and BlockCacheUsedBytes
-	// the decoded blocks it holds (Options.BlockCacheBytes; 0: off).
-	BlockCacheBytes, BlockCacheUsedBytes int64
-	// FilterBytes: filters held in memory, tables' and memtables'.
-	FilterBytes      int64
-	TableFilterBytes int64
-	MemFilterBytes   int64
-	// Filter upkeep per key flushed or compacted since Open: the global
-	// index's update, or the cuckoo filter's block build.
-	IndexUpdateNsPerKey float64
-	FilterBuildNsPerKey float64
-	// FilterWriteNsPerKey: the cuckoo filter's build and its file written
-	// and fsynced beside the table, per key.
-	FilterWriteNsPerKey float64
-	// Index describes the store-wide index (Filter = global; zero
-	// otherwise). Its bytes are TableFilterBytes.
-	Index dynamic.IndexStats
-	// IndexRebuilding: the index, grown by segments, is being rebuilt in
-	// one in the background; until it is swapped in, Gets use the grown one.
-	IndexRebuilding bool
-	MemtableEntries int    // entries in the mutable memtable (writes that succeeded)
-	Seq             uint64 // sequence number of the newest write that succeeded
-	Filter          FilterKind
-	Compression     Compression
-}
-
-func (o *Options) withDefaults() (Options, error) {
-	c := *o
-	if c.BitsPerKey == 0 {
-		c.BitsPerKey = 10
-	}
-	if c.MemtableBytes == 0 {
-		c.MemtableBytes = 8 << 20
-	}
-	if c.MaxTables == 0 {
-		c.MaxTables = 24
-	}
-	if c.MaxKeySize == 0 {
-		c.MaxKeySize = defaultMaxKeySize
-	}
-	if c.BlockCacheBytes == 0 {
-		c.BlockCacheBytes = 64 << 20
-	}
-	if c.MaxValueSize == 0 {
-		c.MaxValueSize = defaultMaxValueSize
-	}
-	if c.Logger == nil {
-		c.Logger = log.New(log.Writer(), "kvdemo: ", log.LstdFlags)
-	}
-	if c.Filter != "" {
-		if _, err := newTableFilter(c.Filter, nil); err != nil {
-			return c, err
-		}
-	}
-	switch {
-	case c.BitsPerKey < 4 || c.BitsPerKey > 32:
-		return c, fmt.Errorf("kvdemo: BitsPerKey %g outside 4..32", c.BitsPerKey)
-	case c.MemtableBytes < 1<<10 || c.MemtableBytes > maxMemtableBytes:
-		return c, fmt.Errorf("kvdemo: MemtableBytes %d outside 1 KiB..1 GiB", c.MemtableBytes)
-	case c.MaxKeySize < 0 || c.MaxKeySize > maxKeyCap:
-		return c, fmt.Errorf("kvdemo: MaxKeySize %d outside 1..%d", c.MaxKeySize, maxKeyCap)
-	case c.MaxValueSize < 0 || c.MaxValueSize > maxValueCap:
-		return c, fmt.Errorf("kvdemo: MaxValueSize %d outside 1..%d", c.MaxValueSize, maxValueCap)
-	case !c.WALRecovery.valid():
-		return c, fmt.Errorf("kvdemo: unknown WAL recovery mode %q", c.WALRecovery)
-	case c.SyncInterval < 0:
-		return c, fmt.Errorf("kvdemo: negative SyncInterval")
-	case c.BlockCacheBytes > 1<<40:
-		return c, fmt.Errorf("kvdemo: BlockCacheBytes %d above 1 TiB", c.BlockCacheBytes)
-	}
-	if c.Compression != "" {
-		if _, err := c.Compression.badger(); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
-}
-
-// MemtableBytesFor is the MemtableBytes that flushes a memtable after
-// about keys entries of the given sizes (the threshold counts each entry
-// as key + value + a fixed estimate of skiplist overhead).
-func MemtableBytesFor(keys, keySize, valueSize int) int64 {
-	return int64(keys) * entryEstimate(make([]byte, keySize), make([]byte, valueSize))
 }
 
 func (db *DB) allocFile() uint64 { return db.nextFile.Add(1) - 1 }
@@ -834,67 +596,6 @@ func (db *DB) Settle() error {
 		return err
 	}
 	return db.readOnlyErr()
-}
-
-// Stats returns the counters.
-func (db *DB) Stats() Stats {
-	s := Stats{
-		Gets:                    db.stats.gets.Load(),
-		Puts:                    db.stats.puts.Load(),
-		Deletes:                 db.stats.dels.Load(),
-		MemFilterNegatives:      db.stats.memFilterNegatives.Load(),
-		MemFilterFalsePositives: db.stats.memFilterFalsePositives.Load(),
-		TableFilterNegatives:    db.stats.tableFilterNegatives.Load(),
-		TablesProbed:            db.stats.tablesProbed.Load(),
-		FilterFalsePositives:    db.stats.filterFalsePositives.Load(),
-		Flushes:                 db.stats.flushes.Load(),
-		Compactions:             db.stats.compactions.Load(),
-		RebuiltFilters:          db.stats.rebuiltFilters.Load(),
-		TornWALTails:            db.stats.tornWAL.Load(),
-		WALSyncs:                db.stats.walSyncs.Load(),
-		DamagedTables:           db.stats.damagedTables.Load(),
-		MovedAside:              db.stats.movedAside.Load(),
-		Filter:                  db.opts.Filter,
-		Compression:             db.opts.Compression,
-	}
-	if db.blockCache != nil {
-		m := db.blockCache.Metrics
-		s.BlockCacheBytes, s.BlockCacheUsedBytes = db.blockCache.MaxCost(), max(int64(m.CostAdded())-int64(m.CostEvicted()), 0)
-	}
-	s.FilterNegatives = s.MemFilterNegatives + s.TableFilterNegatives
-	db.wmu.Lock()
-	s.Seq = db.acked.Load()
-	s.MemtableEntries = int(db.mem.applied.Load())
-	db.wmu.Unlock()
-	v, err := db.acquire()
-	if err != nil {
-		return s
-	}
-	defer v.release()
-	s.Tables = len(v.tables)
-	for _, st := range v.tables {
-		if st.damaged == nil {
-			s.TableKeys += int64(st.keys)
-			s.TableBytes += st.size
-		}
-	}
-	f := db.filter.describe(v.tables)
-	s.TableFilterBytes, s.UnfilteredTables = f.bytes, f.unfiltered
-	s.Index, s.IndexRebuilding = f.index, f.rebuilding
-	for _, m := range [2]*memtable{v.mem, v.imm} {
-		if m != nil {
-			s.MemFilterBytes += int64(m.filter.Stats().Bytes)
-		}
-	}
-	s.FilterBytes = s.TableFilterBytes + s.MemFilterBytes
-	if n := db.stats.indexUpdateKeys.Load(); n > 0 {
-		s.IndexUpdateNsPerKey = float64(db.stats.indexUpdateNanos.Load()) / float64(n)
-	}
-	if n := db.stats.filterBuildKeys.Load(); n > 0 {
-		s.FilterBuildNsPerKey = float64(db.stats.filterBuildNanos.Load()) / float64(n)
-		s.FilterWriteNsPerKey = float64(db.stats.filterWriteNanos.Load()) / float64(n)
-	}
-	return s
 }
 
 // Close stops background work, makes every acknowledged write durable and
