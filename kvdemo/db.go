@@ -475,7 +475,7 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 	}
 	q := db.filter.prepare(key, h)
 	db.pauseAt(pauseGetLookup)
-	s := db.filter.search(v.tables, q, seek)
+	s := db.filter.search(v.tables, q)
 	if s.negatives > 0 {
 		db.stats.tableFilterNegatives.Add(s.negatives)
 	}

@@ -2,6 +2,7 @@ package kvdemo
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/dgraph-io/badger/v4/table"
@@ -66,9 +67,10 @@ type tableFilter interface {
 	// out (tableSearch.next) until the Get has its answer. The loop is
 	// each kind's own so that it screens with a direct call on q in
 	// place: an interface call per table, each copying the query, costs
-	// more than the screening itself, and one taking q's address would
-	// move q to the heap, an allocation per Get.
-	search(tables []*sstable, q filterQuery, seek []byte) tableSearch
+	// more than the screening itself, and one taking q's address (or a
+	// slice built for the Get) would move it to the heap, an allocation
+	// per Get.
+	search(tables []*sstable, q filterQuery) tableSearch
 	drop(st *sstable)
 	// upkeep is the flush goroutine's: after a flush's edit (idle
 	// false), and when no flush has come for a while or Settle asks
@@ -132,6 +134,10 @@ type tableSearch struct {
 	// filters save.
 	negatives, probed, falsePos int64
 }
+
+// seekKey is what a table search looks key up with: its newest version.
+// Each search builds its own (see tableFilter.search).
+func seekKey(key []byte) []byte { return y.KeyWithTs(key, math.MaxUint64) }
 
 // next searches st, for which the filter answered ans; true once the Get
 // has its answer (found, or err set).
@@ -243,7 +249,8 @@ func (noFilter) upkeep(bool)                                   {}
 func (noFilter) upkeepRunning() bool                           { return false }
 func (f noFilter) describe(tables []*sstable) filterStats      { return describeTables(f, tables) }
 
-func (noFilter) search(tables []*sstable, q filterQuery, seek []byte) (s tableSearch) {
+func (noFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
 	for _, st := range tables {
 		if s.next(st, filterNone, seek, q.key) {
 			break
@@ -285,7 +292,8 @@ func (bloomFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	}
 	return filterMaybe
 }
-func (f bloomFilter) search(tables []*sstable, q filterQuery, seek []byte) (s tableSearch) {
+func (f bloomFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
 	for _, st := range tables {
 		if s.next(st, f.mayContain(st, q), seek, q.key) {
 			break
@@ -463,7 +471,8 @@ func (c *cuckooFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	return c.screen(st, &q)
 }
 
-func (c *cuckooFilter) search(tables []*sstable, q filterQuery, seek []byte) (s tableSearch) {
+func (c *cuckooFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
 	for _, st := range tables {
 		if s.next(st, c.screen(st, &q), seek, q.key) {
 			break

@@ -508,7 +508,8 @@ func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	return g.screen(st, &q)
 }
 
-func (g *globalFilter) search(tables []*sstable, q filterQuery, seek []byte) (s tableSearch) {
+func (g *globalFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
 	for _, st := range tables {
 		if s.next(st, g.screen(st, &q), seek, q.key) {
 			break
