@@ -31,7 +31,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if err := makeDir(fs, dir); err != nil {
+	if o.ReadOnly {
+		if _, err := fs.Stat(dir); err != nil {
+			return nil, fmt.Errorf("kvdemo: %s holds no store: %w", dir, err)
+		}
+	} else if err := makeDir(fs, dir); err != nil {
 		return nil, err
 	}
 	lock, err := lockStore(fs, dir)

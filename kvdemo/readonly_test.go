@@ -178,6 +178,13 @@ func TestReadOnlyOption(t *testing.T) {
 	if dirDigest(t, dir) != before {
 		t.Fatal("Options.ReadOnly changed the store's files")
 	}
+	missing := filepath.Join(t.TempDir(), "none")
+	if _, err := Open(missing, &Options{ReadOnly: true, Logger: quiet()}); err == nil || !strings.Contains(err.Error(), "holds no store") {
+		t.Fatalf("Options.ReadOnly on a missing directory: %v", err)
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Options.ReadOnly created the directory: %v", err)
+	}
 	db = open(t, dir, Options{MemtableBytes: 8 << 10})
 	defer db.Close()
 	mustHaveKV(t, db, 600, "reopened writable")
