@@ -42,7 +42,7 @@ func Check(dir string, w io.Writer, opts *Options) (CheckResult, error) {
 	if _, err := fs.Stat(filepath.Join(dir, manifestName)); err != nil {
 		return res, fmt.Errorf("kvdemo: %s holds no store: %w", dir, err)
 	}
-	lock, err := lockStore(fs, dir)
+	lock, err := lockStore(fs, dir, true)
 	if err != nil {
 		return res, err
 	}

@@ -58,14 +58,19 @@ func isLocked(err error) bool { return errors.Is(err, vfs.ErrLocked) || errors.I
 // lockStore takes the store's locks. It fails if another process holds
 // either, or if it could take neither. A lock file that cannot be opened
 // (a read-only store, fileErr) is not an error when the directory is
-// locked.
-func lockStore(fsys vfs.FS, dir string) (*storeLock, error) {
+// locked. readOnly: a missing lock file is not created (no process that
+// locks only it can hold it).
+func lockStore(fsys vfs.FS, dir string, readOnly bool) (*storeLock, error) {
 	l := &storeLock{fs: fsys, dir: dir}
 	l.dirLock, l.dirErr = fsys.Lock(dir)
 	if isLocked(l.dirErr) {
 		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
 	}
-	l.file, l.fileErr = fsys.Lock(l.path())
+	if _, err := fsys.Stat(l.path()); readOnly && err != nil {
+		l.fileErr = err
+	} else {
+		l.file, l.fileErr = fsys.Lock(l.path())
+	}
 	switch {
 	case isLocked(l.fileErr):
 		l.Close()

@@ -38,7 +38,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	} else if err := makeDir(fs, dir); err != nil {
 		return nil, err
 	}
-	lock, err := lockStore(fs, dir)
+	lock, err := lockStore(fs, dir, o.ReadOnly)
 	if err != nil {
 		return nil, err
 	}

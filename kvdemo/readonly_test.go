@@ -168,6 +168,9 @@ func TestReadOnlyDirectoryServesReads(t *testing.T) {
 // nothing either (no tmp/ cleanup, no torn tail cut) and refuses writes.
 func TestReadOnlyOption(t *testing.T) {
 	dir := readOnlyStore(t)
+	if err := os.Remove(filepath.Join(dir, lockName)); err != nil {
+		t.Fatal(err)
+	}
 	before := dirDigest(t, dir)
 	db := open(t, dir, Options{ReadOnly: true, MemtableBytes: 8 << 10})
 	mustHaveKV(t, db, 600, "Options.ReadOnly")
