@@ -54,6 +54,35 @@ func TestLockRemovedLockFileKeepsSecondWriterOut(t *testing.T) {
 	}
 }
 
+// TestLockTakenByAnOlderReleaseStopsWrites: a process that locks only
+// the LOCK file (as earlier kvdemo releases do) takes a new one after it
+// was removed: the store cannot take it back, so it stops writing at its
+// next log, saying why, and keeps serving reads.
+func TestLockTakenByAnOlderReleaseStopsWrites(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir, Options{})
+	defer db.Close()
+	mustPut(t, db, []byte("k1"), []byte("v1"))
+	path := filepath.Join(dir, lockName)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	older, err := vfs.Default.Lock(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer older.Close()
+	if err := db.Flush(); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), "another process holds the new one") {
+		t.Fatalf("Flush (a new log) with LOCK held by another: %v", err)
+	}
+	if err := db.Put([]byte("k2"), []byte("v2")); !errors.Is(err, ErrNotStored) || !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("Put: %v; want refused", err)
+	}
+	if got, err := db.Get([]byte("k1")); err != nil || string(got) != "v1" {
+		t.Fatalf("k1: %q, %v", got, err)
+	}
+}
+
 // noDirLockFS is a filesystem that cannot lock directories (flock on a
 // directory fails as on some network filesystems): the lock file alone
 // then keeps writers apart, checked before every write.
