@@ -9,8 +9,8 @@
 //
 // On disk (one directory; kvdemo/README.md has the byte layouts):
 //
-//	LOCK              flock'ed, with the directory itself, while a process
-//	                  has the store open (lock.go)
+//	LOCK              flock'ed while a process has the store open, as is
+//	                  the directory itself (lock.go)
 //	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
 //	                  filter budget (bits per key), the largest key
 //	                  and value caps it was opened with,
@@ -43,7 +43,9 @@
 // goroutine writes it as a table; another merges tables when there are
 // more than Options.MaxTables. Reads use a reference-counted snapshot of
 // the memtables and table list, so tables a compaction replaces stay
-// readable until the last Get using them ends.
+// readable until the last Get using them ends. A store whose directory
+// cannot be written is opened read-only (Options.ReadOnly): reads are
+// served, writes refused with ErrReadOnly, no file changed.
 package kvdemo
 
 import (
