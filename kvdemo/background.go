@@ -17,7 +17,6 @@ import (
 // that fill the next memtable get the error instead of waiting forever.
 func (db *DB) flushLoop() {
 	defer db.bg.Done()
-	g, _ := db.filter.(*globalFilter)
 	idle := time.NewTimer(idleRebuildAfter)
 	defer idle.Stop()
 	for {
@@ -26,11 +25,11 @@ func (db *DB) flushLoop() {
 			return
 		case <-idle.C:
 			if !db.opts.noIdleRebuild {
-				db.idle(g)
+				db.idle()
 			}
 			continue
 		case done := <-db.settleCh:
-			db.idle(g)
+			db.idle()
 			close(done)
 			continue
 		case <-db.flushCh:
@@ -82,14 +81,13 @@ func (db *DB) awaitRetry(backoff time.Duration) bool {
 }
 
 // idle is what the flush goroutine does between flushes once the store is
-// quiet: start the rebuild of a global index grown by segments, when no
-// flushed table waits for its edit.
-func (db *DB) idle(g *globalFilter) {
+// quiet: the filter's upkeep, when no flushed table waits for its edit.
+func (db *DB) idle() {
 	db.mu.RLock()
 	settled := db.cur.imm == nil
 	db.mu.RUnlock()
-	if g != nil && settled && db.readOnlyErr() == nil {
-		g.maybeRebuild(true)
+	if settled && db.readOnlyErr() == nil {
+		db.filter.upkeep(true)
 	}
 }
 
@@ -130,9 +128,7 @@ func (db *DB) flushImm() error {
 	}
 	db.flushDone()
 	db.stats.flushes.Add(1)
-	if g, ok := db.filter.(*globalFilter); ok {
-		g.maybeRebuild(false) // here no flushed table waits for its edit
-	}
+	db.filter.upkeep(false) // here no flushed table waits for its edit
 	imm.wal().close()
 	db.removeLogsBelow(mem.log)
 	signal(db.compactCh)
@@ -151,6 +147,9 @@ func (db *DB) flushDone() {
 // until a later flush retires them: the manifest's Seq makes replay skip
 // what is in tables.
 func (db *DB) flushAtOpen(m *memtable) error {
+	if db.noWrites {
+		return errorf("%w: the logs hold more than a read-only store keeps in memory (%d bytes of entries); open it writable once, so that they are flushed to tables", ErrReadOnly, db.opts.MemtableBytes)
+	}
 	id := db.allocOutput()
 	defer db.outputDone(id)
 	it := m.sl.NewIterator()

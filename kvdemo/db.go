@@ -9,9 +9,11 @@
 //
 // On disk (one directory; kvdemo/README.md has the byte layouts):
 //
-//	LOCK              flock'ed while a process has the store open
+//	LOCK              flock'ed while a process has the store open, as is
+//	                  the directory itself (lock.go)
 //	MANIFEST          JSON and a CRC-32C line: filter kind, compression,
-//	                  filter budget (bits per key),
+//	                  filter budget (bits per key), the largest key
+//	                  and value caps it was opened with,
 //	                  live tables (oldest first) with each one's size
 //	                  and hash, oldest needed log, highest flushed
 //	                  sequence number, the last write a clean Close
@@ -41,15 +43,15 @@
 // goroutine writes it as a table; another merges tables when there are
 // more than Options.MaxTables. Reads use a reference-counted snapshot of
 // the memtables and table list, so tables a compaction replaces stay
-// readable until the last Get using them ends.
+// readable until the last Get using them ends. A store whose directory
+// cannot be written is opened read-only (Options.ReadOnly): reads are
+// served, writes refused with ErrReadOnly, no file changed.
 package kvdemo
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -63,86 +65,6 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
-
-// FilterKind selects the per-table filter.
-type FilterKind string
-
-const (
-	FilterCuckoo FilterKind = "cuckoo" // lsmcuckoo's codec block beside each table
-	FilterBloom  FilterKind = "bloom"  // Badger's own y.Filter inside the table
-	FilterNone   FilterKind = "none"
-	// FilterGlobal (filter_global.go): one store-wide index.
-)
-
-// Hard limits. Badger's table format stores key lengths in 16 bits
-// (including the 8-byte version); the value cap keeps a WAL record's
-// length check meaningful.
-const (
-	maxKeyCap   = 60_000
-	maxValueCap = 64 << 20
-)
-
-// Options configure a store. The zero value is usable.
-type Options struct {
-	// Filter is the per-table filter. A new store defaults to cuckoo; an
-	// existing store is opened with the kind it was created with (set it
-	// only to insist: a different kind is an error).
-	Filter FilterKind
-	// BitsPerKey is the filter budget of a new store, in bits per key,
-	// whatever its kind (for global it counts the index's table codes;
-	// bloom keeps Badger's own sizing); default 10. An existing store
-	// keeps the budget it was created with.
-	BitsPerKey float64
-	// MemtableBytes is the flush threshold, counted as key + value + a
-	// per-entry estimate of skiplist overhead; default 8 MiB.
-	MemtableBytes int64
-	// NoSyncEachWrite batches durability: writes are acknowledged once
-	// they are in the OS, and fsynced by Sync, by SyncInterval, when their
-	// memtable is flushed and on Close. The default fsyncs every write
-	// before acknowledging it (sharing fsyncs among concurrent writers).
-	NoSyncEachWrite bool
-	// SyncInterval, with NoSyncEachWrite, fsyncs the log in the
-	// background this often; 0 leaves it to Sync, flushes and Close.
-	SyncInterval time.Duration
-	// Compression of table blocks, for a new store (default zstd); an
-	// existing store keeps its own (it is in the manifest).
-	Compression Compression
-	// MaxTables: when there are more tables, adjacent ones are merged in
-	// the background. Default 24; negative disables compaction.
-	MaxTables int
-	// BlockCacheBytes bounds the decoded table blocks the store keeps in
-	// memory, shared by its tables (Badger's block cache, a ristretto
-	// cache): a Get that reads a block again finds it decompressed and
-	// checked. Default 64 MiB; negative turns it off. A store without
-	// compression has none (its blocks need no decoding).
-	BlockCacheBytes int64
-	// MaxKeySize and MaxValueSize cap writes; defaults 1 KiB and 1 MiB,
-	// at most 60000 bytes and 64 MiB.
-	MaxKeySize   int
-	MaxValueSize int
-	// Logger receives warnings (torn WAL tail, rebuilt filters, failing
-	// flushes); default: the standard logger's output, prefixed "kvdemo: ".
-	Logger *log.Logger
-	// WALRecovery says what Open does with a damaged log record; default
-	// TolerateCorruptedTailRecords (see WALRecoveryMode).
-	WALRecovery WALRecoveryMode
-	// FS is the filesystem every file goes through; nil is the operating
-	// system's. Tests put a fault-injecting one here. Its type lives in
-	// kvdemo/internal/vfs, so only this module can set it: leave it nil.
-	FS vfs.FS
-
-	// noIdleRebuild: tests that count index rebuilds turn off the one an
-	// idle store starts.
-	noIdleRebuild bool
-	// filterVersion: tests that write a store as an earlier release did
-	// set the codec format version of its cuckoo filter files (0: the
-	// codec's default). Readers take any version the codec reads.
-	filterVersion int
-	// pause: tests that stretch the moments between which the store may
-	// change under a Get (a goroutine descheduled there) are called at
-	// each pausePoint.
-	pause func(at pausePoint)
-}
 
 var (
 	ErrNotFound = errors.New("kvdemo: key not found")
@@ -195,7 +117,7 @@ type DB struct {
 	fs     vfs.FS
 	tOpt   table.Options
 	filter tableFilter
-	lock   io.Closer
+	lock   *storeLock
 
 	// blockCache holds decoded blocks of the store's tables (nil: off).
 	// Each opened table gets a number of its own as its key there
@@ -239,6 +161,12 @@ type DB struct {
 
 	roMu     sync.Mutex
 	readOnly error // wraps ErrReadOnly once set; never cleared
+	// noWrites: opened read-only (Options.ReadOnly, or a directory that
+	// cannot be written): Open and everything after it change no file.
+	noWrites bool
+	// keyCap and valueCap: the largest key and value the store may hold
+	// (Options' caps, or larger ones the MANIFEST recorded).
+	keyCap, valueCap int
 
 	flushCh, compactCh chan struct{}
 	// settleCh asks the flush goroutine to do now what it does when the
@@ -269,140 +197,10 @@ func (v *view) release() {
 	}
 }
 
-type counters struct {
-	gets, puts, dels atomic.Int64
-	// Filter maintenance cost at flush and compaction: the global index's
-	// AddTable, the cuckoo kind's block build.
-	indexUpdateNanos, indexUpdateKeys atomic.Int64
-	filterBuildNanos, filterBuildKeys atomic.Int64
-	filterWriteNanos                  atomic.Int64 // build and file write
-	memFilterNegatives                atomic.Int64
-	memFilterFalsePositives           atomic.Int64
-	tableFilterNegatives              atomic.Int64
-	tablesProbed                      atomic.Int64
-	filterFalsePositives              atomic.Int64
-	flushes, compactions              atomic.Int64
-	rebuiltFilters, tornWAL           atomic.Int64
-	walSyncs                          atomic.Int64
-	damagedTables                     atomic.Int64
-	movedAside                        atomic.Int64
-}
-
-// Stats are the store's counters since Open, and its current shape.
-type Stats struct {
-	Gets, Puts, Deletes int64
-	// FilterNegatives: lookups a filter answered "absent" for, sparing a
-	// search (MemFilterNegatives + TableFilterNegatives).
-	FilterNegatives      int64
-	MemFilterNegatives   int64 // memtable searches skipped by the MemFilter
-	TableFilterNegatives int64 // tables skipped because their filter said absent
-	TablesProbed         int64 // tables actually searched
-	// FilterFalsePositives: a table's filter said "maybe", the table did
-	// not have the key. (Not counted for Filter = none, or for a table
-	// read without its filter.)
-	FilterFalsePositives    int64
-	MemFilterFalsePositives int64
-	Flushes, Compactions    int64
-	RebuiltFilters          int64 // missing or corrupt filter files rebuilt since Open
-	UnfilteredTables        int   // tables read without a filter until theirs is rebuilt
-	TornWALTails            int64 // logs whose tail Open cut off
-	DamagedTables           int64 // tables Open found unreadable (Gets that need them fail)
-	MovedAside              int64 // files Open moved to lost/
-	// WALSyncs counts log fsyncs; below Puts+Deletes when concurrent
-	// writers shared them (group commit).
-	WALSyncs   int64
-	Tables     int
-	TableKeys  int64 // entries in tables (tombstones included)
-	TableBytes int64 // table files
-	// BlockCacheBytes: the block cache's bound, and BlockCacheUsedBytes
-	// the decoded blocks it holds (Options.BlockCacheBytes; 0: off).
-	BlockCacheBytes, BlockCacheUsedBytes int64
-	// FilterBytes: filters held in memory, tables' and memtables'.
-	FilterBytes      int64
-	TableFilterBytes int64
-	MemFilterBytes   int64
-	// Filter upkeep per key flushed or compacted since Open: the global
-	// index's update, or the cuckoo filter's block build.
-	IndexUpdateNsPerKey float64
-	FilterBuildNsPerKey float64
-	// FilterWriteNsPerKey: the cuckoo filter's build and its file written
-	// and fsynced beside the table, per key.
-	FilterWriteNsPerKey float64
-	// Index describes the store-wide index (Filter = global; zero
-	// otherwise). Its bytes are TableFilterBytes.
-	Index dynamic.IndexStats
-	// IndexRebuilding: the index, grown by segments, is being rebuilt in
-	// one in the background; until it is swapped in, Gets use the grown one.
-	IndexRebuilding bool
-	MemtableEntries int    // entries in the mutable memtable (writes that succeeded)
-	Seq             uint64 // sequence number of the newest write that succeeded
-	Filter          FilterKind
-	Compression     Compression
-}
-
-func (o *Options) withDefaults() (Options, error) {
-	c := *o
-	if c.BitsPerKey == 0 {
-		c.BitsPerKey = 10
-	}
-	if c.MemtableBytes == 0 {
-		c.MemtableBytes = 8 << 20
-	}
-	if c.MaxTables == 0 {
-		c.MaxTables = 24
-	}
-	if c.MaxKeySize == 0 {
-		c.MaxKeySize = 1 << 10
-	}
-	if c.BlockCacheBytes == 0 {
-		c.BlockCacheBytes = 64 << 20
-	}
-	if c.MaxValueSize == 0 {
-		c.MaxValueSize = 1 << 20
-	}
-	if c.Logger == nil {
-		c.Logger = log.New(log.Writer(), "kvdemo: ", log.LstdFlags)
-	}
-	if c.Filter != "" {
-		if _, err := newTableFilter(c.Filter, nil); err != nil {
-			return c, err
-		}
-	}
-	switch {
-	case c.BitsPerKey < 4 || c.BitsPerKey > 32:
-		return c, fmt.Errorf("kvdemo: BitsPerKey %g outside 4..32", c.BitsPerKey)
-	case c.MemtableBytes < 1<<10 || c.MemtableBytes > 1<<30:
-		return c, fmt.Errorf("kvdemo: MemtableBytes %d outside 1 KiB..1 GiB", c.MemtableBytes)
-	case c.MaxKeySize < 0 || c.MaxKeySize > maxKeyCap:
-		return c, fmt.Errorf("kvdemo: MaxKeySize %d outside 1..%d", c.MaxKeySize, maxKeyCap)
-	case c.MaxValueSize < 0 || c.MaxValueSize > maxValueCap:
-		return c, fmt.Errorf("kvdemo: MaxValueSize %d outside 1..%d", c.MaxValueSize, maxValueCap)
-	case !c.WALRecovery.valid():
-		return c, fmt.Errorf("kvdemo: unknown WAL recovery mode %q", c.WALRecovery)
-	case c.SyncInterval < 0:
-		return c, fmt.Errorf("kvdemo: negative SyncInterval")
-	case c.BlockCacheBytes > 1<<40:
-		return c, fmt.Errorf("kvdemo: BlockCacheBytes %d above 1 TiB", c.BlockCacheBytes)
-	}
-	if c.Compression != "" {
-		if _, err := c.Compression.badger(); err != nil {
-			return c, err
-		}
-	}
-	return c, nil
-}
-
-// MemtableBytesFor is the MemtableBytes that flushes a memtable after
-// about keys entries of the given sizes (the threshold counts each entry
-// as key + value + a fixed estimate of skiplist overhead).
-func MemtableBytesFor(keys, keySize, valueSize int) int64 {
-	return int64(keys) * entryEstimate(make([]byte, keySize), make([]byte, valueSize))
-}
-
 func (db *DB) allocFile() uint64 { return db.nextFile.Add(1) - 1 }
 
 func (db *DB) newMemtable(log uint64, w *wal) *memtable {
-	maxEntry := entryWorst(make([]byte, db.opts.MaxKeySize), make([]byte, db.opts.MaxValueSize))
+	maxEntry := entryWorst(make([]byte, db.keyCap), make([]byte, db.valueCap))
 	// Size the MemFilter for the expected number of keys: small entries
 	// of ~64 bytes. It grows if more arrive, at some cost in FPR.
 	keys := int(db.opts.MemtableBytes/64) + 16
@@ -416,12 +214,14 @@ func signal(ch chan struct{}) {
 	}
 }
 
-func (db *DB) checkKey(key []byte) error {
+// checkKey refuses a key no write may store: longer than limit (Put's
+// MaxKeySize, or for Get and Delete the largest key the store may hold).
+func checkKey(key []byte, limit int) error {
 	switch {
 	case len(key) == 0:
 		return ErrEmptyKey
-	case len(key) > db.opts.MaxKeySize:
-		return fmt.Errorf("%w: key of %d bytes (max %d)", ErrTooLarge, len(key), db.opts.MaxKeySize)
+	case len(key) > limit:
+		return fmt.Errorf("%w: key of %d bytes (max %d)", ErrTooLarge, len(key), limit)
 	}
 	return nil
 }
@@ -429,7 +229,7 @@ func (db *DB) checkKey(key []byte) error {
 // Put stores value under key. It returns once the write is durable (or,
 // with NoSyncEachWrite, in the OS).
 func (db *DB) Put(key, value []byte) error {
-	if err := db.checkKey(key); err != nil {
+	if err := checkKey(key, db.opts.MaxKeySize); err != nil {
 		return err
 	}
 	if len(value) > db.opts.MaxValueSize {
@@ -445,7 +245,7 @@ func (db *DB) Put(key, value []byte) error {
 // Delete removes key (by writing a tombstone). Deleting an absent key is
 // not an error.
 func (db *DB) Delete(key []byte) error {
-	if err := db.checkKey(key); err != nil {
+	if err := checkKey(key, db.keyCap); err != nil {
 		return err
 	}
 	if err := db.write(kindDel, key, nil); err != nil {
@@ -508,7 +308,8 @@ func (db *DB) write(kind recordKind, key, value []byte) error {
 }
 
 // writableLocked is nil if a write may be appended: the store is not
-// read-only, and the memtable's log works. A log whose last write failed
+// read-only, it is still this process's alone (lockIntactLocked), and
+// the memtable's log works. A log whose last write failed
 // and was cleanly undone is replaced by a new one (the memtable then
 // spans both), so a full disk stops writes only while it is full.
 func (db *DB) writableLocked() error {
@@ -517,7 +318,10 @@ func (db *DB) writableLocked() error {
 	}
 	old := db.mem.wal()
 	if !old.failedCleanly() {
-		return nil
+		return db.lockIntactLocked(false)
+	}
+	if err := db.lockIntactLocked(true); err != nil {
+		return err
 	}
 	id := db.allocFile()
 	w, err := createWAL(db.fs, db.dir, id)
@@ -561,6 +365,9 @@ func (db *DB) rotateLocked() error {
 		if errors.Is(err, ErrOutcomeUnknown) {
 			db.setReadOnly(err)
 		}
+		return err
+	}
+	if err := db.lockIntactLocked(true); err != nil {
 		return err
 	}
 	id := db.allocFile()
@@ -632,7 +439,7 @@ func (db *DB) pauseAt(at pausePoint) {
 
 // Get returns the value of key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	if err := db.checkKey(key); err != nil {
+	if err := checkKey(key, db.keyCap); err != nil {
 		return nil, err
 	}
 	v, err := db.acquire()
@@ -670,60 +477,25 @@ func (db *DB) getIn(v *view, key []byte) ([]byte, error) {
 		}
 		return bytes.Clone(vs.Value), nil
 	}
-	// Counted locally and added once: per-table atomic adds on shared
-	// counters would cost more than the filters save.
-	var negatives, probed, falsePos int64
-	defer func() {
-		if negatives > 0 {
-			db.stats.tableFilterNegatives.Add(negatives)
-		}
-		if probed > 0 {
-			db.stats.tablesProbed.Add(probed)
-		}
-		if falsePos > 0 {
-			db.stats.filterFalsePositives.Add(falsePos)
-		}
-	}()
 	q := db.filter.prepare(key, h)
 	db.pauseAt(pauseGetLookup)
-	for _, st := range v.tables {
-		// The two kinds that screen every table are called directly, on
-		// the query in place: an interface call per table, each copying
-		// the query, cost more than the screening itself.
-		var ans filterAnswer
-		switch f := db.filter.(type) {
-		case *globalFilter:
-			ans = f.screen(st, &q)
-		case *cuckooFilter:
-			ans = f.screen(st, &q)
-		default:
-			ans = db.filter.mayContain(st, q)
-		}
-		if ans == filterAbsent {
-			negatives++
-			continue
-		}
-		if st.damaged != nil {
-			// It may hold a newer version of key than any older table.
-			return nil, errorf("%w (a Get for this key needs it)", st.damaged)
-		}
-		probed++
-		vs, ok, err := st.get(seek, key)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			if ans == filterMaybe {
-				falsePos++
-			}
-			continue
-		}
-		if vs.Meta&metaDelete != 0 {
-			return nil, ErrNotFound
-		}
-		return vs.Value, nil
+	s := db.filter.search(v.tables, q)
+	if s.negatives > 0 {
+		db.stats.tableFilterNegatives.Add(s.negatives)
 	}
-	return nil, ErrNotFound
+	if s.probed > 0 {
+		db.stats.tablesProbed.Add(s.probed)
+	}
+	if s.falsePos > 0 {
+		db.stats.filterFalsePositives.Add(s.falsePos)
+	}
+	switch {
+	case s.err != nil:
+		return nil, s.err
+	case !s.found:
+		return nil, ErrNotFound
+	}
+	return s.value, nil
 }
 
 // Sync makes every acknowledged write durable (for NoSyncEachWrite).
@@ -734,7 +506,7 @@ func (db *DB) Sync() error {
 	}
 	defer v.release()
 	for _, m := range [2]*memtable{v.imm, v.mem} {
-		if m != nil {
+		if m != nil && m.wal() != nil { // none: opened read-only
 			if err := m.wal().sync(); err != nil {
 				if errors.Is(err, ErrOutcomeUnknown) {
 					// As for a write's own fsync: what the log holds is
@@ -771,6 +543,9 @@ func (db *DB) Flush() error {
 	defer db.wmu.Unlock()
 	if db.closing {
 		return ErrClosed
+	}
+	if db.noWrites {
+		return db.readOnlyErr()
 	}
 	if db.mem.entries > 0 {
 		if err := db.rotateLocked(); err != nil {
@@ -809,8 +584,7 @@ func (db *DB) Settle() error {
 	case <-db.stop:
 		return ErrClosed
 	}
-	g, ok := db.filter.(*globalFilter)
-	for ok && g.rebuilding.Load() {
+	for db.filter.upkeepRunning() {
 		select {
 		case <-db.stop:
 			return ErrClosed
@@ -826,81 +600,6 @@ func (db *DB) Settle() error {
 		return err
 	}
 	return db.readOnlyErr()
-}
-
-// Stats returns the counters.
-func (db *DB) Stats() Stats {
-	s := Stats{
-		Gets:                    db.stats.gets.Load(),
-		Puts:                    db.stats.puts.Load(),
-		Deletes:                 db.stats.dels.Load(),
-		MemFilterNegatives:      db.stats.memFilterNegatives.Load(),
-		MemFilterFalsePositives: db.stats.memFilterFalsePositives.Load(),
-		TableFilterNegatives:    db.stats.tableFilterNegatives.Load(),
-		TablesProbed:            db.stats.tablesProbed.Load(),
-		FilterFalsePositives:    db.stats.filterFalsePositives.Load(),
-		Flushes:                 db.stats.flushes.Load(),
-		Compactions:             db.stats.compactions.Load(),
-		RebuiltFilters:          db.stats.rebuiltFilters.Load(),
-		TornWALTails:            db.stats.tornWAL.Load(),
-		WALSyncs:                db.stats.walSyncs.Load(),
-		DamagedTables:           db.stats.damagedTables.Load(),
-		MovedAside:              db.stats.movedAside.Load(),
-		Filter:                  db.opts.Filter,
-		Compression:             db.opts.Compression,
-	}
-	if db.blockCache != nil {
-		m := db.blockCache.Metrics
-		s.BlockCacheBytes, s.BlockCacheUsedBytes = db.blockCache.MaxCost(), max(int64(m.CostAdded())-int64(m.CostEvicted()), 0)
-	}
-	s.FilterNegatives = s.MemFilterNegatives + s.TableFilterNegatives
-	db.wmu.Lock()
-	s.Seq = db.acked.Load()
-	s.MemtableEntries = int(db.mem.applied.Load())
-	db.wmu.Unlock()
-	v, err := db.acquire()
-	if err != nil {
-		return s
-	}
-	defer v.release()
-	s.Tables = len(v.tables)
-	for _, st := range v.tables {
-		if st.damaged != nil {
-			continue
-		}
-		fb := db.filter.memoryBytes(st)
-		s.TableFilterBytes += fb
-		if db.filter.unfiltered(st) {
-			s.UnfilteredTables++
-		}
-		s.TableKeys += int64(st.keys)
-		s.TableBytes += st.size
-	}
-	for _, m := range [2]*memtable{v.mem, v.imm} {
-		if m != nil {
-			s.MemFilterBytes += int64(m.filter.Stats().Bytes)
-		}
-	}
-	if g, ok := db.filter.(*globalFilter); ok {
-		s.Index = db.IndexStats()
-		s.IndexRebuilding = g.rebuilding.Load()
-		s.TableFilterBytes = s.Index.Bytes
-		s.UnfilteredTables = 0
-		for _, st := range v.tables {
-			if !st.indexed.Load() {
-				s.UnfilteredTables++
-			}
-		}
-	}
-	s.FilterBytes = s.TableFilterBytes + s.MemFilterBytes
-	if n := db.stats.indexUpdateKeys.Load(); n > 0 {
-		s.IndexUpdateNsPerKey = float64(db.stats.indexUpdateNanos.Load()) / float64(n)
-	}
-	if n := db.stats.filterBuildKeys.Load(); n > 0 {
-		s.FilterBuildNsPerKey = float64(db.stats.filterBuildNanos.Load()) / float64(n)
-		s.FilterWriteNsPerKey = float64(db.stats.filterWriteNanos.Load()) / float64(n)
-	}
-	return s
 }
 
 // Close stops background work, makes every acknowledged write durable and
@@ -925,7 +624,7 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	var err error
 	for _, m := range [2]*memtable{v.imm, v.mem} {
-		if m == nil {
+		if m == nil || m.wal() == nil { // no log: opened read-only
 			continue
 		}
 		m.writers.Wait() // writes that got their log position before closing
@@ -940,7 +639,7 @@ func (db *DB) Close() error {
 		db.recordCleanClose()
 	}
 	v.release()     // the last view's release closes the block cache
-	db.lock.Close() // releases the flock
+	db.lock.Close() // releases the flocks
 	return err
 }
 

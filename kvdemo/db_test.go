@@ -1167,7 +1167,7 @@ func TestGlobalIndexMergesInPlace(t *testing.T) {
 		}
 	}
 	st := db.Stats()
-	ix := db.IndexStats()
+	ix := db.Stats().Index
 	if st.Compactions < 3 || reads == 0 {
 		t.Fatalf("%d compactions, %d reads: not exercised", st.Compactions, reads)
 	}
@@ -1252,8 +1252,8 @@ func TestGlobalOldViewAcrossMerges(t *testing.T) {
 	}
 	defer cur.release()
 	check(cur, "current view")
-	if len(cur.tables) != 2 || db.IndexStats().Tables != 2 {
-		t.Fatalf("%d tables, index names %d; want 2", len(cur.tables), db.IndexStats().Tables)
+	if len(cur.tables) != 2 || db.Stats().Index.Tables != 2 {
+		t.Fatalf("%d tables, index names %d; want 2", len(cur.tables), db.Stats().Index.Tables)
 	}
 	m2 := cur.tables[1]
 	for _, st := range old.tables[1:] {

@@ -42,6 +42,9 @@ func (db *DB) syncDir() error { return db.fs.SyncDir(db.dir) }
 
 // removeFile removes NNNNNN.ext; a file already gone is not an error.
 func (db *DB) removeFile(id uint64, ext string) {
+	if db.noWrites {
+		return
+	}
 	if err := db.fs.Remove(fileName(db.dir, id, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		db.opts.Logger.Printf("removing %06d.%s: %v", id, ext, err)
 	}
@@ -154,16 +157,6 @@ func (db *DB) writeFilterFile(st *sstable, block []byte) error {
 	binary.LittleEndian.PutUint32(b[32:], crc32.Checksum(b[:32], crcTable))
 	b = append(b, block...)
 	return db.writeFileAtomic(fmt.Sprintf("%06d.%s", st.id, extFilter), b)
-}
-
-// readFilterFile returns the filter block bound to st, or why there is
-// none it may use.
-func (db *DB) readFilterFile(st *sstable) ([]byte, error) {
-	b, err := vfs.ReadFile(db.fs, fileName(db.dir, st.id, extFilter))
-	if err != nil {
-		return nil, err
-	}
-	return checkFilterBinding(b, st)
 }
 
 func checkFilterBinding(b []byte, st *sstable) ([]byte, error) {

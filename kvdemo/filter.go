@@ -2,12 +2,14 @@ package kvdemo
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
@@ -26,12 +28,16 @@ import (
 //   - attach at Open for each listed table; false means "no trustworthy
 //     filter": the table is read unfiltered and rebuild is called in the
 //     background;
-//   - prepare once per Get that reaches the tables, then mayContain for
-//     each table it reaches, with what prepare derived from the key;
+//   - attachedAll once Open has attached every listed table;
+//   - prepare once per Get that reaches the tables, then search, which
+//     screens each table the Get reaches (mayContain) with what prepare
+//     derived from the key and searches those it does not rule out;
 //   - drop when the table leaves the store (compacted away, or a build
 //     abandoned before the manifest named it);
-//   - memoryBytes and unfiltered for Stats, checkStored for Check
-//     (filtercheck.go).
+//   - upkeep in the flush goroutine, after flushes and when the store is
+//     quiet; upkeepRunning while what it started still runs (Settle
+//     waits for it);
+//   - describe for Stats, checkStored for Check (filtercheck.go).
 //
 // A store-wide kind (one index over every table) fits the same shape:
 // finish and drop add and remove a table's keys from the index, prepare
@@ -48,6 +54,7 @@ type tableFilter interface {
 	newBuilder(merging bool) filterBuilder
 	merged(st *sstable, inputs []*sstable)
 	attach(st *sstable) bool
+	attachedAll() error
 	rebuild(st *sstable) error
 	// warm starts bringing in what prepare will read for the key of hash
 	// h (dynamic.KeyHash), so that its cache misses overlap the
@@ -55,11 +62,25 @@ type tableFilter interface {
 	warm(h uint64)
 	prepare(key []byte, h uint64) filterQuery
 	mayContain(st *sstable, q filterQuery) filterAnswer
+	// search screens tables (a Get's view, newest first, after its
+	// memtables) with q, and searches each one the filter does not rule
+	// out (tableSearch.next) until the Get has its answer. The loop is
+	// each kind's own so that it screens with a direct call on q in
+	// place: an interface call per table, each copying the query, costs
+	// more than the screening itself, and one taking q's address (or a
+	// slice built for the Get) would move it to the heap, an allocation
+	// per Get.
+	search(tables []*sstable, q filterQuery) tableSearch
 	drop(st *sstable)
-	memoryBytes(st *sstable) int64
-	// unfiltered: Gets search st for want of a usable filter (a kind
-	// that keeps none by choice answers false).
-	unfiltered(st *sstable) bool
+	// upkeep is the flush goroutine's: after a flush's edit (idle
+	// false), and when no flush has come for a while or Settle asks
+	// (idle true), in both cases when no flushed table waits for its
+	// edit. upkeepRunning: work upkeep started still runs in the
+	// background.
+	upkeep(idle bool)
+	upkeepRunning() bool
+	// describe is what Stats reports of the filters of tables (a view's).
+	describe(tables []*sstable) filterStats
 	// checkStored verifies what the kind keeps beside st on disk: the
 	// file's name ("" if it keeps nothing there) and what Check reports.
 	checkStored(st *sstable) (file, detail string, err error)
@@ -102,6 +123,88 @@ const (
 	filterAbsent                     // certainly not in the table
 )
 
+// tableSearch is one Get's search of its view's tables: the answer once
+// found, and what the filters spared.
+type tableSearch struct {
+	value []byte
+	err   error // the Get's error: a damaged table, a failed read, a tombstone (ErrNotFound)
+	found bool  // value is the answer
+	// Counted here and added to the store's counters once per Get:
+	// per-table atomic adds on shared counters would cost more than the
+	// filters save.
+	negatives, probed, falsePos int64
+}
+
+// seekKey is what a table search looks key up with: its newest version.
+// Each search builds its own (see tableFilter.search).
+func seekKey(key []byte) []byte { return y.KeyWithTs(key, math.MaxUint64) }
+
+// next searches st, for which the filter answered ans; true once the Get
+// has its answer (found, or err set).
+func (s *tableSearch) next(st *sstable, ans filterAnswer, seek, key []byte) bool {
+	if ans == filterAbsent {
+		s.negatives++
+		return false
+	}
+	if st.damaged != nil {
+		// It may hold a newer version of key than any older table.
+		s.err = errorf("%w (a Get for this key needs it)", st.damaged)
+		return true
+	}
+	s.probed++
+	vs, ok, err := st.get(seek, key)
+	switch {
+	case err != nil:
+		s.err = err
+	case !ok:
+		if ans == filterMaybe {
+			s.falsePos++
+		}
+		return false
+	case vs.Meta&metaDelete != 0:
+		s.err = ErrNotFound
+	default:
+		s.value, s.found = vs.Value, true
+	}
+	return true
+}
+
+// filterStats is what Stats reports of a kind's filters over a view's
+// tables.
+type filterStats struct {
+	bytes      int64 // held in memory
+	unfiltered int   // tables Gets search for want of a usable filter
+	// The store-wide kind's index, and whether it is being rebuilt in
+	// one segment.
+	index      dynamic.IndexStats
+	rebuilding bool
+}
+
+// perTableFilter is what describeTables asks of a kind that keeps one
+// filter per table.
+type perTableFilter interface {
+	memoryBytes(st *sstable) int64
+	// unfiltered: Gets search st for want of a usable filter (a kind
+	// that keeps none by choice answers false).
+	unfiltered(st *sstable) bool
+}
+
+// describeTables is describe for a kind that keeps one filter per table;
+// a damaged table, which no Get reads, is not counted.
+func describeTables(f perTableFilter, tables []*sstable) filterStats {
+	var s filterStats
+	for _, st := range tables {
+		if st.damaged != nil {
+			continue
+		}
+		s.bytes += f.memoryBytes(st)
+		if f.unfiltered(st) {
+			s.unfiltered++
+		}
+	}
+	return s
+}
+
 // newTableFilter is the implementation of kind for db (nil: only check
 // that kind exists).
 func newTableFilter(kind FilterKind, db *DB) (tableFilter, error) {
@@ -141,6 +244,20 @@ func (noFilter) prepare(key []byte, _ uint64) filterQuery      { return filterQu
 func (noFilter) mayContain(*sstable, filterQuery) filterAnswer { return filterNone }
 func (noFilter) drop(*sstable)                                 {}
 func (noFilter) memoryBytes(*sstable) int64                    { return 0 }
+func (noFilter) attachedAll() error                            { return nil }
+func (noFilter) upkeep(bool)                                   {}
+func (noFilter) upkeepRunning() bool                           { return false }
+func (f noFilter) describe(tables []*sstable) filterStats      { return describeTables(f, tables) }
+
+func (noFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
+	for _, st := range tables {
+		if s.next(st, filterNone, seek, q.key) {
+			break
+		}
+	}
+	return s
+}
 
 type nopBuilder struct{}
 
@@ -175,7 +292,20 @@ func (bloomFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	}
 	return filterMaybe
 }
-func (bloomFilter) drop(*sstable) {}
+func (f bloomFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
+	for _, st := range tables {
+		if s.next(st, f.mayContain(st, q), seek, q.key) {
+			break
+		}
+	}
+	return s
+}
+func (bloomFilter) drop(*sstable)                            {}
+func (bloomFilter) attachedAll() error                       { return nil }
+func (bloomFilter) upkeep(bool)                              {}
+func (bloomFilter) upkeepRunning() bool                      { return false }
+func (f bloomFilter) describe(tables []*sstable) filterStats { return describeTables(f, tables) }
 func (bloomFilter) memoryBytes(st *sstable) int64 {
 	if st.t == nil {
 		return 0
@@ -204,6 +334,12 @@ func (*cuckooFilter) kind() FilterKind         { return FilterCuckoo }
 func (*cuckooFilter) configure(*table.Options) {}
 
 func (*cuckooFilter) merged(*sstable, []*sstable) {}
+func (*cuckooFilter) attachedAll() error          { return nil }
+func (*cuckooFilter) upkeep(bool)                 {}
+func (*cuckooFilter) upkeepRunning() bool         { return false }
+func (c *cuckooFilter) describe(tables []*sstable) filterStats {
+	return describeTables(c, tables)
+}
 
 func (c *cuckooFilter) newBuilder(bool) filterBuilder {
 	return &cuckooBuilder{c: c, b: codec.NewBuilder(c.codecOptions())}
@@ -300,6 +436,16 @@ func (c *cuckooFilter) rebuild(st *sstable) error {
 		return errorf("%w: table %06d: read %d of its %d entries to rebuild its filter; it stays unfiltered", ErrCorrupt, st.id, n, st.t.KeyCount())
 	}
 	block := b.Finish(nil)
+	if c.db.noWrites {
+		// Nothing is written or moved: the rebuilt filter serves from
+		// memory, the file stays as it was.
+		f, err := codec.Decode(block)
+		if err == nil {
+			st.cf.Store(f)
+			st.cfBytes.Store(int64(len(block)))
+		}
+		return err
+	}
 	if err := c.keepBadFilter(st, "damaged, or another table's; the table's filter is rebuilt"); err != nil {
 		// Not written over: the rebuilt filter serves from memory.
 		if f, derr := codec.Decode(block); derr == nil {
@@ -325,8 +471,17 @@ func (c *cuckooFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	return c.screen(st, &q)
 }
 
-// screen is mayContain without the copy of the query (see
-// globalFilter.screen).
+func (c *cuckooFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
+	for _, st := range tables {
+		if s.next(st, c.screen(st, &q), seek, q.key) {
+			break
+		}
+	}
+	return s
+}
+
+// screen is mayContain on the query in place (see search).
 func (*cuckooFilter) screen(st *sstable, q *filterQuery) filterAnswer {
 	f := st.cf.Load()
 	if f == nil {

@@ -508,8 +508,17 @@ func (g *globalFilter) mayContain(st *sstable, q filterQuery) filterAnswer {
 	return g.screen(st, &q)
 }
 
-// screen is mayContain without the copy of the query: getIn calls it
-// directly (an interface call would move q to the heap).
+func (g *globalFilter) search(tables []*sstable, q filterQuery) (s tableSearch) {
+	seek := seekKey(q.key)
+	for _, st := range tables {
+		if s.next(st, g.screen(st, &q), seek, q.key) {
+			break
+		}
+	}
+	return s
+}
+
+// screen is mayContain on the query in place (see tableFilter.search).
 func (*globalFilter) screen(st *sstable, q *filterQuery) filterAnswer {
 	if q.many {
 		return filterNone
@@ -588,15 +597,24 @@ func (g *globalFilter) unfiltered(st *sstable) bool { return st.t != nil && !st.
 // tables, which Check verifies).
 func (*globalFilter) checkStored(*sstable) (string, string, error) { return "", "", nil }
 
-// memoryBytes is 0 per table: the index is store-wide (storeBytes).
-func (*globalFilter) memoryBytes(*sstable) int64 { return 0 }
+// upkeep rebuilds in one segment an index that grew by segments
+// (maybeRebuild).
+func (g *globalFilter) upkeep(idle bool) { g.maybeRebuild(idle) }
 
-// IndexStats describes the global index (zero for other kinds).
-func (db *DB) IndexStats() dynamic.IndexStats {
-	if g, ok := db.filter.(*globalFilter); ok {
-		if idx := g.idx.Load(); idx != nil {
-			return idx.Stats()
+func (g *globalFilter) upkeepRunning() bool { return g.rebuilding.Load() }
+
+// describe: the index's memory is the tables' filter memory, and a table
+// not (yet) in the index is searched by every Get, a damaged one too.
+func (g *globalFilter) describe(tables []*sstable) filterStats {
+	s := filterStats{rebuilding: g.rebuilding.Load()}
+	if idx := g.idx.Load(); idx != nil {
+		s.index = idx.Stats()
+	}
+	s.bytes = s.index.Bytes
+	for _, st := range tables {
+		if !st.indexed.Load() {
+			s.unfiltered++
 		}
 	}
-	return dynamic.IndexStats{}
+	return s
 }

@@ -161,7 +161,7 @@ func TestGlobalRebuildBetweenReplaceAndIndexed(t *testing.T) {
 	if missed > 0 {
 		t.Errorf("%d of %d keys missed", missed, len(want))
 	}
-	if ix := db.IndexStats(); ix.Tables != 2 {
+	if ix := db.Stats().Index; ix.Tables != 2 {
 		t.Errorf("index names %d tables, store has 2", ix.Tables)
 	}
 }
@@ -330,8 +330,8 @@ func TestGlobalOldViewAcrossRebuildsAndMerges(t *testing.T) {
 	} {
 		check(c.v, c.qs, c.when)
 	}
-	if g.rebuilds.Load() != 2 || len(cur.tables) != 2 || db.IndexStats().Tables != 2 {
-		t.Fatalf("%d rebuilds, %d tables, index names %d; want 2, 2, 2", g.rebuilds.Load(), len(cur.tables), db.IndexStats().Tables)
+	if g.rebuilds.Load() != 2 || len(cur.tables) != 2 || db.Stats().Index.Tables != 2 {
+		t.Fatalf("%d rebuilds, %d tables, index names %d; want 2, 2, 2", g.rebuilds.Load(), len(cur.tables), db.Stats().Index.Tables)
 	}
 }
 
@@ -472,7 +472,7 @@ func TestGlobalRebuildRecordsWhatHappensAroundItsView(t *testing.T) {
 	g := db.filter.(*globalFilter)
 	// The first index was sized for a few tables like the first: five
 	// grew it by a segment, which an idle store (Settle) rebuilds.
-	if st := db.IndexStats(); st.Segments < 2 || g.rebuilds.Load() != 0 {
+	if st := db.Stats().Index; st.Segments < 2 || g.rebuilds.Load() != 0 {
 		t.Fatalf("index %+v after %d rebuilds: not the state this test needs", st, g.rebuilds.Load())
 	}
 	armed.Store(true)

@@ -197,11 +197,18 @@ func (h *histRun) rebuildsSoFar() int64 {
 	return n
 }
 
+// compactionsSoFar counts compactions over every Open.
+func (h *histRun) compactionsSoFar() int64 {
+	h.gate.RLock()
+	defer h.gate.RUnlock()
+	return h.compactions + h.db.Stats().Compactions
+}
+
 // sample notes how many segments the index and the MemFilters have.
 func (h *histRun) sample() {
 	h.gate.RLock()
 	defer h.gate.RUnlock()
-	storeMax(&h.indexSegments, h.db.IndexStats().Segments)
+	storeMax(&h.indexSegments, h.db.Stats().Index.Segments)
 	if g, ok := h.db.filter.(*globalFilter); ok {
 		for k := 0; k < h.cfg.hot; k++ {
 			if g.prepare(histKey(k), dynamic.KeyHash(histKey(k))).many {
@@ -409,9 +416,10 @@ func runHistory(t *testing.T, cfg histConfig) ([]histOp, *histRun) {
 		h.reopen()
 	}
 	time.Sleep(cfg.dur / time.Duration(cfg.reopens+1))
-	// A slow machine may not have grown the index past a rebuild yet:
-	// go on a while longer for it.
-	for extra := 0; cfg.untilRebuild && h.rebuildsSoFar() == 0 && extra < 100; extra++ {
+	// A slow machine (or the race detector) may not have grown the index
+	// past a rebuild, or the tables past a compaction, yet: go on a while
+	// longer for them.
+	for extra := 0; (cfg.untilRebuild && h.rebuildsSoFar() == 0 || h.compactionsSoFar() == 0) && extra < 100; extra++ {
 		time.Sleep(50 * time.Millisecond)
 	}
 	close(stop)

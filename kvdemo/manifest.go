@@ -32,7 +32,14 @@ type manifest struct {
 	Filter      FilterKind  `json:"filter"`
 	Compression Compression `json:"compression,omitempty"` // empty: zstd (stores from before it was recorded)
 	BitsPerKey  float64     `json:"bits_per_key,omitempty"`
-	Tables      []uint64    `json:"tables"` // oldest first
+	// MaxKeySize and MaxValueSize: the largest caps (Options) the store
+	// was opened with, when above the defaults (absent: the defaults).
+	// A reopen with smaller caps still replays, reads and deletes every
+	// key the store may hold.
+	MaxKeySize   int `json:"max_key_size,omitempty"`
+	MaxValueSize int `json:"max_value_size,omitempty"`
+
+	Tables []uint64 `json:"tables"` // oldest first
 	// TableFiles: each listed table's size and xxhash64, by number. Badger's
 	// table format holds no table number, so without it a valid table of
 	// the same store copied over another (a restore gone wrong, a file

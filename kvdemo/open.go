@@ -3,11 +3,13 @@ package kvdemo
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
@@ -29,17 +31,28 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if err := makeDir(fs, dir); err != nil {
+	if o.ReadOnly {
+		if _, err := fs.Stat(dir); err != nil {
+			return nil, fmt.Errorf("kvdemo: %s holds no store: %w", dir, err)
+		}
+	} else if err := makeDir(fs, dir); err != nil {
 		return nil, err
 	}
-	lock, err := fs.Lock(filepath.Join(dir, "LOCK"))
+	lock, err := lockStore(fs, dir, o.ReadOnly)
 	if err != nil {
-		if errors.Is(err, vfs.ErrLocked) {
-			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
-		}
-		return nil, fmt.Errorf("kvdemo: locking %s: %w", dir, err)
+		return nil, err
 	}
 	db := &DB{dir: dir, opts: o, fs: fs, lock: lock, retired: map[uint64]bool{}}
+	switch {
+	case o.ReadOnly:
+		db.openReadOnly(nil)
+	case lock.fileErr == nil:
+	case notWritable(lock.fileErr):
+		db.openReadOnly(lock.fileErr)
+	default:
+		lock.Close()
+		return nil, fmt.Errorf("kvdemo: locking %s: %w", dir, lock.fileErr)
+	}
 	if err := db.open(); err != nil {
 		db.abandonOpen()
 		return nil, errorf("%w", err)
@@ -73,6 +86,9 @@ func (db *DB) open() error {
 	}
 	if err := db.sweepUnlisted(files); err != nil {
 		return err
+	}
+	if db.noWrites {
+		db.sizeReadOnlyMemtable(files[extLog])
 	}
 	mem, err := db.replayLogs(files[extLog])
 	if err != nil {
@@ -138,11 +154,17 @@ func (db *DB) closeBlockCache() {
 // prepareDir empties tmp/ (files being written when a process stopped)
 // and lists the store's numbered files by extension.
 func (db *DB) prepareDir() (map[string][]uint64, error) {
-	if err := db.fs.RemoveAll(filepath.Join(db.dir, tmpDir)); err != nil {
-		return nil, err
-	}
-	if err := db.fs.MkdirAll(filepath.Join(db.dir, tmpDir), 0o755); err != nil {
-		return nil, err
+	if !db.noWrites {
+		err := db.fs.RemoveAll(filepath.Join(db.dir, tmpDir))
+		if err == nil {
+			err = db.fs.MkdirAll(filepath.Join(db.dir, tmpDir), 0o755)
+		}
+		switch {
+		case notWritable(err):
+			db.openReadOnly(err)
+		case err != nil:
+			return nil, err
+		}
 	}
 	entries, err := db.fs.ReadDir(db.dir)
 	if err != nil {
@@ -172,7 +194,11 @@ func (db *DB) loadManifest(files map[string][]uint64) error {
 		if len(files[extLog])+len(files[extTable])+len(files[extFilter]) > 0 {
 			return fmt.Errorf("kvdemo: %s holds logs, tables or filters but no MANIFEST; refusing to guess", db.dir)
 		}
+		if db.noWrites {
+			return fmt.Errorf("kvdemo: %s holds no store, and none can be created: %w", db.dir, db.readOnlyErr())
+		}
 		man = manifest{Filter: o.Filter, Compression: o.Compression, BitsPerKey: o.BitsPerKey, NextFile: 1}
+		db.recordLimits(&man)
 		if man.Filter == "" {
 			man.Filter = FilterCuckoo
 		}
@@ -189,7 +215,7 @@ func (db *DB) loadManifest(files map[string][]uint64) error {
 	case o.Compression != "" && man.Compression != o.Compression:
 		return fmt.Errorf("kvdemo: store in %s was created with compression %q, opened with %q", db.dir, man.Compression, o.Compression)
 	}
-	if err == nil {
+	if err == nil && !db.noWrites {
 		// The MANIFEST read may be one whose rename was never made
 		// durable: the last process's directory fsync failed (the store
 		// turned read-only and was reopened) or it died before that
@@ -201,7 +227,15 @@ func (db *DB) loadManifest(files map[string][]uint64) error {
 		if err := db.syncDir(); err != nil {
 			return errorf("making the MANIFEST read durable before acting on it (nothing was changed): %w", err)
 		}
+		if db.recordLimits(&man) {
+			// Before any write under the larger caps.
+			if err := db.writeManifest(man); err != nil {
+				return err
+			}
+		}
 	}
+	db.keyCap = max(o.MaxKeySize, man.MaxKeySize)
+	db.valueCap = max(o.MaxValueSize, man.MaxValueSize)
 	o.Filter, o.Compression = man.Filter, man.Compression
 	if man.BitsPerKey != 0 {
 		// The budget a store was created with stays its own: it sizes
@@ -279,10 +313,8 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 		st.ref()
 		db.cur.tables = append([]*sstable{st}, db.cur.tables...)
 	}
-	if g, ok := db.filter.(*globalFilter); ok {
-		if err := g.attachedAll(); err != nil {
-			return nil, err
-		}
+	if err := db.filter.attachedAll(); err != nil {
+		return nil, err
 	}
 	return unfiltered, nil
 }
@@ -295,6 +327,9 @@ func (db *DB) openTables() (unfiltered []*sstable, err error) {
 // by a compaction: removed. Anything else is not ours to judge: moved
 // aside to lost/ and reported.
 func (db *DB) sweepUnlisted(files map[string][]uint64) error {
+	if db.noWrites {
+		return nil // read-only: Gets read only what the manifest names
+	}
 	live := map[uint64]bool{}
 	for _, id := range db.man.Tables {
 		live[id] = true
@@ -324,7 +359,7 @@ func (db *DB) sweepUnlisted(files map[string][]uint64) error {
 // startLog opens the log the memtable appends to: the newest replayed
 // one, or a new one.
 func (db *DB) startLog(mem *memtable, logs []uint64) error {
-	if mem.wal() == nil {
+	if mem.wal() == nil && !db.noWrites {
 		var w *wal
 		var err error
 		if last := lastLogAtLeast(logs, db.man.Log); last != 0 {
@@ -405,4 +440,57 @@ func makeDir(fs vfs.FS, dir string) error {
 		}
 	}
 	return nil
+}
+
+// notWritable: err says the store's directory or files cannot be
+// written (a read-only mount, or no permission).
+func notWritable(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
+// openReadOnly makes this Open, and the store after it, change no file:
+// because of cause, or (nil) because Options.ReadOnly asked. Writes fail
+// with ErrReadOnly, saying why.
+func (db *DB) openReadOnly(cause error) {
+	db.noWrites = true
+	why := "opened with Options.ReadOnly"
+	if cause != nil {
+		why = fmt.Sprintf("%s cannot be written (%v), so the store was opened read-only: reads are served; to write, make the directory and its files writable and open it again", db.dir, cause)
+		db.opts.Logger.Printf("%s", why)
+	}
+	db.roMu.Lock()
+	db.readOnly = errorf("%w (%s)", ErrReadOnly, why)
+	db.roMu.Unlock()
+}
+
+// sizeReadOnlyMemtable lets a read-only store replay every log into one
+// memtable (it cannot flush one to a table): a log record takes at least
+// half the flush threshold's estimate of its entry. It stays within the
+// largest MemtableBytes Options accepts; logs beyond that make Open fail
+// (flushAtOpen) with an error that says to open the store writable once.
+func (db *DB) sizeReadOnlyMemtable(logs []uint64) {
+	var total int64
+	for _, id := range logs {
+		if id < db.man.Log {
+			continue
+		}
+		if fi, err := db.fs.Stat(fileName(db.dir, id, extLog)); err == nil {
+			total += fi.Size()
+		}
+	}
+	db.opts.MemtableBytes = min(max(db.opts.MemtableBytes, 2*total), maxMemtableBytes)
+}
+
+// recordLimits raises the caps man records to Options' (those above
+// the defaults), reporting whether it changed man: a store keeps every
+// key and value it was given readable however it is reopened.
+func (db *DB) recordLimits(man *manifest) bool {
+	changed := false
+	if k := db.opts.MaxKeySize; k > max(man.MaxKeySize, defaultMaxKeySize) {
+		man.MaxKeySize, changed = k, true
+	}
+	if v := db.opts.MaxValueSize; v > max(man.MaxValueSize, defaultMaxValueSize) {
+		man.MaxValueSize, changed = v, true
+	}
+	return changed
 }

@@ -146,12 +146,12 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 		if r.seq <= db.man.Seq {
 			return nil
 		}
-		if len(r.key) > o.MaxKeySize || len(r.value) > o.MaxValueSize {
+		if len(r.key) > db.keyCap || len(r.value) > db.valueCap {
 			// The memtable's arena is sized by these caps; a record
 			// written under larger ones must not be dropped or
 			// overflow it.
 			return fmt.Errorf("record %d has a %d-byte key and a %d-byte value, over MaxKeySize %d or MaxValueSize %d: reopen with the limits it was written under",
-				r.seq, len(r.key), len(r.value), o.MaxKeySize, o.MaxValueSize)
+				r.seq, len(r.key), len(r.value), db.keyCap, db.valueCap)
 		}
 		est, worst := entryEstimate(r.key, r.value), entryWorst(r.key, r.value)
 		if !mem.fits(o.MemtableBytes, est, worst) {
@@ -226,6 +226,9 @@ func (db *DB) replayLogs(logs []uint64) (*memtable, error) {
 // durable; without this fsync a later Sync or Close would return nil
 // without one, and a power loss would take back what Gets had returned.
 func (db *DB) syncLogFile(id uint64) error {
+	if db.noWrites {
+		return nil // nothing appended or counted durable
+	}
 	f, err := db.fs.OpenAppend(fileName(db.dir, id, extLog))
 	if err != nil {
 		return err
@@ -244,8 +247,13 @@ func (db *DB) syncLogFile(id uint64) error {
 // tail of any length is kept byte for byte without taking its length in
 // disk space. If the tail cannot be kept (a full disk, say), the log is
 // not touched and Open refuses, naming the log: a tail is never
-// destroyed, even one that was never acknowledged.
+// destroyed, even one that was never acknowledged. A read-only store
+// leaves the tail where it is.
 func (db *DB) cutTornTail(id uint64, at int64) error {
+	if db.noWrites {
+		db.opts.Logger.Printf("WAL %06d.log: torn tail at offset %d (never acknowledged) left in place: the store is open read-only", id, at)
+		return nil
+	}
 	name := fmt.Sprintf("%06d.%s.tail-at-%d", id, extLog, at)
 	path := fileName(db.dir, id, extLog)
 	dst, err := db.lostPath(name)

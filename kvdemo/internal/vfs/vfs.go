@@ -42,8 +42,9 @@ type FS interface {
 	// SyncDir makes the directory's entries (creations, renames,
 	// removals) durable.
 	SyncDir(dir string) error
-	// Lock takes an exclusive lock on name, held until the Closer is
-	// closed or the process ends.
+	// Lock takes an exclusive lock on name, a directory or a file
+	// (created if missing), held until the Closer is closed or the
+	// process ends. Another holder's lock is ErrLocked.
 	Lock(name string) (io.Closer, error)
 }
 
@@ -82,11 +83,17 @@ func (osFS) SyncDir(dir string) error {
 }
 
 // Lock uses flock(2): the kernel drops it when the process dies, so a
-// crash never leaves a store locked.
+// crash never leaves a store locked. flock needs only a descriptor, so a
+// directory, or a file that cannot be opened for writing (on a read-only
+// filesystem), is opened for reading.
 func (osFS) Lock(name string) (io.Closer, error) {
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, err
+		ro, rerr := os.Open(name)
+		if rerr != nil {
+			return nil, err
+		}
+		f = ro
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
