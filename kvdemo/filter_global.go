@@ -67,6 +67,8 @@ type globalFilter struct {
 	// hold keys the lookup named under its inputs, which the Get's view
 	// does not list, so the Get searches it.
 	epoch atomic.Uint64
+
+	refusedOnce atomic.Bool // the store has said that the index is full
 }
 
 // indexChange is one writer call made while a rebuild ran: add (with its
@@ -86,7 +88,10 @@ func (g *globalFilter) change(keys int, c indexChange, op func(idx *dynamic.Inde
 	defer g.swapMu.Unlock()
 	start := time.Now()
 	err := op(g.index(keys))
-	if g.tracking {
+	// Only a change that took place is replayed on a rebuilt index: a
+	// table the index refused stays unindexed, so the rebuilt index must
+	// not hold it either (nothing would ever remove it).
+	if g.tracking && err == nil {
 		g.changes = append(g.changes, c)
 	}
 	return time.Since(start), err
@@ -141,6 +146,10 @@ func (b *globalBuilder) finish(st *sstable) error {
 	spent, err := b.g.change(len(b.hashes), indexChange{add: st.id, hashes: b.hashes}, func(idx *dynamic.Index) error {
 		return idx.AddTable(st.id, b.hashes)
 	})
+	if errors.Is(err, dynamic.ErrTooManyTables) {
+		b.g.refused(st, err)
+		return nil
+	}
 	if err != nil {
 		return errorf("indexing table %06d: %w", st.id, err)
 	}
@@ -197,6 +206,14 @@ func (g *globalFilter) attachedAll() error {
 		added = append(added, st)
 		keys += len(hashes)
 	}
+	if room := dynamic.IndexMaxTables - g.index(keys).Tables(); len(ids) > room {
+		// The index holds at most IndexMaxTables tables: the newest ones
+		// past it stay unindexed and every Get searches them.
+		for _, st := range added[room:] {
+			g.refused(st, dynamic.ErrTooManyTables)
+		}
+		ids, sets, added = ids[:room], sets[:room], added[:room]
+	}
 	if len(ids) > 0 {
 		if err := g.index(keys).AddTables(ids, sets); err != nil {
 			return errorf("indexing the tables at open: %w", err)
@@ -220,11 +237,24 @@ func (g *globalFilter) indexTable(st *sstable) (int, error) {
 	}
 	if _, err := g.change(len(hashes), indexChange{add: st.id, hashes: hashes}, func(idx *dynamic.Index) error {
 		return idx.AddTable(st.id, hashes)
-	}); err != nil {
+	}); errors.Is(err, dynamic.ErrTooManyTables) {
+		g.refused(st, err)
+		return 0, nil
+	} else if err != nil {
 		return 0, errorf("indexing table %06d: %w", st.id, err)
 	}
 	st.indexed.Store(true)
 	return len(hashes), nil
+}
+
+// refused notes a table the index has no room for (IndexMaxTables): it
+// stays unindexed, so every Get searches it, as it searches a table whose
+// filter is being rebuilt. Its keys are never missed, only read more
+// slowly; the store says so once.
+func (g *globalFilter) refused(st *sstable, err error) {
+	if g.refusedOnce.CompareAndSwap(false, true) {
+		g.db.opts.Logger.Printf("table %06d: not in the global index, which is full; it and later tables past the limit are searched by every Get until compactions make room: %v", st.id, err)
+	}
 }
 
 // tableHashes reads st's keys' hashes from the table itself.
@@ -277,7 +307,9 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	var fellBack bool
 	spent, err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
 		g.db.pauseAt(pauseReplacing)
-		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); err != nil {
+		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); errors.Is(err, dynamic.ErrTooManyTables) {
+			return err // no input was indexed and the index is full: st stays unindexed
+		} else if err != nil {
 			// Only an index out of step with the tables (a bug); stay
 			// correct: index st on its own, the inputs leave at their
 			// release.
@@ -303,6 +335,9 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	})
 	if globalTestHookReplaced != nil {
 		globalTestHookReplaced()
+	}
+	if errors.Is(err, dynamic.ErrTooManyTables) {
+		g.refused(st, err)
 	}
 	if fellBack || err != nil {
 		return
@@ -460,16 +495,25 @@ func (g *globalFilter) rebuildIndex(v *view) {
 				present = append(present, id)
 			}
 		}
+		var err error
 		switch {
 		case c.add != 0 && fresh.HasTable(c.add):
 			// Indexed before the view was read, recorded too.
 			if len(present) > 0 {
-				fresh.RemoveTables(present...)
+				err = fresh.RemoveTables(present...)
 			}
 		case c.add != 0:
-			fresh.Replace(present, c.add, c.hashes, c.dropped)
+			err = fresh.Replace(present, c.add, c.hashes, c.dropped)
 		case len(present) > 0:
-			fresh.RemoveTables(present...)
+			err = fresh.RemoveTables(present...)
+		}
+		if err != nil {
+			// The fresh index would not hold a table the old one holds
+			// (and that its table is marked indexed in): a lookup on it
+			// could miss that table's keys. Keep the old index.
+			g.db.opts.Logger.Printf("global index rebuild abandoned: replaying a change: %v", err)
+			g.tracking, g.changes = false, nil
+			return
 		}
 	}
 	g.tracking, g.changes = false, nil
