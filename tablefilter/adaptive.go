@@ -14,12 +14,24 @@ import (
 // writes, so the policy SetAdaptiveBudgets installs on each level hands out
 // writers at that level's current budget, and a refit changes the budgets
 // of the tables written from then on. A refit fits LevelBudgets to the
-// store's measured shape (MeasuredLevelShape of DB.Metrics) and corrects
-// the average it asks for by what the live tables' filters really spend
-// per key (from DB.SSTables with properties: each table's FilterSize over
-// the distinct keys its filter holds, which this process's writers record;
-// for a table written before the store was opened, its point entries), so
-// that the live tree keeps to the average asked.
+// live tree and steers the average it asks for, so that the live tables'
+// filters spend the average asked:
+//   - the shape is the distinct keys of each level's filters (from
+//     DB.SSTables with properties; L0's sublevels from DB.Metrics);
+//   - each level's keys are weighed by what its filters really spend over
+//     what their budgets planned (small tables' filters round up to whole
+//     lines and carry a trailer);
+//   - what the live tree still spends off the average (tables written
+//     under an earlier allocation, the grid's half-bit steps) is corrected
+//     by an integral term whose step is scaled by the share of the live
+//     keys written since the last refit, since the live average moves only
+//     as fast as compactions rewrite tables.
+//
+// Keys are counted as the distinct keys a filter holds (the versions of an
+// MVCC key count once): this process's writers record them, matched to
+// the table by its FilterSize and point-entry count; for a table written
+// before the store was opened, its point entries, but no more than its
+// filter's bits over its budget.
 //
 // Refits follow the store's flushes and compactions: the event listener
 // SetAdaptiveBudgets installs marks a refit as due on each FlushEnd,

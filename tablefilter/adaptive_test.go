@@ -154,6 +154,14 @@ func probeMVCC(tb testing.TB, db *pebble.DB, w mvccWorkload) (perGet, perSeek fl
 func adaptiveTestOptions() *pebble.Options {
 	o := levelsTestOptions()
 	o.Comparer = pebbleAtComparer
+	// Memtables small next to the tree, as in a store of any size: L0's
+	// tables, which the fit gives wide budgets and compactions soon
+	// rewrite, then hold a small share of the keys, and the tree at rest
+	// is close to the tree under writes.
+	o.MemTableSize = 128 << 10
+	for l := range o.TargetFileSizes {
+		o.TargetFileSizes[l] = 32 << 10
+	}
 	return o
 }
 
@@ -223,11 +231,11 @@ func TestAdaptiveBudgetsPebble(t *testing.T) {
 		}
 		t.Logf("%s: %d tables, live %.3f bits/key (tuner counts %.3f over %d keys), budgets %v, %d budget sets seen\n%s",
 			what, tables, live, own, ownKeys, tuned.Budgets(), len(seen), db.Metrics())
-		// The goal is 2%; a tree this small and still settling, whose
-		// bottom level was last written under a shape with more keys above
-		// it, ends further off (the report gives the figure): hold it to
-		// the bound it meets with margin, so that a regression shows.
-		if slack := float64(tables) / float64(len(w.prefixes)); live < avg*(0.90-slack) || live > avg*(1.05+slack) {
+		// The goal is 2%. This small tree settles within it in most runs,
+		// but how many refits land between its last compactions depends
+		// on the machine's load, and the last ones decide the bottom
+		// level: hold it to 3%, which it meets with margin.
+		if slack := float64(tables) / float64(len(w.prefixes)); live < avg*(0.97-slack) || live > avg*(1.03+slack) {
 			t.Errorf("%s: live tree spends %.3f bits/key, asked %v", what, live, avg)
 		}
 		probeMVCC(t, db, w)

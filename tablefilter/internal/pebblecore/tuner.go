@@ -17,12 +17,17 @@ type Tuner struct {
 	budgets [NumLevels]atomic.Uint64 // math.Float64bits of each level's budget
 
 	ledgerMu sync.Mutex
-	ledger   map[ledgerKey]uint64 // filters written: distinct keys by (block bytes, keys added)
-	ring     []ledgerKey          // the ledger's keys, oldest overwritten first
+	ledger   map[ledgerKey]ledgerEntry // filters written, by (block bytes, keys added)
+	ring     []ledgerKey               // the ledger's keys, oldest overwritten first
 	next     int
 
-	mu sync.Mutex // serialises refits
+	epoch uint64 // refits so far: the ledger marks each filter with the epoch it was written in
+
+	mu     sync.Mutex // serialises refits
+	offset float64    // the correction added to the average asked
 }
+
+type ledgerEntry struct{ distinct, epoch uint64 }
 
 // ledgerKey identifies a written filter by what the table's properties
 // also record: the block's length (FilterSize) and the keys Pebble handed
@@ -35,12 +40,23 @@ type ledgerKey struct{ bytes, added uint64 }
 // or compacted away is forgotten as newer ones arrive.
 const ledgerSize = 1 << 14
 
+// maxCorrection bounds the correction to a share of the asked average, so
+// that a measurement gone wrong (a tree of foreign filters, tables Pebble
+// never reported) cannot drive the budgets to an extreme.
+const maxCorrection = 0.25
+
+// correctionGain is the share of the live average's error the correction
+// takes up per refit, scaled by the share of the live keys whose filters
+// were written since the last refit: the live average moves only as fast
+// as tables are replaced, and a larger step would overshoot and swing.
+const correctionGain = 1
+
 // NewTuner returns a tuner for the average asked, starting at budgets
 // (points of the registered grid). It panics, naming pkg, unless asked is
 // a valid budget.
 func NewTuner(pkg string, asked float64, budgets [NumLevels]float64) *Tuner {
 	CheckBitsPerKey(pkg, asked)
-	t := &Tuner{asked: asked, ledger: make(map[ledgerKey]uint64), ring: make([]ledgerKey, ledgerSize)}
+	t := &Tuner{asked: asked, ledger: make(map[ledgerKey]ledgerEntry), ring: make([]ledgerKey, ledgerSize)}
 	for l, b := range budgets {
 		CheckBitsPerKey(pkg, b)
 		t.budgets[l].Store(math.Float64bits(b))
@@ -107,7 +123,31 @@ func (t *Tuner) record(k ledgerKey, distinct uint64) {
 	}
 	t.ring[t.next] = k
 	t.next = (t.next + 1) % len(t.ring)
-	t.ledger[k] = distinct
+	t.ledger[k] = ledgerEntry{distinct, t.epoch}
+}
+
+// correct updates the integral correction from the live average of the
+// levels below L0 (of L0 alone while nothing lies below it). L0's tables
+// live only until a compaction carries their keys into Lbase, and the fit
+// gives them wide budgets (a lookup meets every L0 sublevel): counting them
+// would let the correction lower every level's budget while L0 is full,
+// and leave the tree under the average once L0 drains, too late for
+// compactions to rewrite it. So the average holds over the levels keys
+// stay on, and L0's small share of the keys spends its own budget on top
+// while it lives.
+func (t *Tuner) correct(keys, bits, fresh [NumLevels]float64) {
+	var k, b, f float64
+	for l := 1; l < NumLevels; l++ {
+		k, b, f = k+keys[l], b+bits[l], f+fresh[l]
+	}
+	if k == 0 {
+		k, b, f = keys[0], bits[0], fresh[0]
+	}
+	if k == 0 {
+		return
+	}
+	t.offset += correctionGain * f / k * (t.asked - b/k)
+	t.offset = max(-maxCorrection*t.asked, min(maxCorrection*t.asked, t.offset))
 }
 
 // LiveTable is one live table's filter, as its properties record it.
@@ -125,16 +165,24 @@ type LiveTable struct {
 // its budget: point entries count each MVCC version of a prefix, which
 // the filter stores once.
 func (t *Tuner) distinct(tb LiveTable) uint64 {
+	d, _ := t.lookup(tb)
+	return d
+}
+
+// lookup is distinct, and whether the table's filter was written since
+// the last refit.
+func (t *Tuner) lookup(tb LiveTable) (distinct uint64, fresh bool) {
 	t.ledgerMu.Lock()
-	d, ok := t.ledger[ledgerKey{tb.FilterBytes, tb.PointKeys}]
+	e, ok := t.ledger[ledgerKey{tb.FilterBytes, tb.PointKeys}]
+	epoch := t.epoch
 	t.ledgerMu.Unlock()
 	if ok {
-		return d
+		return e.distinct, e.epoch == epoch
 	}
 	if tb.Budget > 0 {
-		return min(tb.PointKeys, uint64(math.Ceil(8*float64(tb.FilterBytes)/tb.Budget)))
+		return min(tb.PointKeys, uint64(math.Ceil(8*float64(tb.FilterBytes)/tb.Budget))), false
 	}
-	return tb.PointKeys
+	return tb.PointKeys, false
 }
 
 // LiveAverage returns the bits per distinct key the lsmcuckoo filters of
@@ -171,21 +219,29 @@ func (t *Tuner) LiveAverage(tables []LiveTable) (bitsPerKey float64, keys uint64
 func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, changed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var keys, bits, planned [NumLevels]float64
+	var keys, bits, planned, fresh [NumLevels]float64
 	var allKeys, allBits, allPlanned float64
 	for _, tb := range tables {
 		if !tb.Ours || tb.FilterBytes == 0 || tb.Level < 0 || tb.Level >= NumLevels {
 			continue
 		}
-		k := float64(t.distinct(tb))
+		d, isFresh := t.lookup(tb)
+		k := float64(d)
+		if isFresh {
+			fresh[tb.Level] += k
+		}
 		keys[tb.Level] += k
 		bits[tb.Level] += 8 * float64(tb.FilterBytes)
 		planned[tb.Level] += k * tb.Budget
 		allKeys, allBits, allPlanned = allKeys+k, allBits+8*float64(tb.FilterBytes), allPlanned+k*tb.Budget
 	}
+	t.ledgerMu.Lock()
+	t.epoch++
+	t.ledgerMu.Unlock()
 	target := t.asked
 	if allKeys > 0 {
 		live = allBits / allKeys
+		t.correct(keys, bits, fresh)
 		ratio := func(bits, planned float64) float64 {
 			if planned <= 0 {
 				return 1
@@ -202,7 +258,7 @@ func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, chang
 			shape.Keys[l] = keys[l] * r
 			cost += keys[l] / allKeys * r
 		}
-		target = t.asked / cost
+		target = (t.asked + t.offset) / cost
 	}
 	target = max(MinBitsPerKey, min(MaxBitsPerKey, target))
 	budgets := LevelBudgets("pebblecore", shape, target)
