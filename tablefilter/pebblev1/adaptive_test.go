@@ -43,7 +43,7 @@ func TestAdaptiveBudgetsV1(t *testing.T) {
 	}
 	tuned.Attach(db)
 	seen := map[[pebblev1.NumLevels]float64]bool{tuned.Budgets(): true}
-	tallest := 0 // the most levels populated at once while writing
+	tallest := 0            // the most levels populated at once while writing
 	val := make([]byte, 48) // incompressible, so the data fills levels
 	src := rand.NewChaCha8([32]byte{3})
 	for j, p := range order {
