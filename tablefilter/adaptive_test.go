@@ -306,3 +306,26 @@ func BenchmarkAdaptiveVersusUniform(b *testing.B) {
 		}
 	}
 }
+
+// TestAdaptiveBudgetsRefitsUnderWrites runs refits as fast as the loop
+// allows while flushes and compactions write tables, for the race
+// detector: budgets change under writers, and no key goes missing.
+func TestAdaptiveBudgetsRefitsUnderWrites(t *testing.T) {
+	w := newMVCCWorkload(4000, 23)
+	o := adaptiveTestOptions()
+	tuned := SetAdaptiveBudgets(o, 8)
+	tuned.loop = pebblecore.NewRefitLoop(tuned.tuner, time.Millisecond)
+	db, err := pebble.Open(t.TempDir(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned.Attach(db)
+	w.write(t, db, 500, func() {})
+	waitQuiet(db)
+	tuned.Detach()
+	treeFilterBits(t, db, o)
+	probeMVCC(t, db, w)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
