@@ -150,6 +150,39 @@ func (t *Tuner) correct(keys, bits, fresh [NumLevels]float64) {
 	t.offset = max(-maxCorrection*t.asked, min(maxCorrection*t.asked, t.offset))
 }
 
+// nearestBudgets is LevelBudgets(shape, target), or, when that spends
+// under target (on the half-bit grid an allocation seldom spends its
+// average exactly), the allocation of a higher average that spends over
+// target by less than the first spends under it. LevelBudgets never
+// overspends, and an allocation that is always under would leave the tree
+// under the average by that much for good, with the correction chasing it.
+func nearestBudgets(shape LevelShape, target float64) [NumLevels]float64 {
+	spend := func(b [NumLevels]float64) float64 {
+		var k, s float64
+		for l, w := range shape.Keys {
+			if w > 0 && !math.IsInf(w, 0) {
+				k, s = k+w, s+w*b[l]
+			}
+		}
+		if k == 0 {
+			return target
+		}
+		return s / k
+	}
+	under := LevelBudgets("pebblecore", shape, target)
+	gap := target - spend(under)
+	for step := BudgetStep / 8; gap > 0 && step <= 2*BudgetStep && target+step <= MaxBitsPerKey; step *= 2 {
+		over := LevelBudgets("pebblecore", shape, target+step)
+		if s := spend(over); s > target {
+			if s-target < gap {
+				return over
+			}
+			break
+		}
+	}
+	return under
+}
+
 // LiveTable is one live table's filter, as its properties record it.
 type LiveTable struct {
 	FilterBytes uint64  // Properties.FilterSize
@@ -261,7 +294,7 @@ func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, chang
 		target = (t.asked + t.offset) / cost
 	}
 	target = max(MinBitsPerKey, min(MaxBitsPerKey, target))
-	budgets := LevelBudgets("pebblecore", shape, target)
+	budgets := nearestBudgets(shape, target)
 	for l, b := range budgets {
 		if t.budgets[l].Swap(math.Float64bits(b)) != math.Float64bits(b) {
 			changed = true
