@@ -21,11 +21,16 @@ import (
 //   - each level's keys are weighed by what its filters really spend over
 //     what their budgets planned (small tables' filters round up to whole
 //     lines and carry a trailer);
+//   - of the half-bit grid's allocations, the one whose planned spend is
+//     nearest the average is taken, not always one under it;
 //   - what the live tree still spends off the average (tables written
-//     under an earlier allocation, the grid's half-bit steps) is corrected
-//     by an integral term whose step is scaled by the share of the live
-//     keys written since the last refit, since the live average moves only
-//     as fast as compactions rewrite tables.
+//     under an earlier allocation) is corrected by an integral term whose
+//     step is scaled by the share of the live keys written since the last
+//     refit, since the live average moves only as fast as compactions
+//     rewrite tables. The correction measures the levels below L0: L0's
+//     tables, to which the fit gives wide budgets, live only until a
+//     compaction carries their keys down, and L0's share of the keys
+//     spends its own budget on top while it lives.
 //
 // Keys are counted as the distinct keys a filter holds (the versions of an
 // MVCC key count once): this process's writers record them, matched to

@@ -246,9 +246,10 @@ func (t *Tuner) LiveAverage(tables []LiveTable) (bitsPerKey float64, keys uint64
 // spend over what their budgets planned (small tables' filters round up
 // to whole lines and carry a trailer), weighs its keys in the fit's
 // constraint, so that the budgets' planned spend times those ratios is the
-// average asked. What is not corrected: tables written under an earlier
-// allocation keep their filters until a compaction rewrites them, and the
-// fit spends at or under the average on the grid's half-bit steps.
+// average asked. Of the grid's allocations it takes the one whose planned
+// spend is nearest that (nearestBudgets). What the live tree still spends
+// off the average, tables written under an earlier allocation above all,
+// the integral correction takes up (correct).
 func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, changed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
