@@ -1,0 +1,186 @@
+package tablefilter
+
+import (
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
+)
+
+// AdaptiveBudgets is the handle of a self-tuning setup (SetAdaptiveBudgets):
+// per-level budgets that follow the live tree, for a store that should not
+// be measured, closed and reopened to get them.
+//
+// Pebble asks a level's filter policy for a writer for every table it
+// writes, so the policy SetAdaptiveBudgets installs on each level hands out
+// writers at that level's current budget, and a refit changes the budgets
+// of the tables written from then on. A refit fits LevelBudgets to the
+// live tree and steers the average it asks for, so that the live tables'
+// filters spend the average asked:
+//   - the shape is the distinct keys of each level's filters (from
+//     DB.SSTables with properties; L0's sublevels from DB.Metrics);
+//   - each level's keys are weighed by what its filters really spend over
+//     what their budgets planned (small tables' filters round up to whole
+//     lines and carry a trailer);
+//   - of the half-bit grid's allocations, the one whose planned spend is
+//     nearest the average is taken, not always one under it;
+//   - what the live tree still spends off the average (tables written
+//     under an earlier allocation) is corrected by an integral term whose
+//     step is scaled by the share of the live keys written since the last
+//     refit, since the live average moves only as fast as compactions
+//     rewrite tables. The correction measures the levels below L0: L0's
+//     tables, to which the fit gives wide budgets, live only until a
+//     compaction carries their keys down, and L0's share of the keys
+//     spends its own budget on top while it lives.
+//
+// Keys are counted as the distinct keys a filter holds (the versions of an
+// MVCC key count once): this process's writers record them, matched to
+// the table by its FilterSize and point-entry count; for a table written
+// before the store was opened, its point entries, but no more than its
+// filter's bits over its budget.
+//
+// Refits follow the store's flushes and compactions: the event listener
+// SetAdaptiveBudgets installs marks a refit as due on each FlushEnd,
+// CompactionEnd and TableIngested, and a goroutine started by Attach
+// measures the store and refits, at most once per second. The listener
+// never calls the store (Pebble raises those events holding its mutex) and
+// never waits, so a compaction is never held up by a refit. The handle
+// needs the *pebble.DB to measure it, which exists only after Open: hand
+// it over with Attach, and Detach before closing the store. Until Attach
+// the levels write the budgets of the model shape (SetLevelPolicies').
+//
+// It is safe for concurrent use.
+type AdaptiveBudgets struct {
+	tuner *pebblecore.Tuner
+	loop  *pebblecore.RefitLoop
+}
+
+// SetAdaptiveBudgets installs a self-tuning setup in opts, for a tree that
+// spends about avgBitsPerKey bits per key on filters: each level of
+// opts.Levels gets a policy whose budget follows the live tree (see
+// AdaptiveBudgets), Filters registers every name those policies can write
+// (the half-bit grid from MinBitsPerKey to MaxBitsPerKey, in every layout,
+// as SetLevelBudgets does), and opts.EventListener gets the listener that
+// triggers refits, teed with any listener opts already had. It is the one
+// call a store needs on every Open; the same call on a reopen reads every
+// table with its filter, and so does SetLevelPolicies, since each table's
+// filter name is a registered budget.
+//
+//	tuned := tablefilter.SetAdaptiveBudgets(opts, 10)
+//	db, err := pebble.Open(dir, opts)
+//	...
+//	tuned.Attach(db)
+//	defer db.Close()
+//	defer tuned.Detach()
+//
+// A table's filter name (Properties.FilterPolicyName) records the level's
+// budget when the table was closed: a table under way when a refit changed
+// its level's budget carries the new budget's name over a block built to
+// the old one. Both are registered names, and every lsmcuckoo policy reads
+// every lsmcuckoo block from the block's own header, so no table loses its
+// filter.
+//
+// Only Levels[i].FilterPolicy, Filters and EventListener are written. It
+// panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=
+// MaxBitsPerKey.
+func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
+	pebblecore.CheckBitsPerKey("tablefilter", avgBitsPerKey)
+	tuner := pebblecore.NewTuner("tablefilter", avgBitsPerKey, LevelBudgets(ModelLevelShape(opts), avgBitsPerKey))
+	a := &AdaptiveBudgets{tuner: tuner, loop: pebblecore.NewRefitLoop(tuner, 0)}
+	for l := range opts.Levels {
+		opts.Levels[l].FilterPolicy = adaptivePolicy{tuner, l}
+	}
+	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
+	RegisterPolicies(opts, avgBitsPerKey)
+	due := func() { a.loop.Notify() }
+	listener := pebble.EventListener{
+		FlushEnd:      func(pebble.FlushInfo) { due() },
+		CompactionEnd: func(pebble.CompactionInfo) { due() },
+		TableIngested: func(pebble.TableIngestInfo) { due() },
+	}
+	if opts.EventListener != nil {
+		listener = pebble.TeeEventListener(*opts.EventListener, listener)
+	}
+	opts.EventListener = &listener
+	return a
+}
+
+// Attach starts refitting from db, the store opened with the options
+// SetAdaptiveBudgets set: it refits once at once (so a reopened store
+// writes budgets fitted to its own tree from its first flush), then after
+// flushes and compactions. Attaching another store replaces the first.
+func (a *AdaptiveBudgets) Attach(db *pebble.DB) {
+	a.loop.Start(measureV2(db))
+}
+
+// Detach stops the refits and waits for one under way; call it before
+// closing the store. The levels keep their last budgets.
+func (a *AdaptiveBudgets) Detach() { a.loop.Stop() }
+
+// Refit measures db and refits now, on the caller's goroutine, whether or
+// not a store is attached; on an error (db's properties could not be
+// read) the budgets stay as they were.
+func (a *AdaptiveBudgets) Refit(db *pebble.DB) error { return a.loop.Refit(measureV2(db)) }
+
+// Err returns the error of the last refit, nil if it succeeded.
+func (a *AdaptiveBudgets) Err() error { return a.loop.Err() }
+
+// Budgets returns every level's current budget.
+func (a *AdaptiveBudgets) Budgets() [NumLevels]float64 { return a.tuner.Budgets() }
+
+// LiveBitsPerKey returns the bits per key the lsmcuckoo filters of db's
+// live tables spend together, counted as a refit counts them, and the
+// keys counted (0 for a store without such tables).
+func (a *AdaptiveBudgets) LiveBitsPerKey(db *pebble.DB) (float64, uint64, error) {
+	_, tables, err := measureV2(db)()
+	if err != nil {
+		return 0, 0, err
+	}
+	bpk, keys := a.tuner.LiveAverage(tables)
+	return bpk, keys, nil
+}
+
+func measureV2(db *pebble.DB) pebblecore.Measure {
+	return func() (pebblecore.LevelShape, []pebblecore.LiveTable, error) {
+		levels, err := db.SSTables(pebble.WithProperties())
+		if err != nil {
+			return pebblecore.LevelShape{}, nil, err
+		}
+		var tables []pebblecore.LiveTable
+		for l, level := range levels {
+			for _, t := range level {
+				// A virtual table's properties are its backing table's,
+				// which other virtual tables share: count no table twice.
+				if t.Virtual || t.Properties == nil {
+					continue
+				}
+				p := t.Properties
+				policy, ours := pebblecore.FromName(p.FilterPolicyName)
+				tables = append(tables, pebblecore.LiveTable{
+					Level:       l,
+					Budget:      policy.BitsPerKey(),
+					FilterBytes: p.FilterSize,
+					PointKeys:   p.NumEntries - min(p.NumEntries, p.NumRangeDeletions),
+					Ours:        ours,
+				})
+			}
+		}
+		return pebblecore.LevelShape(MeasuredLevelShape(db.Metrics())), tables, nil
+	}
+}
+
+// adaptivePolicy is one level's policy of a self-tuning setup: a writer at
+// the level's current budget, under that budget's name.
+type adaptivePolicy struct {
+	tuner *pebblecore.Tuner
+	level int
+}
+
+func (p adaptivePolicy) Name() string { return p.tuner.Policy(p.level).Name() }
+
+func (p adaptivePolicy) MayContain(ftype pebble.FilterType, filter, key []byte) bool {
+	return Policy{p.tuner.Policy(p.level)}.MayContain(ftype, filter, key)
+}
+
+func (p adaptivePolicy) NewWriter(ftype pebble.FilterType) pebble.FilterWriter {
+	return p.tuner.NewWriter(p.level)
+}
