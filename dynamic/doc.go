@@ -144,8 +144,9 @@
 //     longer that of k'. Hence, while Replace runs, lookups match M's
 //     entries only on the tag, the code and the fingerprint bits that
 //     every input's entries keep (the codebook's relax, published before
-//     the first rewrite, removed after the last). k' agrees with k on those bits, on the buckets and on the
-//     segment, so at every instant k' is named by its own input entry, by
+//     the first rewrite, removed after the last). k' agrees with k on
+//     those bits, on the buckets and on the segment, so at every
+//     instant k' is named by its own input entry, by
 //     M through a relaxed match, or by its own M entry once Replace
 //     reaches it. Entries of keys M drops, and input entries of a key in
 //     a segment other than the one where it got its M entry, are cleared

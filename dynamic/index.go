@@ -58,6 +58,9 @@ type Index struct {
 	leafUsed []bool         // code tree leaves taken
 	nextRank uint64
 	count    []int64 // by table slot: slots holding the table's code, exactly
+	// tableLimit is IndexMaxTables; a test lowers it on its own index to
+	// reach the limit at a small scale.
+	tableLimit int
 	// search is the relocation search's working memory, held only while a
 	// writer call runs (unlock returns it to idxSearchPool).
 	search *idxSearch
@@ -174,7 +177,7 @@ func indexShape(bitsPerKey float64) (w, m uint, load float64) {
 
 func newIndexSeeded(capacityHint int, bitsPerKey float64, seed uint32) *Index {
 	w, m, load := indexShape(bitsPerKey)
-	x := &Index{seed: seed, w: w, m: m, d: w - m, byID: map[uint64]int{}}
+	x := &Index{seed: seed, w: w, m: m, d: w - m, byID: map[uint64]int{}, tableLimit: IndexMaxTables}
 	for tag := range x.altHash {
 		x.altHash[tag] = uint32(keyhash.Mix(uint64(tag), seed^idxAltSalt) >> 32)
 	}
@@ -223,17 +226,13 @@ const IndexMaxTables = 4096
 // table's slot before it frees its inputs'.
 const _ uint16 = math.MaxInt16 - IndexMaxTables
 
-// idxTableLimit is IndexMaxTables, a variable so that a test can reach
-// the limit at a small scale.
-var idxTableLimit = IndexMaxTables
-
 // tooMany reports whether adding n tables would pass the limit, and the
 // error that says so.
 func (x *Index) tooMany(n int) error {
-	if len(x.byID)+n <= idxTableLimit {
+	if len(x.byID)+n <= x.tableLimit {
 		return nil
 	}
-	return fmt.Errorf("%w: %d held, %d more would pass the limit of %d", ErrTooManyTables, len(x.byID), n, idxTableLimit)
+	return fmt.Errorf("%w: %d held, %d more would pass the limit of %d", ErrTooManyTables, len(x.byID), n, x.tableLimit)
 }
 
 // HasTable reports whether table id is in the index. Safe for concurrent

@@ -161,10 +161,9 @@ func TestIndexTableLimit(t *testing.T) {
 // detector this checks that a refused call touches nothing a lookup
 // reads.
 func TestIndexTableLimitConcurrent(t *testing.T) {
-	defer func(n int) { idxTableLimit = n }(idxTableLimit)
 	const limit = 40
-	idxTableLimit = limit
 	x := newIndexSeeded(2000, 10, 11)
+	x.tableLimit = limit
 	var stable []uint64 // never removed: every lookup must name them
 	for id := uint64(1); id <= 8; id++ {
 		if err := x.AddTable(id, limitKeys(id)); err != nil {

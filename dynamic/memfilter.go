@@ -101,9 +101,9 @@ type MemFilter struct {
 	// Adds that found no place, so it stays in every reader's cache.
 	stashUsed atomic.Int32
 	stash     [memStashSize]atomic.Uint64
-	// No shared key counter: one atomic add per Add on a shared cache line
-	// halved two-writer throughput in BenchmarkMemFilterAdd. Stats counts
-	// occupied slots instead.
+	// No shared key counter: an atomic add by every Add would be one
+	// cache line that all writers contend for, a cost on every Add for a
+	// figure only Stats reads. Stats counts occupied slots instead.
 }
 
 const (

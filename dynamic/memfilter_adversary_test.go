@@ -1,6 +1,9 @@
 package dynamic
 
 import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,5 +191,87 @@ func TestMemFilterSeedsDiffer(t *testing.T) {
 	a, b := NewMemFilter(100), NewMemFilter(100)
 	if a.seed == b.seed {
 		t.Fatalf("two filters drew the same seed %#x", a.seed)
+	}
+}
+
+// TestMemFilterCraftedConcurrent: writers add, at the same time, keys an
+// adversary with the seed crafted into windows of buckets that hold fewer
+// slots than the keys (so their Adds race to relocate within one crowded
+// window and fill the stash, or saturate the filter), keys every writer
+// repeats, and random keys (in some rounds enough to grow the filter under
+// the crafted ones); readers check keys whose Add has returned. Run it
+// with -race.
+func TestMemFilterCraftedConcurrent(t *testing.T) {
+	const writers = 4
+	stashed, saturated, grown := 0, 0, 0
+	for round := range 12 {
+		seed := uint32(round + 1)
+		f := newMemFilterSeeded(3000, seed)
+		first := (*f.segments.Load())[0]
+		rng := rand.New(rand.NewPCG(uint64(round), 5))
+		var all []uint64
+		for w := range uint32([4]int{1, 3, 6, 14}[round%4]) {
+			all = append(all, craftMemCluster(first, seed, 16*w, 6)...)
+		}
+		for range 7000 + round/4%2*7000 {
+			all = append(all, rng.Uint64(), uint64(rng.IntN(50)))
+		}
+		rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+		var hashes [writers][]uint64
+		for i, h := range all {
+			hashes[i%writers] = append(hashes[i%writers], h)
+		}
+		var done [writers]atomic.Int64 // hashes[w][:done[w]] are added
+		var stop atomic.Bool
+		var failures atomic.Int64
+		var readers sync.WaitGroup
+		for r := range 2 {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				rng := rand.New(rand.NewPCG(uint64(r), 1))
+				for !stop.Load() {
+					w := rng.IntN(writers)
+					if n := done[w].Load(); n > 0 && !f.MayContainHash(hashes[w][rng.Int64N(n)]) {
+						failures.Add(1)
+					}
+				}
+			}()
+		}
+		var adders sync.WaitGroup
+		for w := range writers {
+			adders.Add(1)
+			go func() {
+				defer adders.Done()
+				for i, h := range hashes[w] {
+					f.addHash(h)
+					done[w].Store(int64(i + 1))
+				}
+			}()
+		}
+		adders.Wait()
+		stop.Store(true)
+		readers.Wait()
+		if n := failures.Load(); n > 0 {
+			t.Fatalf("round %d: %d false negatives while adding", round, n)
+		}
+		for _, h := range all {
+			if !f.MayContainHash(h) {
+				t.Fatalf("round %d: false negative for hash %x after adding", round, h)
+			}
+		}
+		st := f.Stats()
+		if st.Stashed > 0 {
+			stashed++
+		}
+		if st.Saturated {
+			saturated++
+		}
+		if st.Segments > 1 {
+			grown++
+		}
+	}
+	if stashed == 0 || saturated == 0 || grown == 0 {
+		t.Fatalf("%d rounds stashed, %d saturated, %d grew: not every regime was exercised", stashed, saturated, grown)
 	}
 }
