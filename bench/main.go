@@ -1,13 +1,16 @@
 // Command bench compares lsmcuckoo's filters with Pebble's and Badger's bloom
-// filters and FastFilter's binary fuse filters, side by side in one process,
-// and writes a Markdown report with SVG plots and the raw results as JSON.
+// filters and binary fuse filters (bench/binaryfuse, the structure of
+// Pebble master's), side by side in one process, and writes a Markdown
+// report with SVG plots and the raw results as JSON.
 //
 //	go run ./bench -quick -out report/   # about a minute
 //	go run ./bench -out report/          # the full run (about 15 minutes)
+//	go run ./bench -quick -fuse -filters-only -sizes 10000,30000,100000 -out fuse/
+//	                                     # against binary fuse at equal bytes
 //
 // Every measurement lives in a library package (bench/filterbench,
-// bench/dbbench) shared with the testing.B benchmarks, so benchstat and this
-// report measure the same code.
+// bench/internal/dbbench, bench/internal/membench) shared with the
+// testing.B benchmarks, so benchstat and this report measure the same code.
 package main
 
 import (
@@ -22,9 +25,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
-	"github.com/lsmcuckoo/lsmcuckoo/bench/membench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/dbbench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/membench"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/workload"
 )
@@ -60,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-db=false | -filters-only | -pebble-only]\n")
+		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-core B,B | -fuse] [-db=false | -filters-only | -pebble-only]\n")
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", false, "small run (about a minute) for CI and a first look")
@@ -73,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	pebbleOnly := fs.Bool("pebble-only", false, "run only the Pebble database level")
 	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
 	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
+	fuse := fs.Bool("fuse", false, "filter level: binary fuse at widths 8, 10, 12 and 16 beside lsmcuckoo's default and densest layouts at each fuse's bits/key, Pebble's bloom and Badger's y.Filter")
 	core := fs.String("core", "", "filter level: only lsmcuckoo v3 (the default and densest), v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -85,14 +89,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("-pebble-only runs only the database level: it excludes -filters-only and -db=false")
 	}
 	rep := report{Machine: machineLine(), Go: runtime.Version(), Mode: "full", Started: time.Now()}
-	cfg := filterbench.Config{
+	cfg := filterConfig{
 		Sizes:    []int{1_000, 10_000, 100_000, 1_000_000, 10_000_000},
-		Families: filterbench.PlotFamilies(),
+		Families: plotFamilies(),
 		Probes:   1_000_000,
-		Lookups:  2_000_000,
-		ColdMiB:  64,
-		Reps:     3,
-		Baseline: baseline,
+		Options:  filterbench.Options{Lookups: 2_000_000, ColdMiB: 64, Reps: 3, Baseline: baseline},
 	}
 	pcfg := dbbench.FullPebble
 	// Budgets of the memory-saving view: each family needs two that
@@ -103,7 +104,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch {
 	case *tiny:
 		rep.Mode = "tiny"
-		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, filterbench.Families(), 10_000, 10_000, 1, 1
+		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, families(), 10_000, 10_000, 1, 1
 		pcfg = dbbench.PebbleConfig{Keys: 40_000, L0Flushes: 2, ValueSize: 32,
 			MemTableBytes: 256 << 10, LBaseMaxBytes: 16 << 10, TargetFileBytes: 64 << 10,
 			CacheBytes: 1 << 20, Probes: 2_000, LatencyProbes: 200, Latency: 50 * time.Microsecond}
@@ -112,7 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		kvKeys, kvGets = 5_000, 2_000
 	case *quick:
 		rep.Mode = "quick"
-		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, filterbench.Families(), 1_000_000, 1
+		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, families(), 1_000_000, 1
 		pcfg = dbbench.QuickPebble
 		savingUniform, savingLevels = []float64{9}, []float64{7}
 		memKeys, memOps = 1<<18, 1_000_000
@@ -145,7 +146,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 				budgets = append(budgets, b)
 			}
 		}
-		cfg.Families = filterbench.CoreFamilies(budgets...)
+		cfg.Families = coreFamilies(budgets...)
+	}
+	if *fuse {
+		if *core != "" {
+			return fmt.Errorf("-fuse and -core choose different line-ups")
+		}
+		cfg.lineup = fuseFamilies
 	}
 	cfg.Unaligned = *unaligned
 	if *pebbleOnly {
@@ -167,7 +174,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	if !*pebbleOnly {
-		rep.Filters = filterbench.Run(cfg, func(name string) { progress("filters: " + name) })
+		res, err := runFilters(cfg, func(name string) { progress("filters: " + name) })
+		if err != nil {
+			return err
+		}
+		rep.Filters = res
 	}
 	if *filtersOnly {
 		*withDB = false
@@ -225,12 +236,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	plots := map[string]string{}
 	for _, n := range cfg.Sizes {
-		name, err := plotFPR(*out, rep.Filters, n)
+		name, err := filterbench.PlotFPR(*out, rep.Filters, n)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		plots[fmt.Sprintf("fpr-%d", n)] = name
-		if name, ok, err := plotFrontier(*out, rep.Filters, n); err != nil {
+		if name, ok, err := filterbench.PlotFrontier(*out, rep.Filters, n); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		} else if ok {
 			plots[fmt.Sprintf("frontier-%d", n)] = name
@@ -256,6 +267,40 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*out, "report.md"))
 	return nil
+}
+
+// filterConfig is the filter level of a run: the families measured on
+// random 16-byte keys at each size, probed with the same absent keys.
+type filterConfig struct {
+	Sizes    []int                // key counts
+	Families []filterbench.Family // filters to compare
+	Probes   int                  // absent keys for the FPR
+	filterbench.Options
+	// lineup, if set, replaces Families with a line-up drawn for each
+	// size's keys.
+	lineup func(keys [][]byte) []filterbench.Family
+}
+
+// runFilters measures every family at every size, on random keys drawn per
+// size and one set of absent keys for all.
+func runFilters(cfg filterConfig, progress func(string)) ([]filterbench.Result, error) {
+	absent := testkeys.Absent(cfg.Probes, 200)
+	var out []filterbench.Result
+	for _, n := range cfg.Sizes {
+		keys := testkeys.Random(n, 16, 100)
+		fams := cfg.Families
+		if cfg.lineup != nil {
+			fams = cfg.lineup(keys)
+		}
+		res := filterbench.Measure(fams, keys, absent, cfg.Options, progress)
+		for _, r := range res {
+			if r.FalseNegatives > 0 {
+				return nil, fmt.Errorf("%s, %d keys: %d false negatives (key %x): the comparison would be meaningless", r.Family, n, r.FalseNegatives, r.FalseNegative)
+			}
+		}
+		out = append(out, res...)
+	}
+	return out, nil
 }
 
 func machineLine() string {

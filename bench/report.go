@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lsmcuckoo/lsmcuckoo/bench/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/dbbench"
 )
 
 // baseline is the filter every ratio is taken against.
@@ -62,6 +62,7 @@ func writeReport(w io.Writer, rep *report, plots map[string]string) {
 				ratio(r.Ratios.ColdLat, func(x filterbench.Result) float64 { return x.ColdLatNs }))
 		}
 		fmt.Fprintln(w)
+		writeFuse(w, rep.Filters, n)
 		unaligned := false
 		for _, r := range rep.Filters {
 			unaligned = unaligned || r.Keys == n && r.HotUnalignedNs > 0
@@ -189,6 +190,8 @@ const (
 	uniformCuckooV2 = "lsmcuckoo-v2/10"
 	progressiveName = "pebble-bloom/progressive"
 	fittedBloom     = "pebble-bloom/levels-10-fit"
+	fuse8           = "binary-fuse/8"
+	fuse10          = "binary-fuse/10"
 )
 
 func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
@@ -351,6 +354,13 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 			x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, 0, tput)), x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, L, tput)),
 			x(ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, 0, tput)), x(ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, L, tput)),
 			x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, tput)))
+	}
+	for _, fuse := range []string{fuse8, fuse10} {
+		fmt.Fprintf(w, "- Against `%s` (compare the filter bytes above): FP reads per absent prefix seek `%s` %s, `%s` %s; per absent Get %s, %s; absent prefix seeks/s with %v per read %s, %s; absent Gets/s in memory %s, %s.\n",
+			fuse, uniformCuckoo, x(ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, 0, fpr)), uniformDensest, x(ratio(uniformDensest, fuse, dbbench.AbsentPrefix, 0, fpr)),
+			x(ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, fpr)), x(ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, fpr)),
+			L, x(ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, L, tput)), x(ratio(uniformDensest, fuse, dbbench.AbsentPrefix, L, tput)),
+			x(ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, tput)), x(ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, tput)))
 	}
 	for _, sv := range pr.Savings {
 		fmt.Fprintf(w, "- At `%s`'s FP reads, %s uses %.0f%% fewer filter bytes (goal ≥ 25%%).\n", dbbench.SavingBaseline, sv.Family, 100*(1-sv.FilterBytes/float64(sv.BaselineBytes)))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/svgplot"
 )
 
 // TestFPRCellShowsFewEvents checks that a rate resting on fewer than 100
@@ -60,10 +61,10 @@ func TestFilterRatiosUseTheSameSizesBaseline(t *testing.T) {
 // the colour map.
 func TestPolicyColorByFamily(t *testing.T) {
 	for name, want := range map[string]color.Color{
-		"lsmcuckoo/10":             familyColors["lsmcuckoo"],
-		"lsmcuckoo-v2/10":          familyColors["lsmcuckoo-v2"],
-		"lsmcuckoo-v1/10":          familyColors["lsmcuckoo-v1"],
-		"pebble-bloom/10":          familyColors["pebble-bloom"],
+		"lsmcuckoo/10":             kindColor("lsmcuckoo"),
+		"lsmcuckoo-v2/10":          kindColor("lsmcuckoo-v2"),
+		"lsmcuckoo-v1/10":          kindColor("lsmcuckoo-v1"),
+		"pebble-bloom/10":          kindColor("pebble-bloom"),
 		"lsmcuckoo/levels-10-fit":  pebbleColors["lsmcuckoo/levels-10-fit"],
 		"pebble-bloom/progressive": pebbleColors["pebble-bloom/progressive"],
 		"none":                     color.Gray{Y: 0x90},
@@ -74,7 +75,12 @@ func TestPolicyColorByFamily(t *testing.T) {
 			}
 		}
 	}
-	if familyColors["lsmcuckoo-v2"] == familyColors["lsmcuckoo"] || familyColors["lsmcuckoo-v2"] == familyColors["lsmcuckoo-v1"] {
+	if kindColor("lsmcuckoo-v2") == kindColor("lsmcuckoo") || kindColor("lsmcuckoo-v2") == kindColor("lsmcuckoo-v1") {
 		t.Error("lsmcuckoo-v2 shares a colour with another version")
 	}
+}
+
+func kindColor(kind string) color.RGBA {
+	c, _ := svgplot.KindColor(kind)
+	return c
 }

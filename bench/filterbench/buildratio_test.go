@@ -23,15 +23,15 @@ func BenchmarkBuildRatio(b *testing.B) {
 		for _, bpk := range []int{8, 10, 12, 16} {
 			cuckoo, densest, bloom := Cuckoo(float64(bpk)), CuckooDensest(float64(bpk)), PebbleBloom(bpk)
 			b.Run(fmt.Sprintf("keys=%d/bpk=%d", n, bpk), func(b *testing.B) {
-				BuildTimed(cuckoo, keys) // warm the writers' pools
-				BuildTimed(densest, keys)
-				BuildTimed(bloom, keys)
+				buildTimed(cuckoo, keys) // warm the writers' pools
+				buildTimed(densest, keys)
+				buildTimed(bloom, keys)
 				var ratios, densestRatios, ns, bloomNs []float64
 				for b.Loop() {
-					_, c := BuildTimed(cuckoo, keys)
-					_, f := BuildTimed(bloom, keys)
-					_, d := BuildTimed(densest, keys)
-					_, g := BuildTimed(bloom, keys)
+					_, c := buildTimed(cuckoo, keys)
+					_, f := buildTimed(bloom, keys)
+					_, d := buildTimed(densest, keys)
+					_, g := buildTimed(bloom, keys)
 					ratios, ns, bloomNs = append(ratios, c/f), append(ns, c), append(bloomNs, f)
 					densestRatios = append(densestRatios, d/g)
 				}

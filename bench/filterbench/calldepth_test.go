@@ -21,23 +21,23 @@ import (
 func BenchmarkColdCallDepth(b *testing.B) {
 	absent := testkeys.Absent(1<<20, 200)
 	keys := testkeys.Random(100_000, 16, 100)
-	for _, fam := range []Family{Cuckoo(10), CuckooV2(10)} {
-		pf := fam.Build(keys).(pebbleFilter)
+	for _, fam := range []Family{Cuckoo(10), cuckooV2(10)} {
+		pf := fam.newFilter(keys).(pebbleFilter)
 		typed := pf.p.(tablefilter.Policy)
 		for _, path := range []struct {
 			name string
-			f    Filter
+			f    filter
 		}{
 			{"interface", pf},
 			{"typed", typedPolicyFilter{typed, pf.data}},
 			{"codec", codecFilter{pf.data}},
 		} {
 			b.Run(fam.Kind+"/"+path.name, func(b *testing.B) {
-				cs := NewColdSet(path.f, 256<<20, len(absent), 7)
-				cs.LookupNs(absent) // fault the pages in
+				cs := newColdSet(path.f, 256<<20, len(absent), 7, false)
+				cs.lookupNs(absent) // fault the pages in
 				ns := 0.0
 				for b.Loop() {
-					ns += cs.LookupNs(absent)
+					ns += cs.lookupNs(absent)
 				}
 				b.ReportMetric(ns/float64(b.N), "ns/lookup")
 			})
@@ -56,7 +56,7 @@ func (f typedPolicyFilter) MayContain(key []byte) bool {
 	return f.p.MayContain(pebble.TableFilter, f.data, key)
 }
 func (f typedPolicyFilter) Bytes() int { return len(f.data) }
-func (f typedPolicyFilter) Copy(skew int) Filter {
+func (f typedPolicyFilter) Copy(skew int) filter {
 	return typedPolicyFilter{f.p, skewed(f.data, skew)}
 }
 
@@ -65,4 +65,4 @@ type codecFilter struct{ data []byte }
 
 func (f codecFilter) MayContain(key []byte) bool { return codec.MayContain(f.data, key) }
 func (f codecFilter) Bytes() int                 { return len(f.data) }
-func (f codecFilter) Copy(skew int) Filter       { return codecFilter{skewed(f.data, skew)} }
+func (f codecFilter) Copy(skew int) filter       { return codecFilter{skewed(f.data, skew)} }

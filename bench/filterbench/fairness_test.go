@@ -4,6 +4,8 @@ import (
 	"hash/fnv"
 	"slices"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 // probeLog records what a family was given: the keys it was built from and
@@ -35,10 +37,10 @@ func (f exactFilter) MayContain(key []byte) bool {
 	return f.set[string(key)]
 }
 func (f exactFilter) Bytes() int      { return f.bytes }
-func (f exactFilter) Copy(int) Filter { return f }
+func (f exactFilter) Copy(int) filter { return f }
 
 func loggingFamily(name string, bytes int, log *probeLog) Family {
-	return Family{name, "test", 0, func(keys [][]byte) Filter {
+	return Family{Name: name, Kind: "test", build: func(keys [][]byte) filter {
 		h := fnv.New64a()
 		set := map[string]bool{}
 		for _, k := range keys {
@@ -51,15 +53,15 @@ func loggingFamily(name string, bytes int, log *probeLog) Family {
 	}}
 }
 
-// TestRunGivesEveryFamilyTheSameKeys checks the side-by-side itself: two
+// TestMeasureGivesEveryFamilyTheSameKeys checks the side-by-side itself: two
 // families of different sizes (so their cold sets hold different numbers
 // of copies) are built from the same keys and asked about the same keys in
 // the same order, in the FPR, hot, unaligned and cold timings alike.
-func TestRunGivesEveryFamilyTheSameKeys(t *testing.T) {
+func TestMeasureGivesEveryFamilyTheSameKeys(t *testing.T) {
 	var small, large probeLog
-	cfg := Config{Sizes: []int{500}, Probes: 2000, Lookups: 3000, ColdMiB: 1, Reps: 1, Unaligned: true,
-		Families: []Family{loggingFamily("small", 640, &small), loggingFamily("large", 64<<10, &large)}}
-	res := Run(cfg, nil)
+	fams := []Family{loggingFamily("small", 640, &small), loggingFamily("large", 64<<10, &large)}
+	opts := Options{Lookups: 3000, ColdMiB: 1, Reps: 1, Unaligned: true}
+	res := Measure(fams, testkeys.Random(500, 16, 100), testkeys.Absent(2000, 200), opts, nil)
 	if small.built != large.built {
 		t.Errorf("families were built from different keys")
 	}
@@ -74,15 +76,15 @@ func TestRunGivesEveryFamilyTheSameKeys(t *testing.T) {
 	}
 }
 
-// TestRunRotatesFamilies checks that no family always takes the first turn
+// TestMeasureRotatesFamilies checks that no family always takes the first turn
 // of a repetition, and that rotating the turns keeps each family's results
 // its own.
-func TestRunRotatesFamilies(t *testing.T) {
+func TestMeasureRotatesFamilies(t *testing.T) {
 	var a, b, c probeLog
-	cfg := Config{Sizes: []int{100}, Probes: 100, Lookups: 100, Reps: 3,
-		Families: []Family{loggingFamily("a", 64, &a), loggingFamily("b", 64, &b), loggingFamily("c", 64, &c)}}
+	fams := []Family{loggingFamily("a", 64, &a), loggingFamily("b", 64, &b), loggingFamily("c", 64, &c)}
 	var turns []string
-	res := Run(cfg, func(name string) { turns = append(turns, name) })
+	res := Measure(fams, testkeys.Random(100, 16, 100), testkeys.Absent(100, 200), Options{Lookups: 100, Reps: 3},
+		func(name string) { turns = append(turns, name) })
 	want := []string{"a", "b", "c", "b", "c", "a", "c", "a", "b"}
 	if !slices.Equal(turns, want) {
 		t.Errorf("turns %v, want %v", turns, want)

@@ -29,16 +29,16 @@ var benchSizes = []int{1_000, 10_000, 100_000, 1_000_000}
 func BenchmarkBuild(b *testing.B) {
 	for _, n := range benchSizes {
 		keys := keysFor(n)
-		for _, fam := range Families() {
+		for _, fam := range testFamilies() {
 			b.Run(fmt.Sprintf("n=%d/%s", n, fam.Name), func(b *testing.B) {
-				var f Filter
+				var f filter
 				b.ReportAllocs()
 				for b.Loop() {
-					f = fam.Build(keys)
+					f = fam.newFilter(keys)
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
 				b.ReportMetric(float64(f.Bytes()*8)/float64(n), "bits/key")
-				b.ReportMetric(100*FPR(f, absent()[:200_000]), "fpr%")
+				b.ReportMetric(100*falsePositiveRate(f, absent()[:200_000]), "fpr%")
 			})
 		}
 	}
@@ -48,8 +48,8 @@ func BenchmarkBuild(b *testing.B) {
 func BenchmarkLookupHot(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000} {
 		keys := keysFor(n)
-		for _, fam := range Families() {
-			f := fam.Build(keys).Copy(0) // on a 64-byte boundary, as Run times it
+		for _, fam := range testFamilies() {
+			f := fam.newFilter(keys).Copy(0) // on a 64-byte boundary, as Run times it
 			b.Run(fmt.Sprintf("n=%d/%s", n, fam.Name), func(b *testing.B) {
 				abs := absent()
 				i, maybe := 0, 0
@@ -69,20 +69,20 @@ func BenchmarkLookupHot(b *testing.B) {
 // filters, one random filter per lookup.
 func BenchmarkLookupCold(b *testing.B) {
 	keys := keysFor(100_000)
-	for _, fam := range Families() {
-		cs := NewColdSet(fam.Build(keys), 64<<20, 1<<20, 1)
+	for _, fam := range testFamilies() {
+		cs := newColdSet(fam.newFilter(keys), 64<<20, 1<<20, 1, false)
 		b.Run(fam.Name, func(b *testing.B) {
 			abs := absent()
 			i, maybe := 0, 0
 			for b.Loop() {
 				j := i & (1<<20 - 1)
-				if cs.Copies[cs.Order[j]].MayContain(abs[j%len(abs)]) {
+				if cs.copies[cs.order[j]].MayContain(abs[j%len(abs)]) {
 					maybe++
 				}
 				i++
 			}
 			sinkHole += maybe
-			b.ReportMetric(cs.MiB(), "MiB")
+			b.ReportMetric(cs.mib(), "MiB")
 		})
 	}
 }
@@ -92,15 +92,15 @@ func BenchmarkLookupCold(b *testing.B) {
 func TestFamiliesNoFalseNegatives(t *testing.T) {
 	for _, n := range []int{1, 10, 1000, 20_000} {
 		keys := keysFor(n)
-		for _, fam := range Families() {
-			f := fam.Build(keys)
-			if fn := FalseNegatives(f, keys); fn != 0 {
+		for _, fam := range testFamilies() {
+			f := fam.newFilter(keys)
+			if fn := falseNegatives(f, keys); fn != 0 {
 				t.Errorf("%s n=%d: %d false negatives", fam.Name, n, fn)
 			}
 			if f.Bytes() <= 0 {
 				t.Errorf("%s n=%d: %d bytes", fam.Name, n, f.Bytes())
 			}
-			if c := f.Copy(192); FalseNegatives(c, keys) != 0 {
+			if c := f.Copy(192); falseNegatives(c, keys) != 0 {
 				t.Errorf("%s n=%d: copy loses keys", fam.Name, n)
 			}
 		}
@@ -111,8 +111,8 @@ func TestFamiliesNoFalseNegatives(t *testing.T) {
 // used while tuning lookups.
 func BenchmarkHot100k(b *testing.B) {
 	keys := keysFor(100_000)
-	for _, fam := range []Family{Cuckoo(10), CuckooV2(10), CuckooV1(10), PebbleBloom(10)} {
-		f := fam.Build(keys).Copy(0)
+	for _, fam := range []Family{Cuckoo(10), cuckooV2(10), cuckooV1(10), PebbleBloom(10)} {
+		f := fam.newFilter(keys).Copy(0)
 		b.Run(fam.Name, func(b *testing.B) {
 			abs := absent()
 			i, maybe := 0, 0

@@ -23,12 +23,12 @@ func BenchmarkLookupRatio(b *testing.B) {
 		keys := testkeys.Random(n, 16, 11)
 		for _, bpk := range []int{8, 10, 12, 16} {
 			fams := []Family{Cuckoo(float64(bpk)), CuckooDensest(float64(bpk)), PebbleBloom(bpk)}
-			var filters []Filter
-			var cold []*ColdSet
+			var filters []filter
+			var cold []*coldSet
 			for i, fam := range fams {
-				f := fam.Build(keys)
+				f := fam.newFilter(keys)
 				filters = append(filters, f)
-				cold = append(cold, NewColdSet(f, 256<<20, lookups, uint64(i)+1))
+				cold = append(cold, newColdSet(f, 256<<20, lookups, uint64(i)+1, false))
 			}
 			bloom := len(fams) - 1
 			b.Run(fmt.Sprintf("keys=%d/bpk=%d", n, bpk), func(b *testing.B) {
@@ -39,9 +39,9 @@ func BenchmarkLookupRatio(b *testing.B) {
 				for b.Loop() {
 					for i := range bloom {
 						for mode, time := range map[string]func(int) float64{
-							"hot":     func(j int) float64 { return LookupNs(filters[j], absent, lookups) },
-							"cold":    func(j int) float64 { return cold[j].LookupNs(absent) },
-							"latency": func(j int) float64 { return cold[j].LatencyNs(absent) },
+							"hot":     func(j int) float64 { return lookupNs(filters[j], absent, lookups) },
+							"cold":    func(j int) float64 { return cold[j].lookupNs(absent) },
+							"latency": func(j int) float64 { return cold[j].latencyNs(absent) },
 						} {
 							r := time(i) / time(bloom)
 							ratios[i][mode] = append(ratios[i][mode], r)
@@ -56,9 +56,9 @@ func BenchmarkLookupRatio(b *testing.B) {
 					for _, mode := range []string{"hot", "cold", "latency"} {
 						b.ReportMetric(medianOf(ratios[i][mode]), mode+kind+"×bloom")
 					}
-					b.ReportMetric(100*FPR(filters[i], absent[:200_000]), "fpr%"+kind)
+					b.ReportMetric(100*falsePositiveRate(filters[i], absent[:200_000]), "fpr%"+kind)
 				}
-				b.ReportMetric(100*FPR(filters[bloom], absent[:200_000]), "fpr%-bloom")
+				b.ReportMetric(100*falsePositiveRate(filters[bloom], absent[:200_000]), "fpr%-bloom")
 			})
 			cold = nil
 		}

@@ -26,7 +26,7 @@ import (
 // counted with valgrind's callgrind, the loop alone collected:
 //
 //	go test -c -o fb.test ./bench/filterbench
-//	valgrind --tool=callgrind --toggle-collect='*ColdSet*LookupNs' \
+//	valgrind --tool=callgrind --toggle-collect='*coldSet*LookupNs' \
 //	    ./fb.test -test.run X -test.bench ColdWindow -test.benchtime 1x
 //
 // gives the instructions of every LookupNs call of the run; callgrind's
@@ -34,32 +34,32 @@ import (
 func BenchmarkColdWindow(b *testing.B) {
 	absent := testkeys.Absent(1<<20, 200)
 	keys := testkeys.Random(100_000, 16, 100)
-	v3 := Cuckoo(10).Build(keys)
+	v3 := Cuckoo(10).newFilter(keys)
 	filters := []struct {
 		name string
-		f    Filter
+		f    filter
 	}{
-		{"pebble-bloom", PebbleBloom(10).Build(keys)},
+		{"pebble-bloom", PebbleBloom(10).newFilter(keys)},
 		{"lsmcuckoo", v3},
-		{"lsmcuckoo-v2", CuckooV2(10).Build(keys)},
+		{"lsmcuckoo-v2", cuckooV2(10).newFilter(keys)},
 	}
 	for _, rounds := range []int{0, 10, 20, 40, 80} {
 		filters = append(filters, struct {
 			name string
-			f    Filter
+			f    filter
 		}{fmt.Sprintf("window+%d", rounds), windowProbe{v3.(pebbleFilter).data, rounds}})
 	}
 	// Every probe's loop runs once per round, the probes interleaved, so
 	// that a shared machine's drift falls on all of them alike.
-	sets := make([]*ColdSet, len(filters))
+	sets := make([]*coldSet, len(filters))
 	for i, f := range filters {
-		sets[i] = NewColdSet(f.f, 256<<20, len(absent), 7)
-		sets[i].LookupNs(absent) // fault the pages in
+		sets[i] = newColdSet(f.f, 256<<20, len(absent), 7, false)
+		sets[i].lookupNs(absent) // fault the pages in
 	}
 	ns := make([]float64, len(filters))
 	for b.Loop() {
 		for i, cs := range sets {
-			ns[i] += cs.LookupNs(absent)
+			ns[i] += cs.lookupNs(absent)
 		}
 	}
 	for i, f := range filters {
@@ -89,6 +89,6 @@ func (p windowProbe) MayContain(key []byte) bool {
 }
 
 func (p windowProbe) Bytes() int { return len(p.data) }
-func (p windowProbe) Copy(skew int) Filter {
+func (p windowProbe) Copy(skew int) filter {
 	return windowProbe{skewed(p.data, skew), p.rounds}
 }

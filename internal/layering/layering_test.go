@@ -46,6 +46,14 @@ func TestLayering(t *testing.T) {
 		{"tablefilter/pebblev1", []string{tf + "\n", tf + "/badgerfilter", module + "/dynamic", module + "/kvdemo", module + "/bench", pebbleV2, badger}, nil},
 		{"tablefilter/badgerfilter", []string{tf + "\n", tf + "/pebblev1", tf + "/internal/pebblecore", module + "/dynamic", module + "/kvdemo", module + "/bench", pebble}, nil},
 		{"cmd/lsmcuckoo", []string{module + "/kvdemo", module + "/bench"}, nil},
+		// The benchmarks' public measurement surface stays filter-level:
+		// no store-level benchmark, no demo store.
+		{"bench/filterbench", []string{module + "/bench/internal/dbbench", module + "/bench/internal/membench", module + "/kvdemo"}, nil},
+		// The binary fuse anchor is a Pebble policy and nothing of ours
+		// but the key hash.
+		{"bench/binaryfuse", []string{module + "/codec", module + "/dynamic", tf, module + "/kvdemo", module + "/bench/filterbench", badger}, nil},
+		{"bench/internal/turn", []string{module + "/codec", module + "/dynamic", tf, module + "/kvdemo", pebble, badger}, nil},
+		{"bench/internal/svgplot", []string{module + "/codec", module + "/dynamic", tf, module + "/kvdemo", pebble, badger}, nil},
 	} {
 		out, err := exec.Command("go", "list", "-deps", module+"/"+c.pkg).Output()
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/turn"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
@@ -546,7 +547,7 @@ func (s *Store) Run(policy, workload string, latency time.Duration, n int) (Pebb
 const Rounds = 15
 
 // runInterleaved measures one workload on every store, in turns; each
-// round starts one store later (turnOrder), so no policy always probes
+// round starts one store later (turn.Order), so no policy always probes
 // first after the previous workload's switch or always right after the
 // same neighbour.
 func runInterleaved(stores []*Store, names []string, cfg PebbleConfig, workload string, latency time.Duration, n int) ([]PebbleResult, error) {
@@ -565,7 +566,7 @@ func runInterleaved(stores []*Store, names []string, cfg PebbleConfig, workload 
 	acc := make([]span, len(stores))
 	for r := range Rounds {
 		lo, hi := r*n/Rounds, (r+1)*n/Rounds
-		for _, i := range turnOrder(r, len(stores)) {
+		for _, i := range turn.Order(r, len(stores)) {
 			s := stores[i]
 			sp, err := s.measure(workload, keys[lo:hi], present[lo:hi])
 			if err != nil {
@@ -579,17 +580,6 @@ func runInterleaved(stores []*Store, names []string, cfg PebbleConfig, workload 
 		out[i] = acc[i].result(names[i], workload, latency)
 	}
 	return out, nil
-}
-
-// turnOrder is the order in which n stores take their turns in round r:
-// the listed order rotated by r, so over n rounds each store holds every
-// position once.
-func turnOrder(r, n int) []int {
-	order := make([]int, n)
-	for j := range order {
-		order[j] = (j + r) % n
-	}
-	return order
 }
 
 // Report is everything RunAllPebble measured.

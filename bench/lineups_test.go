@@ -1,10 +1,14 @@
-package filterbench
+package main
 
 import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 // TestCoreFamiliesCompareVersions: the core side-by-side holds, at every
@@ -13,10 +17,10 @@ import (
 // lsmcuckoo family really builds the version its name says (the default,
 // "lsmcuckoo", is version 3), so a table of ratios compares what it names.
 func TestCoreFamiliesCompareVersions(t *testing.T) {
-	keys := keysFor(5000)
+	keys := testkeys.Random(5000, 16, 100)
 	budgets := []int{8, 10, 16}
-	fams := CoreFamilies(budgets...)
-	byName := map[string]Family{}
+	fams := coreFamilies(budgets...)
+	byName := map[string]filterbench.Family{}
 	for _, f := range fams {
 		byName[f.Name] = f
 	}
@@ -34,7 +38,7 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 			name := fmt.Sprintf("%s/%d", c.prefix, b)
 			fam, ok := byName[name]
 			if !ok {
-				t.Errorf("CoreFamilies(%v) lacks %s", budgets, name)
+				t.Errorf("coreFamilies(%v) lacks %s", budgets, name)
 				continue
 			}
 			if fam.Kind != c.kind || fam.Param != float64(b) {
@@ -43,11 +47,14 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 			if c.version == 0 {
 				continue
 			}
-			f, ok := fam.Build(keys).(pebbleFilter)
-			if !ok {
+			if fam.Policy == nil {
 				t.Fatalf("%s does not build through its Pebble policy", name)
 			}
-			d, err := codec.Decode(f.data)
+			w := fam.Policy.NewWriter(pebble.TableFilter)
+			for _, k := range keys {
+				w.AddKey(k)
+			}
+			d, err := codec.Decode(w.Finish(nil))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -57,9 +64,9 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 		}
 	}
 	if len(fams) != 5*len(budgets) {
-		t.Errorf("CoreFamilies(%v) has %d families, want 5 per budget", budgets, len(fams))
+		t.Errorf("coreFamilies(%v) has %d families, want 5 per budget", budgets, len(fams))
 	}
-	if all := CoreFamilies(); len(all) != 5*9 || all[0].Name != "lsmcuckoo/8" || all[len(all)-1].Name != "pebble-bloom/16" {
-		t.Errorf("CoreFamilies() = %d families from %s to %s, want 5 per budget 8..16", len(all), all[0].Name, all[len(all)-1].Name)
+	if all := coreFamilies(); len(all) != 5*9 || all[0].Name != "lsmcuckoo/8" || all[len(all)-1].Name != "pebble-bloom/16" {
+		t.Errorf("coreFamilies() = %d families from %s to %s, want 5 per budget 8..16", len(all), all[0].Name, all[len(all)-1].Name)
 	}
 }

@@ -1,6 +1,10 @@
 package dbbench
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/turn"
+)
 
 // TestTurnOrderRotates checks that the interleaved measurement gives no
 // policy a fixed place in the round: every round is a permutation of the
@@ -13,7 +17,7 @@ func TestTurnOrderRotates(t *testing.T) {
 			count[i] = make([]int, n)
 		}
 		for r := range Rounds {
-			order := turnOrder(r, n)
+			order := turn.Order(r, n)
 			seen := make([]bool, n)
 			for pos, i := range order {
 				if i < 0 || i >= n || seen[i] {
