@@ -207,7 +207,10 @@ func (f *compareFlags) loadKeys(rep *compareReport) ([][]byte, error) {
 		rep.Keys = keySource{Source: f.keys, Encoding: f.encoding(), Read: uint64(n)}
 	} else {
 		if err := checkDir(f.from, "pebble"); err != nil {
-			return nil, fmt.Errorf("%v (compare -from reads Pebble v2 stores; for another engine, export its keys to a file for -keys)", err)
+			if errors.Is(err, errBadger) || errors.Is(err, errKvdemo) {
+				return nil, fmt.Errorf("%s: compare -from reads Pebble v2 stores only; export this store's keys, one a line, for -keys", f.from)
+			}
+			return nil, err
 		}
 		smp, err := pebblestore.SampleKeys(f.from, s.add)
 		if err != nil {

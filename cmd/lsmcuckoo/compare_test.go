@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/cockroachkvs"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 )
 
@@ -256,6 +258,8 @@ func TestCompareBadInput(t *testing.T) {
 	f.Close()
 	notStore := t.TempDir()
 	writeLines(t, notStore, "notes.txt", []string{"hello"})
+	badgerDir := t.TempDir()
+	writeLines(t, badgerDir, "KEYREGISTRY", nil)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -273,6 +277,7 @@ func TestCompareBadInput(t *testing.T) {
 		{[]string{"compare", "-keys", keys, "-bits", "ten"}, "not a number"},
 		{[]string{"compare", "-keys", keys, "-table-keys", "0"}, "-table-keys 0"},
 		{[]string{"compare", "-from", notStore}, "not a Pebble store"},
+		{[]string{"compare", "-from", badgerDir}, "reads Pebble v2 stores only"},
 		{[]string{"compare", "-keys", keys, "-absent", keys}, "no key absent from the key set"},
 	} {
 		code, _, stderr := runCLI(c.args...)
@@ -304,4 +309,39 @@ func TestCompareSVGRenders(t *testing.T) {
 	if st, err := os.Stat(png); err != nil || st.Size() < 1000 {
 		t.Fatalf("png: %v", err)
 	}
+}
+
+// CockroachDB's comparer is known: its tables' filters hold the MVCC keys
+// without their timestamps, and so do the keys compared.
+func TestCompareFromCockroachComparer(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions()
+	o.Comparer = &cockroachkvs.Comparer
+	o.KeySchema = cockroachkvs.KeySchema.Name
+	o.KeySchemas = sstable.MakeKeySchemas(&cockroachkvs.KeySchema)
+	bloomPolicy(o)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	for i := 0; i < 4000; i++ {
+		for v := 1; v <= 2; v++ {
+			_ = b.Set(cockroachkvs.EncodeMVCCKey(nil, key(i), uint64(1000+v), 0), []byte("v"), nil)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, _, _ := compareJSON(t, "-from", dir, "-bits", "10", "-table-keys", "3000")
+	if r.Keys.Sampled != 4000 || !r.Keys.Prefixes || r.Keys.Comparer != cockroachkvs.Comparer.Name {
+		t.Fatalf("keys %+v", r.Keys)
+	}
+	if !strings.Contains(strings.Join(r.Notes, " "), "CockroachDB's Split") {
+		t.Fatalf("notes %v", r.Notes)
+	}
+	checkRows(t, r)
 }
