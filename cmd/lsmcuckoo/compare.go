@@ -204,7 +204,7 @@ func (f *compareFlags) loadKeys(rep *compareReport) ([][]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		rep.Keys = keySource{Source: f.keys, Encoding: f.encoding(), Read: uint64(n)}
+		rep.Keys = keySource{Source: f.keys, Encoding: f.encoding(), Lines: n, Read: s.offered}
 	} else {
 		if err := checkDir(f.from, "pebble"); err != nil {
 			if errors.Is(err, errBadger) || errors.Is(err, errKvdemo) {

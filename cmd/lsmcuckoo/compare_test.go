@@ -48,7 +48,53 @@ func compareJSON(t *testing.T, args ...string) (*compareReport, string, string) 
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatalf("results.json: %v", err)
 	}
+	checkSchema(t, b)
 	return &r, stdout, out
+}
+
+// checkSchema checks the field names of results.json that docs/cli.md
+// documents, on the raw object.
+func checkSchema(t *testing.T, b []byte) {
+	t.Helper()
+	var raw struct {
+		Top     map[string]json.RawMessage
+		Keys    map[string]any   `json:"keys"`
+		Absent  []map[string]any `json:"absent"`
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(b, &raw.Top); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	has := func(what string, m map[string]any, fields ...string) {
+		for _, f := range fields {
+			if _, ok := m[f]; !ok {
+				t.Errorf("results.json: %s has no %q", what, f)
+			}
+		}
+	}
+	for _, f := range []string{"processor", "goarch", "keys", "absent", "budgets", "table_keys", "options", "results"} {
+		if _, ok := raw.Top[f]; !ok {
+			t.Errorf("results.json has no %q", f)
+		}
+	}
+	has("keys", raw.Keys, "source", "encoding", "read", "sampled")
+	for _, a := range raw.Absent {
+		has("absent", a, "name", "how", "count")
+	}
+	if len(raw.Results) == 0 {
+		t.Fatal("results.json: no results")
+	}
+	for _, r := range raw.Results {
+		has("a result", r, "table_keys", "budget", "role", "family", "kind", "param", "bytes", "bits_per_key", "fpr",
+			"build_ns_per_key", "hot_lookup_ns", "cold_lookup_ns", "cold_latency_ns", "false_negatives", "ratio_to_pebble_bloom")
+		has("a ratio", r["ratio_to_pebble_bloom"].(map[string]any), "bits_per_key", "fpr", "build", "hot", "cold", "cold_latency")
+		for _, f := range r["fpr"].([]any) {
+			has("an fpr", f.(map[string]any), "absent", "fpr", "lo95", "hi95", "probes")
+		}
+	}
 }
 
 // The same keys as text, hex and base64 give the same filters, so the same
@@ -70,7 +116,7 @@ func TestCompareKeyFiles(t *testing.T) {
 	} {
 		r, stdout, out := compareJSON(t, append(args, "-bits", "8,12", "-table-keys", "2000")...)
 		runs[enc] = r
-		if r.Keys.Sampled != 3000 || r.Keys.Encoding != enc || !slices.Equal(r.TableKeys, []int{2000}) || !slices.Equal(r.Budgets, []int{8, 12}) {
+		if r.Keys.Sampled != 3000 || r.Keys.Lines != 3000 || r.Keys.Encoding != enc || !slices.Equal(r.TableKeys, []int{2000}) || !slices.Equal(r.Budgets, []int{8, 12}) {
 			t.Fatalf("%s: keys %+v, table keys %v, budgets %v", enc, r.Keys, r.TableKeys, r.Budgets)
 		}
 		if r.Processor == "" || len(r.Absent) != 2 || r.Absent[0].Name != "shaped" || r.Absent[1].Name != "random" || r.Absent[0].Count != 4000 {

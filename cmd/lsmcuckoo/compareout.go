@@ -29,8 +29,11 @@ type compareReport struct {
 
 type keySource struct {
 	Source   string `json:"source"`
-	Encoding string `json:"encoding"` // text, hex, base64, or store
-	Read     uint64 `json:"read"`     // distinct keys offered to the sample
+	Encoding string `json:"encoding"`        // text, hex, base64, or store
+	Lines    int    `json:"lines,omitempty"` // keys in the key file
+	// Read counts the distinct keys offered to the sample (a key evicted
+	// from it and met again counts twice).
+	Read     uint64 `json:"read"`
 	Sampled  int    `json:"sampled"`
 	Comparer string `json:"comparer,omitempty"`
 	Prefixes bool   `json:"prefixes,omitempty"`
