@@ -380,6 +380,9 @@ func compare(f *compareFlags, stderr io.Writer) (*compareReport, error) {
 		Budgets:   f.budgets,
 		Options:   compareOptions{Reps: f.reps, Lookups: f.lookups, ColdMiB: f.coldMiB, Probes: f.probes, Seed: f.seed},
 	}
+	if load, ok := loadAverage(); ok && load > float64(runtime.NumCPU()) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine is busy (load average %.1f on %d processors): timings, and their ratios, move between runs; sizes and rates do not", load, runtime.NumCPU()))
+	}
 	keys, err := f.loadKeys(rep)
 	if err != nil {
 		return nil, err
@@ -504,4 +507,18 @@ func processorName() string {
 		}
 	}
 	return runtime.GOOS + "/" + runtime.GOARCH
+}
+
+// loadAverage is the one-minute load average from /proc/loadavg.
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	return v, err == nil
 }

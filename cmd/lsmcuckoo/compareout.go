@@ -156,7 +156,11 @@ func writeHeader(w io.Writer, r *compareReport, bullet string) {
 	if k.Prefixes {
 		what = "key prefixes (what the filter sees)"
 	}
-	fmt.Fprintf(w, "%sKeys: %d %s sampled of %d distinct read from %s (%s)\n", bullet, k.Sampled, what, k.Read, k.Source, k.Encoding)
+	if k.Encoding == "store" {
+		fmt.Fprintf(w, "%sKeys: %d %s sampled of %d distinct in the tables of the Pebble store %s (comparer %s)\n", bullet, k.Sampled, what, k.Read, k.Source, k.Comparer)
+	} else {
+		fmt.Fprintf(w, "%sKeys: %d %s sampled of %d distinct read from %s (%s)\n", bullet, k.Sampled, what, k.Read, k.Source, k.Encoding)
+	}
 	for _, a := range r.Absent {
 		fmt.Fprintf(w, "%sAbsent keys %q: %d, %s\n", bullet, a.Name, a.Count, a.How)
 	}
