@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -180,22 +181,30 @@ func writeTable(w io.Writer, r *compareReport, n int, md bool) {
 	}
 	head = append(head, "build ns/key", "hot ns", "cold ns", "FN")
 	var lines [][]string
+	var base compareRow // the group's Pebble bloom, first in each group
 	for _, row := range r.Rows {
 		if row.TableKeys != n {
 			continue
+		}
+		if row.Kind == "pebble-bloom" {
+			base = row
 		}
 		budget := fmt.Sprint(row.Budget)
 		if row.Role == "fuse-width" {
 			budget = fmt.Sprintf("~%d", row.Budget)
 		}
-		cells := []string{budget, row.Family, withRatio(fmt.Sprintf("%.2f", row.BitsPerKey), row.Ratio.BitsPerKey)}
+		cells := []string{budget, row.Family, withRatio(fmt.Sprintf("%.2f", row.BitsPerKey), taken(row.Ratio.BitsPerKey))}
 		for i, f := range row.FPR {
-			cells = append(cells, withRatio(fmt.Sprintf("%s [%s-%s]", fpr(f.FPR), fpr(f.Lo), fpr(f.Hi)), row.Ratio.FPR[i]))
+			ratio := row.Ratio.FPR[i]
+			if base.FPR[i].FPR == 0 {
+				ratio = math.NaN() // no ratio to a rate of 0
+			}
+			cells = append(cells, withRatio(fmt.Sprintf("%s [%s-%s]", fpr(f.FPR), fpr(f.Lo), fpr(f.Hi)), ratio))
 		}
 		cells = append(cells,
-			withRatio(fmt.Sprintf("%.1f", row.BuildNsKey), row.Ratio.Build),
-			withRatio(fmt.Sprintf("%.1f", row.HotNs), row.Ratio.Hot),
-			withRatio(fmt.Sprintf("%.1f", row.ColdNs), row.Ratio.Cold),
+			withRatio(fmt.Sprintf("%.1f", row.BuildNsKey), taken(row.Ratio.Build)),
+			withRatio(fmt.Sprintf("%.1f", row.HotNs), taken(row.Ratio.Hot)),
+			cold(row),
 			fmt.Sprint(row.FalseNegatives))
 		lines = append(lines, cells)
 	}
@@ -225,11 +234,29 @@ func writeTable(w io.Writer, r *compareReport, n int, md bool) {
 	}
 }
 
+// withRatio appends a ratio; NaN shows none.
 func withRatio(v string, ratio float64) string {
-	if ratio == 0 {
+	if math.IsNaN(ratio) {
 		return v + " ×-   "
 	}
 	return fmt.Sprintf("%s ×%.2f", v, ratio)
+}
+
+// cold is the cold lookup cell, "-" when not timed (-cold-mib 0).
+func cold(row compareRow) string {
+	if row.ColdNs == 0 {
+		return "-"
+	}
+	return withRatio(fmt.Sprintf("%.1f", row.ColdNs), taken(row.Ratio.Cold))
+}
+
+// taken is a timing ratio, NaN for a timing not taken (cold with
+// -cold-mib 0), which Measure reports as 0.
+func taken(ratio float64) float64 {
+	if ratio == 0 {
+		return math.NaN()
+	}
+	return ratio
 }
 
 // fpr prints a rate in percent with three significant digits, which small
