@@ -212,7 +212,16 @@ func (f *compareFlags) loadKeys(rep *compareReport) ([][]byte, error) {
 			}
 			return nil, err
 		}
-		smp, err := pebblestore.SampleKeys(f.from, s.add)
+		// A table compacted away by the store's owner while it is read
+		// vanishes: the sample starts again, from the new version.
+		var smp *pebblestore.Sample
+		var err error
+		for try := 0; try < 5; try++ {
+			s = newSampler(f.sample, f.seed)
+			if smp, err = pebblestore.SampleKeys(f.from, s.add); !errors.Is(err, pebblestore.ErrVanished) {
+				break
+			}
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -391,3 +391,27 @@ func TestCompareFromCockroachComparer(t *testing.T) {
 	}
 	checkRows(t, r)
 }
+
+// compare -from writes nothing into a store another process holds, and
+// answers while that process flushes and compacts.
+func TestCompareFromHeldStore(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 12000, policy: bloomPolicy})
+	own := startOwner(t, dir)
+	own.send(t, "write")
+	before := hashDir(t, dir)
+	r, _, _ := compareJSON(t, "-from", dir, "-bits", "10", "-table-keys", "5000")
+	if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(before) {
+		t.Fatal("compare -from changed a store held by an idle owner")
+	}
+	if r.Keys.Sampled < 12000 {
+		t.Fatalf("keys %+v: the owner's flushed keys are missing", r.Keys)
+	}
+	own.send(t, "burst")
+	for i := 0; i < 3; i++ {
+		code, _, stderr := runCLI(append([]string{"compare", "-from", dir, "-bits", "10", "-table-keys", "2000"}, quick...)...)
+		if code != 0 {
+			t.Fatalf("compare -from during writes: exit %d: %s", code, stderr)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -12,6 +14,11 @@ import (
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/sstable/colblk"
 )
+
+// ErrVanished marks a table the manifest listed that was gone when read:
+// the store's owner compacted it away meanwhile. Sampling again reads the
+// new version.
+var ErrVanished = errors.New("a table vanished while it was read (the store's owner compacted it)")
 
 // Sample describes the filter keys of a store's tables.
 type Sample struct {
@@ -75,6 +82,9 @@ func SampleKeys(dir string, add func(key []byte)) (*Sample, error) {
 	for l := range paths {
 		for _, path := range paths[l] {
 			n, err := readKeys(path, ro, split, add)
+			if errors.Is(err, ErrVanished) {
+				return nil, err
+			}
 			if err != nil {
 				return nil, fmt.Errorf("L%d %s: %w", l, filepath.Base(path), oneLine(err))
 			}
@@ -175,6 +185,9 @@ func splitCandidates(keys [][]byte) []splitCandidate {
 func readKeys(path string, ro sstable.ReaderOptions, split func([]byte) int, add func([]byte)) (int, error) {
 	f, err := openTable(path)
 	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0, fmt.Errorf("%w: %s", ErrVanished, filepath.Base(path))
+		}
 		return 0, err
 	}
 	readable, err := sstable.NewSimpleReadable(f)
