@@ -42,11 +42,11 @@ func newCompareFlags(stderr io.Writer) (*flag.FlagSet, *compareFlags) {
 	f := &compareFlags{}
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.keys, "keys", "", "key file: one key per line")
+	fs.StringVar(&f.keys, "keys", "", "key `FILE`: one key per line, each line at most 1 MiB")
 	fs.BoolVar(&f.hex, "hex", false, "the key files' lines are hex")
 	fs.BoolVar(&f.base64, "base64", false, "the key files' lines are base64")
 	fs.StringVar(&f.from, "from", "", "sample the keys of the Pebble v2 store in `DIR`, read-only")
-	fs.StringVar(&f.absent, "absent", "", "absent keys, one a line (default: made from your keys, two ways)")
+	fs.StringVar(&f.absent, "absent", "", "absent keys, one a line, in `FILE` (default: made from your keys, two ways)")
 	fs.StringVar(&f.bits, "bits", "8,10,12,16", "budgets in whole bits per key, each 1..64")
 	fs.StringVar(&f.tableKeys, "table-keys", "", "keys per table filter, comma separated (default: the table sizes found with -from, else 100000)")
 	fs.IntVar(&f.sample, "sample", 1_000_000, "keys kept, sampled uniformly, from -keys or -from")
@@ -75,8 +75,9 @@ Absent keys come from -absent, or are made two ways and reported both:
 
 -from reads the live tables of a Pebble v2 store without writing into it,
 even while its owner runs. Unlike inspect, it reads the tables' data blocks:
-the keys are what the filters are built from. Under a comparer with a Split
-(CockroachDB's), a table filter holds key prefixes, and so does the sample.
+the keys are what the filters are built from. Under a comparer with a Split,
+a table filter holds key prefixes, and so does the sample: CockroachDB's
+Split is known, another comparer's is found from the store's own filters.
 
 Flags:
 `)

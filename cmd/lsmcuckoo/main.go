@@ -28,12 +28,12 @@ const (
 const usage = `lsmcuckoo: see what the table filters of your store do, then adopt lsmcuckoo safely.
 
 Usage:
-  lsmcuckoo inspect [flags] DIR          report a store's filters per level, read-only (Pebble v2, Badger v4, kvdemo)
-  lsmcuckoo compare -keys FILE|-from DIR  run Pebble's and Badger's blooms, binary fuse and lsmcuckoo on your keys
-  lsmcuckoo migrate [flags] DIR -bits N  rewrite the store's table filters to lsmcuckoo
+  lsmcuckoo inspect [flags] DIR                   report a store's filters per level, read-only (Pebble v2, Badger v4, kvdemo)
+  lsmcuckoo compare [flags] -keys FILE|-from DIR  Pebble's and Badger's blooms, binary fuse and lsmcuckoo on your keys
+  lsmcuckoo migrate [flags] DIR -bits N           rewrite the store's table filters to lsmcuckoo
 
 Run "lsmcuckoo COMMAND -h" for a command's flags.
-Exit status: 0 done, 1 a finding you asked to fail on, 2 bad usage or unreadable input.
+Exit status: 0 done, 1 a finding you asked to fail on or a false negative, 2 bad usage or unreadable input.
 `
 
 func main() {
