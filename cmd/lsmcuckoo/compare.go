@@ -391,7 +391,7 @@ func compare(f *compareFlags, stderr io.Writer) (*compareReport, error) {
 		Options:   compareOptions{Reps: f.reps, Lookups: f.lookups, ColdMiB: f.coldMiB, Probes: f.probes, Seed: f.seed},
 	}
 	if load, ok := loadAverage(); ok && load > float64(runtime.NumCPU()) {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine is busy (load average %.1f on %d processors): timings, and their ratios, move between runs; sizes do not, and rates stay within their intervals", load, runtime.NumCPU()))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the machine is busy (load average %.1f on %d processors): timings, and their ratios, move between runs", load, runtime.NumCPU()))
 	}
 	keys, err := f.loadKeys(rep)
 	if err != nil {
