@@ -3,6 +3,7 @@
 // lsmcuckoo when asked.
 //
 //	lsmcuckoo inspect DIR            read-only report: filters per level, reads per absent key, budgets to set
+//	lsmcuckoo compare -keys FILE     the filters side by side on the user's keys
 //	lsmcuckoo migrate DIR -bits N    rewrite every table's filter to lsmcuckoo
 //
 // Exit status: 0 done, 1 a finding the user asked to fail on, 2 bad usage or
@@ -27,11 +28,12 @@ const (
 const usage = `lsmcuckoo: see what the table filters of your store do, then adopt lsmcuckoo safely.
 
 Usage:
-  lsmcuckoo inspect [flags] DIR          report a store's filters per level, read-only (Pebble v2, Badger v4, kvdemo)
-  lsmcuckoo migrate [flags] DIR -bits N  rewrite the store's table filters to lsmcuckoo
+  lsmcuckoo inspect [flags] DIR                   report a store's filters per level, read-only (Pebble v2, Badger v4, kvdemo)
+  lsmcuckoo compare [flags] -keys FILE|-from DIR  Pebble's and Badger's blooms, binary fuse and lsmcuckoo on your keys
+  lsmcuckoo migrate [flags] DIR -bits N           rewrite the store's table filters to lsmcuckoo
 
 Run "lsmcuckoo COMMAND -h" for a command's flags.
-Exit status: 0 done, 1 a finding you asked to fail on, 2 bad usage or unreadable input.
+Exit status: 0 done, 1 a finding you asked to fail on or a false negative, 2 bad usage or unreadable input.
 `
 
 func main() {
@@ -48,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "inspect":
 		return runInspect(args[1:], stdout, stderr)
+	case "compare":
+		return runCompare(args[1:], stdout, stderr)
 	case "migrate":
 		return runMigrate(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
