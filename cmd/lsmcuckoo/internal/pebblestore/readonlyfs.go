@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -52,6 +53,25 @@ func (readOnlyFS) Rename(oldname, newname string) error {
 
 func (readOnlyFS) ReuseForWrite(oldname, newname string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 	return nil, fmt.Errorf("reuse %s: %w", oldname, errWrite)
+}
+
+// List leaves out the write-ahead logs (NNNNNN.log), so that the read-only
+// open replays none. Their keys are in no table and have no filter, so the
+// report needs nothing from them; and while the owner rotates its log, the
+// older log's last write may not be on disk yet beside the new one, which
+// Pebble takes for corruption and refuses to open.
+func (fs readOnlyFS) List(dir string) ([]string, error) {
+	names, err := fs.FS.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	kept := names[:0]
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".log") {
+			kept = append(kept, n)
+		}
+	}
+	return kept, nil
 }
 
 // MkdirAll succeeds only for a directory that exists already: Pebble calls

@@ -1,0 +1,70 @@
+package pebblestore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+)
+
+// While the owner rotates its write-ahead log, the directory holds a new,
+// empty log beside an older one whose last write is not on disk yet. Pebble
+// treats a torn older log as corruption and refuses to open; the logs' keys
+// are in no table and have no filter, so the snapshot does not read them and
+// the tables are still reported.
+func TestOpenWhileOwnerRotatesLog(t *testing.T) {
+	dir := t.TempDir()
+	o := &pebble.Options{}
+	o.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		_ = db.Set([]byte(fmt.Sprintf("k%06d", i)), []byte("v"), pebble.NoSync)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		_ = db.Set([]byte(fmt.Sprintf("w%06d", i)), []byte("in the log only"), pebble.Sync)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(logs) == 0 {
+		t.Fatal("no write-ahead log left")
+	}
+	last := logs[len(logs)-1]
+	st, err := os.Stat(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(last, st.Size()-7); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "999999.log"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatalf("snapshot during a log rotation: %v", err)
+	}
+	tables := 0
+	for l := range s.Levels {
+		for _, tb := range s.Levels[l] {
+			tables++
+			if tb.Damaged != "" || !strings.HasPrefix(tb.FilterName, "lsmcuckoo.") {
+				t.Errorf("L%d %06d: damaged %q, filter %q", l, tb.FileNum, tb.Damaged, tb.FilterName)
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no table reported")
+	}
+}
