@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -226,15 +227,24 @@ func diskEstimate(dir string, s *pebblestore.Snapshot, want [pebblestore.NumLeve
 			newFilters += uint64(float64(t.NumEntries) * b / 8)
 		}
 	}
-	need = tables + reserve
+	need = addSat(tables, reserve)
 	if newFilters > oldFilters {
-		need += newFilters - oldFilters
+		need = addSat(need, newFilters-oldFilters)
 	}
 	u, err := vfs.Default.GetDiskUsage(dir)
 	if err != nil {
 		return 0, 0, fmt.Errorf("free disk of %s: %v", dir, err)
 	}
 	return need, u.AvailBytes, nil
+}
+
+// addSat adds without wrapping: a reserve near 2^64 must refuse the
+// rewrite, not wrap the estimate round to a figure any disk meets.
+func addSat(a, b uint64) uint64 {
+	if a+b < a {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // stale counts the tables whose filter is not the one their level's policy

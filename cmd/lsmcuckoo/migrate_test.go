@@ -121,6 +121,20 @@ func TestMigrateRefuses(t *testing.T) {
 			t.Fatal("a refused migration changed the store")
 		}
 	})
+	// A reserve near 2^64 must not wrap the estimate round to a small
+	// figure that lets the rewrite start.
+	t.Run("disk-huge-reserve", func(t *testing.T) {
+		dir := t.TempDir()
+		buildStore(t, dir, storeSpec{keys: 5000, policy: bloomPolicy})
+		h := hashDir(t, dir)
+		code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", "-reserve", "18446744073709551615", dir)
+		if code != 2 || !strings.Contains(stderr, "too little free disk") {
+			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+		}
+		if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+			t.Fatal("a refused migration changed the store")
+		}
+	})
 	t.Run("format", func(t *testing.T) {
 		dir := t.TempDir()
 		buildStore(t, dir, storeSpec{keys: 5000, policy: bloomPolicy})
