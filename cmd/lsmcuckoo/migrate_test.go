@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -218,5 +221,48 @@ func TestMigrateKilled(t *testing.T) {
 	checkMigrated(t, dir, func(int) string { return name })
 	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatal("contents changed after the second run")
+	}
+}
+
+// A table whose data block is damaged (which the checks before the rewrite
+// do not read) stops the rewrite with a one-line error naming the table and
+// exit status 2, not a panic.
+func TestMigrateDamagedDataBlock(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 30000, policy: bloomPolicy})
+	var largest string
+	var size int64
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if st, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && st.Size() > size {
+			largest, size = filepath.Join(dir, e.Name()), st.Size()
+		}
+	}
+	b, err := os.ReadFile(largest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0x55 // inside the first data block
+	if err := os.WriteFile(largest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", dir)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, filepath.Base(largest)) {
+		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, out)
+	}
+}
+
+// A fatal error inside Pebble during the rewrite ends the command with one
+// line and exit status 2, not a stack dump.
+func TestMigrateFatalIsOneLine(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=fatal")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || strings.Count(stderr.String(), "\n") != 1 ||
+		!strings.Contains(stderr.String(), "no space left on device") {
+		t.Fatalf("%v, stderr %q", err, stderr.String())
 	}
 }
