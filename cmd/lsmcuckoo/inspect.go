@@ -304,7 +304,7 @@ func families(m map[string]int) string {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		label := n
-		if k := pebblestore.Kind(n); k == pebblestore.KindUnknown && n != "damaged" {
+		if k := pebblestore.Kind(n); k == pebblestore.KindUnknown && n != "damaged" && n != pebblestore.NoneName {
 			label += " [unknown: Pebble ignores it unless registered]"
 		}
 		parts[i] = fmt.Sprintf("%s (%d)", label, m[n])
