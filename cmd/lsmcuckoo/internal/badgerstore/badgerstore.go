@@ -140,8 +140,8 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 		return fmt.Errorf("%s: encrypted (key %d): its index cannot be read without the key", name, keyID)
 	}
 	pos := st.Size()
-	read := func(n int64) ([]byte, error) {
-		if n < 0 || n > pos {
+	read := func(n, most int64) ([]byte, error) {
+		if n < 0 || n > pos || n > most {
 			return nil, fmt.Errorf("%s: truncated or damaged footer", name)
 		}
 		pos -= n
@@ -151,11 +151,11 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 		}
 		return b, nil
 	}
-	b, err := read(4)
+	b, err := read(4, 4)
 	if err != nil {
 		return err
 	}
-	chkBytes, err := read(int64(y.BytesToU32(b)))
+	chkBytes, err := read(int64(y.BytesToU32(b)), maxChecksumLen)
 	if err != nil {
 		return err
 	}
@@ -163,19 +163,27 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 	if err := proto.Unmarshal(chkBytes, &chk); err != nil {
 		return fmt.Errorf("%s: index checksum: %v", name, err)
 	}
-	if b, err = read(4); err != nil {
+	if b, err = read(4, 4); err != nil {
 		return err
 	}
-	index, err := read(int64(y.BytesToU32(b)))
+	index, err := read(int64(y.BytesToU32(b)), maxIndexLen)
 	if err != nil {
 		return err
+	}
+	// A zeroed tail passes the checksum of an empty index; the smallest
+	// flatbuffer holds a root offset and a vtable.
+	if len(index) < minIndexLen {
+		return fmt.Errorf("%s: truncated or damaged footer", name)
 	}
 	if err := y.VerifyChecksum(index, &chk); err != nil {
 		return fmt.Errorf("%s: index: %v", name, firstLine(err))
 	}
-	ti := fb.GetRootAsTableIndex(index, 0)
-	t.NumEntries = uint64(ti.KeyCount())
-	if bf := ti.BloomFilterBytes(); len(bf) > 0 {
+	bf, keys, err := readIndex(index)
+	if err != nil {
+		return fmt.Errorf("%s: index: %v", name, err)
+	}
+	t.NumEntries = keys
+	if len(bf) > 0 {
 		t.FilterName = FilterName
 		t.FilterSize = uint64(len(bf))
 		t.Filter = bf
@@ -183,6 +191,29 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 		t.MayContain = func(key []byte) bool { return filter.MayContain(y.Hash(key)) }
 	}
 	return nil
+}
+
+// Bounds on a table's footer fields: a Checksum message is a few bytes, and
+// an index (block offsets and the bloom filter) a small part of its table.
+// A damaged length must not make the reader allocate, or read through a
+// sparse file, what it claims.
+const (
+	maxChecksumLen = 1 << 10
+	maxIndexLen    = 1 << 30
+	minIndexLen    = 8
+)
+
+// readIndex reads the key count and the bloom filter from a table index.
+// Flatbuffers accessors trust their offsets and panic on bad ones; an index
+// that passed its checksum but is malformed is reported as damaged.
+func readIndex(index []byte) (bloom []byte, keys uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			bloom, keys, err = nil, 0, fmt.Errorf("malformed (%v)", r)
+		}
+	}()
+	ti := fb.GetRootAsTableIndex(index, 0)
+	return ti.BloomFilterBytes(), uint64(ti.KeyCount()), nil
 }
 
 func firstLine(err error) string {

@@ -1,0 +1,54 @@
+package badgerstore
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+)
+
+// A table file whose tail is not a Badger index is reported as damaged,
+// without a panic and without allocating what its length fields claim: a
+// zeroed tail (a file extended with a hole) passes the empty index's
+// checksum, and a garbage length can claim gigabytes of a sparse file.
+func TestReadTableDamagedTail(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tail []byte
+	}{
+		{"zeroed", nil},
+		{"huge checksum length", binary.BigEndian.AppendUint32(nil, 0xfffffff0)},
+		{"huge index length", append(binary.BigEndian.AppendUint32(nil, 0xfffffff0), 0, 0, 0, 0)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "000001.sst")
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const size = 10 << 30 // sparse: no disk blocks behind the hole
+			if err := f.Truncate(size); err != nil {
+				t.Skipf("no sparse file here: %v", err)
+			}
+			if _, err := f.WriteAt(c.tail, size-int64(len(c.tail))); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var tb pebblestore.Table
+			err = ReadTable(path, 0, &tb)
+			var after runtime.MemStats
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatalf("a damaged tail read as a table: %+v", tb)
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+				t.Errorf("reading a damaged tail allocated %d bytes", grew)
+			}
+		})
+	}
+}
