@@ -76,7 +76,7 @@ func Open(dir string) (*pebblestore.Snapshot, error) {
 // a CRC-32C (Castagnoli) and a pb.ManifestChangeSet. A partial last record
 // is what a crash mid-append leaves, and Badger ignores it too.
 func replayManifest(path string) (map[uint64]*pb.ManifestChange, error) {
-	b, err := os.ReadFile(path)
+	b, err := pebblestore.ReadFileAtMost(path, maxManifest)
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +113,10 @@ func replayManifest(path string) (map[uint64]*pb.ManifestChange, error) {
 	}
 	return tables, nil
 }
+
+// maxManifest bounds a Badger MANIFEST: Badger rewrites it once deletions
+// dominate, so it stays a small multiple of the live tables' changes.
+const maxManifest = 1 << 30
 
 // badgerManifestVersion is the MANIFEST format Badger v4 writes
 // (badgerMagicVersion in its manifest.go).

@@ -52,3 +52,25 @@ func TestReadTableDamagedTail(t *testing.T) {
 		})
 	}
 }
+
+// A MANIFEST grown into a 10 GiB sparse file is refused by its size, not read.
+func TestReplayManifestHuge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "MANIFEST")
+	head := append(append([]byte{}, magic...), 0, 0, 0, badgerManifestVersion)
+	if err := os.WriteFile(path, head, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 10<<30); err != nil {
+		t.Skipf("no sparse file here: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := replayManifest(path)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a 10 GiB MANIFEST was read")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("allocated %d bytes", grew)
+	}
+}
