@@ -60,6 +60,11 @@ func (readOnlyFS) ReuseForWrite(oldname, newname string, _ vfs.DiskWriteCategory
 // report needs nothing from them; and while the owner rotates its log, the
 // older log's last write may not be on disk yet beside the new one, which
 // Pebble takes for corruption and refuses to open.
+//
+// It leaves out the OPTIONS files too: Pebble reads the newest one whole
+// into memory to check it, and a damaged one can be any size. The comparer
+// and merger names are taken from it by Names, a line at a time, and the
+// manifest's comparer name prevails.
 func (fs readOnlyFS) List(dir string) ([]string, error) {
 	names, err := fs.FS.List(dir)
 	if err != nil {
@@ -67,7 +72,7 @@ func (fs readOnlyFS) List(dir string) ([]string, error) {
 	}
 	kept := names[:0]
 	for _, n := range names {
-		if !strings.HasSuffix(n, ".log") {
+		if !strings.HasSuffix(n, ".log") && !strings.HasPrefix(n, "OPTIONS-") {
 			kept = append(kept, n)
 		}
 	}

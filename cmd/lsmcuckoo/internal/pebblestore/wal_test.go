@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -66,5 +67,40 @@ func TestOpenWhileOwnerRotatesLog(t *testing.T) {
 	}
 	if tables == 0 {
 		t.Fatal("no table reported")
+	}
+}
+
+// A damaged OPTIONS file of any size (here a 3 GiB hole) is not read into
+// memory: the snapshot needs only the names in it, read a line at a time.
+func TestOpenHugeOptions(t *testing.T) {
+	dir := t.TempDir()
+	o := &pebble.Options{}
+	o.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		_ = db.Set([]byte(fmt.Sprintf("k%06d", i)), []byte("v"), pebble.NoSync)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts, _ := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+	if len(opts) == 0 {
+		t.Fatal("no OPTIONS file")
+	}
+	if err := os.Truncate(opts[len(opts)-1], 3<<30); err != nil {
+		t.Skipf("no sparse file here: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Open(dir)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+		t.Errorf("allocated %d bytes", grew)
 	}
 }
