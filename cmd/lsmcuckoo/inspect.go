@@ -136,6 +136,9 @@ func openStore(dir, format string) (*pebblestore.Snapshot, error) {
 		return kvdemostore.Open(dir)
 	}
 	err := checkDir(dir, format)
+	if format == "pebble" && (errors.Is(err, errBadger) || errors.Is(err, errKvdemo)) {
+		return nil, fmt.Errorf("%s: not a Pebble store (-format auto detects the store it is)", dir)
+	}
 	switch {
 	case errors.Is(err, errBadger):
 		return badgerstore.Open(dir)
