@@ -25,7 +25,9 @@ type readOnlyFS struct {
 	vfs.FS
 }
 
-func newReadOnlyFS() vfs.FS { return readOnlyFS{FS: vfs.Default} }
+// newReadOnlyFS is a variable for the tests to put a failing file system
+// beneath the read-only one.
+var newReadOnlyFS = func() vfs.FS { return readOnlyFS{FS: vfs.Default} }
 
 func (readOnlyFS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 	return nil, fmt.Errorf("create %s: %w", name, errWrite)

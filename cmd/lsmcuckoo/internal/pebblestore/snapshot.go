@@ -219,6 +219,10 @@ func Open(dir string) (*Snapshot, error) {
 	var snap *Snapshot
 	for try := 0; try < attempts; try++ {
 		snap, err = take(dir, comparer, merger)
+		var gone vanishedFile
+		if errors.As(err, &gone) && try < attempts-1 {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -245,7 +249,14 @@ func (s *Snapshot) vanished() bool {
 func take(dir, comparer, merger string) (*Snapshot, error) {
 	db, err := openReadOnly(dir, comparer, merger)
 	if err != nil {
-		return nil, fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
+		gone := errors.Is(err, os.ErrNotExist)
+		err = fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
+		if gone {
+			// A manifest the owner removed while rotating it after the
+			// marker was read: the next attempt reads the new marker.
+			return nil, vanishedFile{err}
+		}
+		return nil, err
 	}
 	defer db.Close()
 	m := db.Metrics()
@@ -354,6 +365,11 @@ func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
 	}
 	return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
 }
+
+// vanishedFile is a failed open because a file the marker named was gone.
+type vanishedFile struct{ error }
+
+func (e vanishedFile) Unwrap() error { return e.error }
 
 // oneLine keeps the first line of an error: Pebble's errors carry stacks and
 // details a terminal user does not need.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
@@ -102,5 +103,52 @@ func TestOpenHugeOptions(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
 		t.Errorf("allocated %d bytes", grew)
+	}
+}
+
+// vanishingManifestFS fails the first open of a manifest as if the owner had
+// just rotated it: the marker named a file the owner has since removed.
+type vanishingManifestFS struct {
+	vfs.FS
+	failed *bool
+}
+
+func (fs vanishingManifestFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
+	if strings.HasPrefix(filepath.Base(name), "MANIFEST-") && !*fs.failed {
+		*fs.failed = true
+		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrNotExist}
+	}
+	return fs.FS.Open(name, opts...)
+}
+
+// A manifest rotated away by the owner between reading the marker and
+// opening the file is read again from the new marker, not reported as an
+// unreadable store.
+func TestOpenWhileOwnerRotatesManifest(t *testing.T) {
+	dir := t.TempDir()
+	o := &pebble.Options{}
+	o.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 1000; i++ {
+		_ = db.Set([]byte(fmt.Sprintf("k%06d", i)), []byte("v"), pebble.NoSync)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	defer func(f func() vfs.FS) { newReadOnlyFS = f }(newReadOnlyFS)
+	newReadOnlyFS = func() vfs.FS { return readOnlyFS{FS: vanishingManifestFS{FS: vfs.Default, failed: &failed}} }
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatalf("snapshot during a manifest rotation: %v", err)
+	}
+	if !failed || len(s.Levels[0]) == 0 {
+		t.Fatalf("manifest failed once: %v; %d L0 tables", failed, len(s.Levels[0]))
 	}
 }
