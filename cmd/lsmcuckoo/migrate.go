@@ -71,6 +71,9 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 			err = checkBits("-bits", f.bits)
 		}
 	}
+	if err == nil && (f.probes < 1 || f.probes > 10_000_000) {
+		err = usageError{fmt.Sprintf("-probes %d: want 1..10000000", f.probes)}
+	}
 	if err != nil {
 		return exitFor(err, fs, stderr)
 	}

@@ -266,3 +266,20 @@ func TestMigrateFatalIsOneLine(t *testing.T) {
 		t.Fatalf("%v, stderr %q", err, stderr.String())
 	}
 }
+
+// migrate's -probes has inspect's limits: no probes would print NaN or 0%
+// rates in the summaries, and the usage mistake is refused before anything.
+func TestMigrateProbesRange(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 3000, policy: bloomPolicy})
+	h := hashDir(t, dir)
+	for _, p := range []string{"0", "-3"} {
+		code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", "-probes", p, dir)
+		if code != 2 || !strings.Contains(stderr, "-probes") || out != "" {
+			t.Errorf("-probes %s: exit %d, %q\n%s", p, code, stderr, out)
+		}
+	}
+	if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+		t.Fatal("a refused migration changed the store")
+	}
+}
