@@ -44,6 +44,10 @@ func IsStore(dir string) bool {
 // Open takes a snapshot of the Badger store in dir. Badger's levels are
 // L0..L6 by default; a store with more levels is refused.
 func Open(dir string) (*pebblestore.Snapshot, error) {
+	return pebblestore.Retry(func() (*pebblestore.Snapshot, error) { return take(dir) })
+}
+
+func take(dir string) (*pebblestore.Snapshot, error) {
 	tables, err := replayManifest(filepath.Join(dir, "MANIFEST"))
 	if err != nil {
 		return nil, err
@@ -122,11 +126,15 @@ const maxManifest = 1 << 30
 // (badgerMagicVersion in its manifest.go).
 const badgerManifestVersion = 8
 
+// openTable opens a table file; a test replaces it to make a table vanish
+// as the owner's compaction would.
+var openTable = os.Open
+
 // ReadTable reads a table's index from the end of its file: the last 4
 // bytes give the checksum's length, the checksum precedes them, the index's
 // length precedes that, and the index precedes its length.
 func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
-	f, err := os.Open(path)
+	f, err := openTable(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("missing: %s", filepath.Base(path))

@@ -2,11 +2,13 @@ package badgerstore
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 )
 
@@ -72,5 +74,53 @@ func TestReplayManifestHuge(t *testing.T) {
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
 		t.Errorf("allocated %d bytes", grew)
+	}
+}
+
+// A table the owner compacts away between the MANIFEST read and the table's
+// open is not reported missing: the snapshot is taken again.
+func TestOpenWhileOwnerCompacts(t *testing.T) {
+	dir := t.TempDir()
+	opt := badger.DefaultOptions(dir).WithLogger(nil).WithMemTableSize(1 << 20).WithValueThreshold(1 << 10)
+	db, err := badger.Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb := db.NewWriteBatch()
+	for i := 0; i < 20000; i++ {
+		if err := wb.Set([]byte(fmt.Sprintf("key%09d", i)), make([]byte, 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	vanished := false
+	defer func(open func(string) (*os.File, error)) { openTable = open }(openTable)
+	openTable = func(path string) (*os.File, error) {
+		if !vanished {
+			vanished = true
+			return nil, &os.PathError{Op: "open", Path: path, Err: os.ErrNotExist}
+		}
+		return os.Open(path)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for l := range s.Levels {
+		for _, tb := range s.Levels[l] {
+			n++
+			if tb.Damaged != "" {
+				t.Errorf("table %d: %s", tb.FileNum, tb.Damaged)
+			}
+		}
+	}
+	if !vanished || n == 0 || s.Retries != 1 {
+		t.Fatalf("vanished %v, %d tables, %d retries", vanished, n, s.Retries)
 	}
 }

@@ -78,6 +78,10 @@ func readManifest(path string) (*manifest, error) {
 // Open takes a snapshot of the kvdemo store in dir. kvdemo has no levels:
 // a Get consults every table, so all are reported on L0, each its own run.
 func Open(dir string) (*pebblestore.Snapshot, error) {
+	return pebblestore.Retry(func() (*pebblestore.Snapshot, error) { return take(dir) })
+}
+
+func take(dir string) (*pebblestore.Snapshot, error) {
 	m, err := readManifest(filepath.Join(dir, "MANIFEST"))
 	if err != nil {
 		return nil, err

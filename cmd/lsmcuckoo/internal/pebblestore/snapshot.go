@@ -215,10 +215,18 @@ func Open(dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: %w (no MANIFEST)", dir, ErrNotStore)
 	}
 	comparer, merger := Names(dir)
+	return Retry(func() (*Snapshot, error) { return take(dir, comparer, merger) })
+}
+
+// Retry takes a snapshot, and takes it again, a few times, while a table the
+// manifest listed has vanished before it was read, or the manifest itself:
+// the store's owner compacted or rotated it away meanwhile.
+func Retry(take func() (*Snapshot, error)) (*Snapshot, error) {
 	const attempts = 5
 	var snap *Snapshot
+	var err error
 	for try := 0; try < attempts; try++ {
-		snap, err = take(dir, comparer, merger)
+		snap, err = take()
 		var gone vanishedFile
 		if errors.As(err, &gone) && try < attempts-1 {
 			continue
