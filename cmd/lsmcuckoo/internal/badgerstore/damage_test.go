@@ -124,3 +124,53 @@ func TestOpenWhileOwnerCompacts(t *testing.T) {
 		t.Fatalf("vanished %v, %d tables, %d retries", vanished, n, s.Retries)
 	}
 }
+
+// Badger truncates a table before removing it: a table read at that moment
+// looks damaged, and the snapshot is taken again.
+func TestOpenWhileOwnerRemovesTable(t *testing.T) {
+	dir := t.TempDir()
+	opt := badger.DefaultOptions(dir).WithLogger(nil).WithMemTableSize(1 << 20).WithValueThreshold(1 << 10)
+	db, err := badger.Open(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb := db.NewWriteBatch()
+	for i := 0; i < 20000; i++ {
+		if err := wb.Set([]byte(fmt.Sprintf("key%09d", i)), make([]byte, 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "truncated.sst")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	truncated := false
+	defer func(open func(string) (*os.File, error)) { openTable = open }(openTable)
+	openTable = func(path string) (*os.File, error) {
+		if !truncated {
+			truncated = true
+			return os.Open(empty)
+		}
+		return os.Open(path)
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range s.Levels {
+		for _, tb := range s.Levels[l] {
+			if tb.Damaged != "" {
+				t.Errorf("table %d: %s", tb.FileNum, tb.Damaged)
+			}
+		}
+	}
+	if !truncated || s.Retries != 1 {
+		t.Fatalf("truncated %v, %d retries", truncated, s.Retries)
+	}
+}

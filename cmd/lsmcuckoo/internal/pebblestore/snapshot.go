@@ -219,8 +219,10 @@ func Open(dir string) (*Snapshot, error) {
 }
 
 // Retry takes a snapshot, and takes it again, a few times, while a table the
-// manifest listed has vanished before it was read, or the manifest itself:
-// the store's owner compacted or rotated it away meanwhile.
+// manifest listed could not be read, or the manifest itself has vanished:
+// the store's owner compacted or rotated it away meanwhile (Badger
+// truncates a table before it removes it, so a table being removed reads as
+// damaged, not missing). A table that stays unreadable is reported.
 func Retry(take func() (*Snapshot, error)) (*Snapshot, error) {
 	const attempts = 5
 	var snap *Snapshot
@@ -235,18 +237,19 @@ func Retry(take func() (*Snapshot, error)) (*Snapshot, error) {
 			return nil, err
 		}
 		snap.Retries = try
-		if !snap.vanished() {
+		if !snap.unreadable() {
 			return snap, nil
 		}
 	}
 	return snap, nil
 }
 
-// vanished reports whether a table listed by the manifest was missing.
-func (s *Snapshot) vanished() bool {
+// unreadable reports whether a table listed by the manifest was missing or
+// could not be read.
+func (s *Snapshot) unreadable() bool {
 	for l := range s.Levels {
 		for _, t := range s.Levels[l] {
-			if strings.HasPrefix(t.Damaged, "missing") {
+			if t.Damaged != "" {
 				return true
 			}
 		}
