@@ -126,7 +126,10 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	}
 	lock, err := pebble.LockDirectory(dir, vfs.Default)
 	if err != nil {
-		return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
+		if held, _ := heldByOther(dir); held {
+			return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
+		}
+		return fmt.Errorf("refused: cannot lock %s: %v", dir, firstLine(err))
 	}
 	defer lock.Close()
 	opts.Lock = lock

@@ -283,3 +283,19 @@ func TestMigrateProbesRange(t *testing.T) {
 		t.Fatal("a refused migration changed the store")
 	}
 }
+
+// A LOCK file that cannot be opened for writing (immutable here) is not
+// blamed on another process.
+func TestMigrateLockUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 3000, policy: bloomPolicy})
+	lock := filepath.Join(dir, "LOCK")
+	if err := exec.Command("chattr", "+i", lock).Run(); err != nil {
+		t.Skipf("chattr +i: %v", err)
+	}
+	defer exec.Command("chattr", "-i", lock).Run()
+	code, _, stderr := runCLI("migrate", "-bits", "10", "-quiet", dir)
+	if code != 2 || strings.Contains(stderr, "another process") || !strings.Contains(stderr, "LOCK") {
+		t.Fatalf("exit %d: %q", code, stderr)
+	}
+}
