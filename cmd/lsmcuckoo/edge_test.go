@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/lsmcuckoo/lsmcuckoo/kvdemo"
 )
 
 // A store that holds no table yet (its writes are in the log) is reported,
@@ -31,5 +34,30 @@ func TestInspectStoreWithoutTables(t *testing.T) {
 	}
 	if code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", dir); code != 0 {
 		t.Errorf("migrate of a store without tables: exit %d, %s\n%s", code, stderr, out)
+	}
+}
+
+// -format forces the format: a kvdemo store inspected with -format pebble is
+// refused as not a Pebble store, not reported as what detection found.
+func TestInspectForcedFormat(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kvdemo.Open(dir, &kvdemo.Options{MemtableBytes: 256 << 10, NoSyncEachWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5000; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("key%06d", i)), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI("inspect", "-probes", "10", dir); code != 0 {
+		t.Fatalf("detected: exit %d, %s", code, stderr)
+	}
+	code, out, stderr := runCLI("inspect", "-format", "pebble", dir)
+	if code != 2 || !strings.Contains(stderr, "not a Pebble store") || out != "" {
+		t.Fatalf("-format pebble on a kvdemo store: exit %d, %q\n%s", code, stderr, out)
 	}
 }

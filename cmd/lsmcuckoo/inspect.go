@@ -136,6 +136,9 @@ func openStore(dir, format string) (*pebblestore.Snapshot, error) {
 		return kvdemostore.Open(dir)
 	}
 	err := checkDir(dir, format)
+	if format == "pebble" && (errors.Is(err, errBadger) || errors.Is(err, errKvdemo)) {
+		return nil, fmt.Errorf("%s: not a Pebble store (-format auto detects the store it is)", dir)
+	}
 	switch {
 	case errors.Is(err, errBadger):
 		return badgerstore.Open(dir)
@@ -304,7 +307,7 @@ func families(m map[string]int) string {
 	parts := make([]string, len(names))
 	for i, n := range names {
 		label := n
-		if k := pebblestore.Kind(n); k == pebblestore.KindUnknown && n != "damaged" {
+		if k := pebblestore.Kind(n); k == pebblestore.KindUnknown && n != "damaged" && n != pebblestore.NoneName {
 			label += " [unknown: Pebble ignores it unless registered]"
 		}
 		parts[i] = fmt.Sprintf("%s (%d)", label, m[n])

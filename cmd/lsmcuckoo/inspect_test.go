@@ -283,6 +283,10 @@ func TestInspectNoFilters(t *testing.T) {
 	if code := run([]string{"inspect", "-fail-unfiltered", dir}, &out, &errb); code != 1 {
 		t.Errorf("-fail-unfiltered on a store without filters: exit %d, %s", code, errb.String())
 	}
+	// A table written without a filter is "none", not an unknown name.
+	if !strings.Contains(out.String(), "none (") || strings.Contains(out.String(), "unknown") {
+		t.Errorf("tables without filters are not shown as none:\n%s", out.String())
+	}
 }
 
 func TestInspectLsmcuckoo(t *testing.T) {

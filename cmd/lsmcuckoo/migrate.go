@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -69,6 +71,9 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 			err = checkBits("-bits", f.bits)
 		}
 	}
+	if err == nil && (f.probes < 1 || f.probes > 10_000_000) {
+		err = usageError{fmt.Sprintf("-probes %d: want 1..10000000", f.probes)}
+	}
 	if err != nil {
 		return exitFor(err, fs, stderr)
 	}
@@ -121,7 +126,10 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	}
 	lock, err := pebble.LockDirectory(dir, vfs.Default)
 	if err != nil {
-		return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
+		if held, _ := heldByOther(dir); held {
+			return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
+		}
+		return fmt.Errorf("refused: cannot lock %s: %v", dir, firstLine(err))
 	}
 	defer lock.Close()
 	opts.Lock = lock
@@ -226,15 +234,24 @@ func diskEstimate(dir string, s *pebblestore.Snapshot, want [pebblestore.NumLeve
 			newFilters += uint64(float64(t.NumEntries) * b / 8)
 		}
 	}
-	need = tables + reserve
+	need = addSat(tables, reserve)
 	if newFilters > oldFilters {
-		need += newFilters - oldFilters
+		need = addSat(need, newFilters-oldFilters)
 	}
 	u, err := vfs.Default.GetDiskUsage(dir)
 	if err != nil {
 		return 0, 0, fmt.Errorf("free disk of %s: %v", dir, err)
 	}
 	return need, u.AvailBytes, nil
+}
+
+// addSat adds without wrapping: a reserve near 2^64 must refuse the
+// rewrite, not wrap the estimate round to a figure any disk meets.
+func addSat(a, b uint64) uint64 {
+	if a+b < a {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // stale counts the tables whose filter is not the one their level's policy
@@ -262,12 +279,38 @@ func stale(s *pebblestore.Snapshot, want [pebblestore.NumLevels]string) int {
 // below, so each table is merged, and so rewritten, on its way down; at the
 // bottom level the unset has nothing beneath it and is dropped.
 func rewrite(dir string, opts *pebble.Options, want [pebblestore.NumLevels]string, quiet bool, stderr io.Writer) error {
+	// Pebble's default answer to a damaged block is Logger.Fatalf. The
+	// checks before the rewrite read no data block, so a damaged one shows
+	// first here: the compaction reading it fails, and the damage is named
+	// in the error the command reports.
+	var corruption struct {
+		sync.Mutex
+		info string
+	}
 	opts.EventListener = &pebble.EventListener{
 		TableCreated: func(pebble.TableCreateInfo) {
 			if tableCreatedHook != nil {
 				tableCreatedHook()
 			}
 		},
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			corruption.Lock()
+			defer corruption.Unlock()
+			if corruption.info == "" {
+				corruption.info = info.Path
+				if info.Details != nil {
+					corruption.info += ": " + firstLine(info.Details)
+				}
+			}
+		},
+	}
+	damaged := func(err error) error {
+		corruption.Lock()
+		defer corruption.Unlock()
+		if corruption.info != "" {
+			return fmt.Errorf("stopped: damaged table %s; the store keeps the data it had", corruption.info)
+		}
+		return err
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -295,7 +338,7 @@ func rewrite(dir string, opts *pebble.Options, want [pebblestore.NumLevels]strin
 			return fmt.Errorf("mark the key range: %v", firstLine(err))
 		}
 		if err := compactWithProgress(db, want, start, end, leftBytes, quiet, stderr); err != nil {
-			return err
+			return damaged(err)
 		}
 	}
 	closed = true
@@ -385,13 +428,17 @@ func firstLine(err error) string {
 }
 
 // quietLogger keeps Pebble's informational logging out of the report and
-// turns a fatal error into an error message rather than a stack dump.
+// turns a fatal error (a manifest that cannot be written, say) into one line
+// and exit status 2 rather than a stack dump. Pebble has written nothing
+// half-done that its next open does not recover, so migrate can run again.
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...interface{})  {}
 func (quietLogger) Errorf(string, ...interface{}) {}
 func (quietLogger) Fatalf(format string, args ...interface{}) {
-	panic(errors.New(strings.SplitN(fmt.Sprintf(format, args...), "\n", 2)[0]))
+	msg := strings.SplitN(fmt.Sprintf(format, args...), "\n", 2)[0]
+	fmt.Fprintf(os.Stderr, "lsmcuckoo migrate: pebble: %s; run migrate again once the cause is fixed\n", msg)
+	os.Exit(exitUsage)
 }
 
 // writeSummary prints the per-level table and the read figures of rep.

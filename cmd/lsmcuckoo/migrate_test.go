@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -121,6 +124,20 @@ func TestMigrateRefuses(t *testing.T) {
 			t.Fatal("a refused migration changed the store")
 		}
 	})
+	// A reserve near 2^64 must not wrap the estimate round to a small
+	// figure that lets the rewrite start.
+	t.Run("disk-huge-reserve", func(t *testing.T) {
+		dir := t.TempDir()
+		buildStore(t, dir, storeSpec{keys: 5000, policy: bloomPolicy})
+		h := hashDir(t, dir)
+		code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", "-reserve", "18446744073709551615", dir)
+		if code != 2 || !strings.Contains(stderr, "too little free disk") {
+			t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+		}
+		if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+			t.Fatal("a refused migration changed the store")
+		}
+	})
 	t.Run("format", func(t *testing.T) {
 		dir := t.TempDir()
 		buildStore(t, dir, storeSpec{keys: 5000, policy: bloomPolicy})
@@ -204,5 +221,81 @@ func TestMigrateKilled(t *testing.T) {
 	checkMigrated(t, dir, func(int) string { return name })
 	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatal("contents changed after the second run")
+	}
+}
+
+// A table whose data block is damaged (which the checks before the rewrite
+// do not read) stops the rewrite with a one-line error naming the table and
+// exit status 2, not a panic.
+func TestMigrateDamagedDataBlock(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 30000, policy: bloomPolicy})
+	var largest string
+	var size int64
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if st, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".sst") && st.Size() > size {
+			largest, size = filepath.Join(dir, e.Name()), st.Size()
+		}
+	}
+	b, err := os.ReadFile(largest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[100] ^= 0x55 // inside the first data block
+	if err := os.WriteFile(largest, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", dir)
+	if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, filepath.Base(largest)) {
+		t.Fatalf("exit %d, stderr %q\n%s", code, stderr, out)
+	}
+}
+
+// A fatal error inside Pebble during the rewrite ends the command with one
+// line and exit status 2, not a stack dump.
+func TestMigrateFatalIsOneLine(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=fatal")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || strings.Count(stderr.String(), "\n") != 1 ||
+		!strings.Contains(stderr.String(), "no space left on device") {
+		t.Fatalf("%v, stderr %q", err, stderr.String())
+	}
+}
+
+// migrate's -probes has inspect's limits: no probes would print NaN or 0%
+// rates in the summaries, and the usage mistake is refused before anything.
+func TestMigrateProbesRange(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 3000, policy: bloomPolicy})
+	h := hashDir(t, dir)
+	for _, p := range []string{"0", "-3"} {
+		code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", "-probes", p, dir)
+		if code != 2 || !strings.Contains(stderr, "-probes") || out != "" {
+			t.Errorf("-probes %s: exit %d, %q\n%s", p, code, stderr, out)
+		}
+	}
+	if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+		t.Fatal("a refused migration changed the store")
+	}
+}
+
+// A LOCK file that cannot be opened for writing (immutable here) is not
+// blamed on another process.
+func TestMigrateLockUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	buildStore(t, dir, storeSpec{keys: 3000, policy: bloomPolicy})
+	lock := filepath.Join(dir, "LOCK")
+	if err := exec.Command("chattr", "+i", lock).Run(); err != nil {
+		t.Skipf("chattr +i: %v", err)
+	}
+	defer exec.Command("chattr", "-i", lock).Run()
+	code, _, stderr := runCLI("migrate", "-bits", "10", "-quiet", dir)
+	if code != 2 || strings.Contains(stderr, "another process") || !strings.Contains(stderr, "LOCK") {
+		t.Fatalf("exit %d: %q", code, stderr)
 	}
 }

@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 	case "writer":
 		writerLoop(os.Getenv(envDir))
 		return
+	case "fatal":
+		quietLogger{}.Fatalf("MANIFEST %s: %s\ndetails", "000001", "no space left on device")
 	case "migrate-stall":
 		// Migrate, and stop dead at the first table the rewrite creates,
 		// for the parent to kill this process mid-compaction.

@@ -1,6 +1,7 @@
 package advice
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
@@ -95,5 +96,20 @@ func TestGoLines(t *testing.T) {
 		if !seen {
 			t.Errorf("missing %q in\n%v", l, lines)
 		}
+	}
+}
+
+// A level whose tables hold no point key (range keys only, such as a
+// range-key unset left by an interrupted migration) is never read by a
+// lookup: its rate is 0, not the 1 of a level whose tables are all damaged.
+func TestLevelWithoutPointKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	rangeKeysOnly := []pebblestore.Table{{Level: 0, FileNum: 7, Size: 900, FilterName: "lsmcuckoo.v3.bpk=32"}}
+	if lv := measureLevel(0, rangeKeysOnly, 100, rng, map[string]bool{}); lv.FPR != 0 {
+		t.Errorf("tables without point keys: FPR %v, want 0", lv.FPR)
+	}
+	damaged := []pebblestore.Table{{Level: 0, FileNum: 7, Damaged: "missing: 000007.sst"}}
+	if lv := measureLevel(0, damaged, 100, rng, map[string]bool{}); lv.FPR != 1 {
+		t.Errorf("damaged tables only: FPR %v, want 1", lv.FPR)
 	}
 }

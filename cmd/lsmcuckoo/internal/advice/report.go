@@ -172,9 +172,11 @@ func measureLevel(l int, tables []pebblestore.Table, probes int, rng *rand.Rand,
 	switch {
 	case keys > 0:
 		lv.FPR = weighted / float64(keys)
-	case lv.Tables > 0:
+	case lv.Damaged > 0:
 		lv.FPR = 1 // only damaged tables: every lookup in range reads them
 	}
+	// Otherwise the level's tables hold no point key (range keys only): a
+	// lookup's point iteration skips them, and the rate stays 0.
 	if probedKeys > 0 {
 		lv.FilterFPR = weightedFiltered / float64(probedKeys)
 	}

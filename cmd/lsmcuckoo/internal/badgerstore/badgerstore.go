@@ -44,6 +44,10 @@ func IsStore(dir string) bool {
 // Open takes a snapshot of the Badger store in dir. Badger's levels are
 // L0..L6 by default; a store with more levels is refused.
 func Open(dir string) (*pebblestore.Snapshot, error) {
+	return pebblestore.Retry(func() (*pebblestore.Snapshot, error) { return take(dir) })
+}
+
+func take(dir string) (*pebblestore.Snapshot, error) {
 	tables, err := replayManifest(filepath.Join(dir, "MANIFEST"))
 	if err != nil {
 		return nil, err
@@ -76,7 +80,7 @@ func Open(dir string) (*pebblestore.Snapshot, error) {
 // a CRC-32C (Castagnoli) and a pb.ManifestChangeSet. A partial last record
 // is what a crash mid-append leaves, and Badger ignores it too.
 func replayManifest(path string) (map[uint64]*pb.ManifestChange, error) {
-	b, err := os.ReadFile(path)
+	b, err := pebblestore.ReadFileAtMost(path, maxManifest)
 	if err != nil {
 		return nil, err
 	}
@@ -114,15 +118,23 @@ func replayManifest(path string) (map[uint64]*pb.ManifestChange, error) {
 	return tables, nil
 }
 
+// maxManifest bounds a Badger MANIFEST: Badger rewrites it once deletions
+// dominate, so it stays a small multiple of the live tables' changes.
+const maxManifest = 1 << 30
+
 // badgerManifestVersion is the MANIFEST format Badger v4 writes
 // (badgerMagicVersion in its manifest.go).
 const badgerManifestVersion = 8
+
+// openTable opens a table file; a test replaces it to make a table vanish
+// as the owner's compaction would.
+var openTable = os.Open
 
 // ReadTable reads a table's index from the end of its file: the last 4
 // bytes give the checksum's length, the checksum precedes them, the index's
 // length precedes that, and the index precedes its length.
 func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
-	f, err := os.Open(path)
+	f, err := openTable(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("missing: %s", filepath.Base(path))
@@ -140,8 +152,8 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 		return fmt.Errorf("%s: encrypted (key %d): its index cannot be read without the key", name, keyID)
 	}
 	pos := st.Size()
-	read := func(n int64) ([]byte, error) {
-		if n < 0 || n > pos {
+	read := func(n, most int64) ([]byte, error) {
+		if n < 0 || n > pos || n > most {
 			return nil, fmt.Errorf("%s: truncated or damaged footer", name)
 		}
 		pos -= n
@@ -151,11 +163,11 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 		}
 		return b, nil
 	}
-	b, err := read(4)
+	b, err := read(4, 4)
 	if err != nil {
 		return err
 	}
-	chkBytes, err := read(int64(y.BytesToU32(b)))
+	chkBytes, err := read(int64(y.BytesToU32(b)), maxChecksumLen)
 	if err != nil {
 		return err
 	}
@@ -163,19 +175,27 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 	if err := proto.Unmarshal(chkBytes, &chk); err != nil {
 		return fmt.Errorf("%s: index checksum: %v", name, err)
 	}
-	if b, err = read(4); err != nil {
+	if b, err = read(4, 4); err != nil {
 		return err
 	}
-	index, err := read(int64(y.BytesToU32(b)))
+	index, err := read(int64(y.BytesToU32(b)), maxIndexLen)
 	if err != nil {
 		return err
+	}
+	// A zeroed tail passes the checksum of an empty index; the smallest
+	// flatbuffer holds a root offset and a vtable.
+	if len(index) < minIndexLen {
+		return fmt.Errorf("%s: truncated or damaged footer", name)
 	}
 	if err := y.VerifyChecksum(index, &chk); err != nil {
 		return fmt.Errorf("%s: index: %v", name, firstLine(err))
 	}
-	ti := fb.GetRootAsTableIndex(index, 0)
-	t.NumEntries = uint64(ti.KeyCount())
-	if bf := ti.BloomFilterBytes(); len(bf) > 0 {
+	bf, keys, err := readIndex(index)
+	if err != nil {
+		return fmt.Errorf("%s: index: %v", name, err)
+	}
+	t.NumEntries = keys
+	if len(bf) > 0 {
 		t.FilterName = FilterName
 		t.FilterSize = uint64(len(bf))
 		t.Filter = bf
@@ -183,6 +203,29 @@ func ReadTable(path string, keyID uint64, t *pebblestore.Table) error {
 		t.MayContain = func(key []byte) bool { return filter.MayContain(y.Hash(key)) }
 	}
 	return nil
+}
+
+// Bounds on a table's footer fields: a Checksum message is a few bytes, and
+// an index (block offsets and the bloom filter) a small part of its table.
+// A damaged length must not make the reader allocate, or read through a
+// sparse file, what it claims.
+const (
+	maxChecksumLen = 1 << 10
+	maxIndexLen    = 1 << 30
+	minIndexLen    = 8
+)
+
+// readIndex reads the key count and the bloom filter from a table index.
+// Flatbuffers accessors trust their offsets and panic on bad ones; an index
+// that passed its checksum but is malformed is reported as damaged.
+func readIndex(index []byte) (bloom []byte, keys uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			bloom, keys, err = nil, 0, fmt.Errorf("malformed (%v)", r)
+		}
+	}()
+	ti := fb.GetRootAsTableIndex(index, 0)
+	return ti.BloomFilterBytes(), uint64(ti.KeyCount()), nil
 }
 
 func firstLine(err error) string {

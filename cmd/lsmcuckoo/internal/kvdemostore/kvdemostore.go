@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,12 +36,22 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // IsStore reports whether dir holds a kvdemo MANIFEST: JSON, where Badger's
 // starts with its magic.
 func IsStore(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
-	return err == nil && len(bytes.TrimSpace(b)) > 0 && bytes.TrimSpace(b)[0] == '{'
+	f, err := os.Open(filepath.Join(dir, "MANIFEST"))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [512]byte
+	n, _ := io.ReadFull(f, head[:])
+	b := bytes.TrimSpace(head[:n])
+	return len(b) > 0 && b[0] == '{'
 }
 
+// maxManifest bounds a kvdemo MANIFEST, a JSON list of table numbers.
+const maxManifest = 64 << 20
+
 func readManifest(path string) (*manifest, error) {
-	b, err := os.ReadFile(path)
+	b, err := pebblestore.ReadFileAtMost(path, maxManifest)
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +78,10 @@ func readManifest(path string) (*manifest, error) {
 // Open takes a snapshot of the kvdemo store in dir. kvdemo has no levels:
 // a Get consults every table, so all are reported on L0, each its own run.
 func Open(dir string) (*pebblestore.Snapshot, error) {
+	return pebblestore.Retry(func() (*pebblestore.Snapshot, error) { return take(dir) })
+}
+
+func take(dir string) (*pebblestore.Snapshot, error) {
 	m, err := readManifest(filepath.Join(dir, "MANIFEST"))
 	if err != nil {
 		return nil, err
@@ -100,7 +115,10 @@ const cfHeader = 36
 // read the whole table).
 func readFilterFile(path string, num uint64, t *pebblestore.Table) error {
 	name := filepath.Base(path)
-	b, err := os.ReadFile(path)
+	// A filter of at most 64 bits per key (kvdemo writes 32 at most), with
+	// room for the codec's fixed overhead on a small table.
+	most := int64(cfHeader + 8*t.NumEntries + 1<<20)
+	b, err := pebblestore.ReadFileAtMost(path, most)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return fmt.Errorf("missing: %s", name)

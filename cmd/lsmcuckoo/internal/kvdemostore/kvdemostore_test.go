@@ -3,6 +3,9 @@ package kvdemostore
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
@@ -78,5 +81,54 @@ func TestSnapshotMatchesKvdemo(t *testing.T) {
 				t.Errorf("filter bytes %d, Stats %d", filter, st.TableFilterBytes)
 			}
 		})
+	}
+}
+
+// A .cf filter file grown into a 10 GiB sparse file marks its table damaged
+// without being read; the other tables are still reported.
+func TestHugeFilterFile(t *testing.T) {
+	dir := t.TempDir()
+	db, err := kvdemo.Open(dir, &kvdemo.Options{Filter: kvdemo.FilterCuckoo, MemtableBytes: 256 << 10, NoSyncEachWrite: true, MaxTables: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20000; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("key%09d", i)), make([]byte, 32)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfs, _ := filepath.Glob(filepath.Join(dir, "*.cf"))
+	if len(cfs) < 2 {
+		t.Fatalf("%d filter files; the test wants two", len(cfs))
+	}
+	if err := os.Truncate(cfs[0], 10<<30); err != nil {
+		t.Skipf("no sparse file here: %v", err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s, err := Open(dir)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Errorf("allocated %d bytes", grew)
+	}
+	damaged, fine := 0, 0
+	for _, tb := range s.Levels[0] {
+		if tb.Damaged != "" {
+			damaged++
+		} else if tb.Filter != nil {
+			fine++
+		}
+	}
+	if damaged != 1 || fine == 0 {
+		t.Fatalf("%d damaged, %d with a filter; want 1 and the rest", damaged, fine)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -24,7 +25,9 @@ type readOnlyFS struct {
 	vfs.FS
 }
 
-func newReadOnlyFS() vfs.FS { return readOnlyFS{FS: vfs.Default} }
+// newReadOnlyFS is a variable for the tests to put a failing file system
+// beneath the read-only one.
+var newReadOnlyFS = func() vfs.FS { return readOnlyFS{FS: vfs.Default} }
 
 func (readOnlyFS) Create(name string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 	return nil, fmt.Errorf("create %s: %w", name, errWrite)
@@ -52,6 +55,30 @@ func (readOnlyFS) Rename(oldname, newname string) error {
 
 func (readOnlyFS) ReuseForWrite(oldname, newname string, _ vfs.DiskWriteCategory) (vfs.File, error) {
 	return nil, fmt.Errorf("reuse %s: %w", oldname, errWrite)
+}
+
+// List leaves out the write-ahead logs (NNNNNN.log), so that the read-only
+// open replays none. Their keys are in no table and have no filter, so the
+// report needs nothing from them; and while the owner rotates its log, the
+// older log's last write may not be on disk yet beside the new one, which
+// Pebble takes for corruption and refuses to open.
+//
+// It leaves out the OPTIONS files too: Pebble reads the newest one whole
+// into memory to check it, and a damaged one can be any size. The comparer
+// and merger names are taken from it by Names, a line at a time, and the
+// manifest's comparer name prevails.
+func (fs readOnlyFS) List(dir string) ([]string, error) {
+	names, err := fs.FS.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	kept := names[:0]
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".log") && !strings.HasPrefix(n, "OPTIONS-") {
+			kept = append(kept, n)
+		}
+	}
+	return kept, nil
 }
 
 // MkdirAll succeeds only for a directory that exists already: Pebble calls

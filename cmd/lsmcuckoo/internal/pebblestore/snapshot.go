@@ -215,26 +215,41 @@ func Open(dir string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: %w (no MANIFEST)", dir, ErrNotStore)
 	}
 	comparer, merger := Names(dir)
+	return Retry(func() (*Snapshot, error) { return take(dir, comparer, merger) })
+}
+
+// Retry takes a snapshot, and takes it again, a few times, while a table the
+// manifest listed could not be read, or the manifest itself has vanished:
+// the store's owner compacted or rotated it away meanwhile (Badger
+// truncates a table before it removes it, so a table being removed reads as
+// damaged, not missing). A table that stays unreadable is reported.
+func Retry(take func() (*Snapshot, error)) (*Snapshot, error) {
 	const attempts = 5
 	var snap *Snapshot
+	var err error
 	for try := 0; try < attempts; try++ {
-		snap, err = take(dir, comparer, merger)
+		snap, err = take()
+		var gone vanishedFile
+		if errors.As(err, &gone) && try < attempts-1 {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		snap.Retries = try
-		if !snap.vanished() {
+		if !snap.unreadable() {
 			return snap, nil
 		}
 	}
 	return snap, nil
 }
 
-// vanished reports whether a table listed by the manifest was missing.
-func (s *Snapshot) vanished() bool {
+// unreadable reports whether a table listed by the manifest was missing or
+// could not be read.
+func (s *Snapshot) unreadable() bool {
 	for l := range s.Levels {
 		for _, t := range s.Levels[l] {
-			if strings.HasPrefix(t.Damaged, "missing") {
+			if t.Damaged != "" {
 				return true
 			}
 		}
@@ -245,7 +260,14 @@ func (s *Snapshot) vanished() bool {
 func take(dir, comparer, merger string) (*Snapshot, error) {
 	db, err := openReadOnly(dir, comparer, merger)
 	if err != nil {
-		return nil, fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
+		gone := errors.Is(err, os.ErrNotExist)
+		err = fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
+		if gone {
+			// A manifest the owner removed while rotating it after the
+			// marker was read: the next attempt reads the new marker.
+			return nil, vanishedFile{err}
+		}
+		return nil, err
 	}
 	defer db.Close()
 	m := db.Metrics()
@@ -354,6 +376,11 @@ func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
 	}
 	return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
 }
+
+// vanishedFile is a failed open because a file the marker named was gone.
+type vanishedFile struct{ error }
+
+func (e vanishedFile) Unwrap() error { return e.error }
 
 // oneLine keeps the first line of an error: Pebble's errors carry stacks and
 // details a terminal user does not need.
