@@ -113,3 +113,37 @@ func TestLevelWithoutPointKeys(t *testing.T) {
 		t.Errorf("damaged tables only: FPR %v, want 1", lv.FPR)
 	}
 }
+
+// TestEmptyLevelsGetTheUniformBudget: with the keys only on L0 and L6 the
+// Get path's per-level fit has a few keys to spend a large average on; the
+// empty levels L1..L5 must not take that average's leftover (up to 64
+// bits/key), which they would pay per key once they fill.
+func TestEmptyLevelsGetTheUniformBudget(t *testing.T) {
+	r := &Report{Path: PathGet, getSkipsLast: true}
+	keys := [pebblestore.NumLevels]uint64{87000, 0, 0, 0, 0, 0, 5400000}
+	for l, k := range keys {
+		lv := Level{Level: l, Keys: k}
+		if k > 0 {
+			lv.Tables = int(k/10000) + 1
+			lv.FPR = 0.01
+			lv.FilterBytes = k * 10 / 8
+		}
+		if l == 0 {
+			lv.Sublevels = 2
+		}
+		r.Levels = append(r.Levels, lv)
+		r.Keys += lv.Keys
+		r.FilterBytes += lv.FilterBytes
+	}
+	r.ReadsGet, r.ReadsSeek = readsOf(r.Levels, true, func(l int) float64 { return r.Levels[l].FPR })
+	r.recommend(10)
+	u := r.Recommendation.UniformBits
+	for l := 1; l < pebblestore.NumLevels-1; l++ {
+		if b := r.Recommendation.LevelBits[l]; b != u {
+			t.Errorf("empty L%d gets %v bits/key in the same-memory fit, want the uniform %v", l, b, u)
+		}
+		if b := r.Saving.LevelBits[l]; b > 32 {
+			t.Errorf("empty L%d gets %v bits/key in the same-reads fit", l, b)
+		}
+	}
+}

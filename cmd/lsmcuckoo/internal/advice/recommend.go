@@ -71,8 +71,11 @@ func uniform(b float64) (u [pebblestore.NumLevels]float64) {
 
 // perLevel returns the budgets LevelBudgets fits to the measured shape at
 // average avg, for path: for DB.Get, which never consults L6's filter,
-// L6 gets none and avg is the average over L0..L5 alone.
-func perLevel(levels []Level, path string, avg float64) [pebblestore.NumLevels]float64 {
+// L6 gets none and avg is the average over L0..L5 alone. A level that
+// holds no keys yet gets empty: the fitted value for it is only the
+// average's leftover (up to the largest budget once the path's few keys
+// sit on L0), and would cost that much per key once the level fills.
+func perLevel(levels []Level, path string, avg, empty float64) [pebblestore.NumLevels]float64 {
 	var shape tablefilter.LevelShape
 	for _, lv := range levels {
 		shape.Keys[lv.Level] = float64(lv.Keys)
@@ -84,6 +87,11 @@ func perLevel(levels []Level, path string, avg float64) [pebblestore.NumLevels]f
 		shape.Keys[pebblestore.NumLevels-1] = 0
 	}
 	b := tablefilter.LevelBudgets(shape, clamp(avg))
+	for l := range b {
+		if shape.Keys[l] == 0 {
+			b[l] = clamp(floorGrid(empty))
+		}
+	}
 	if path == PathGet {
 		b[pebblestore.NumLevels-1] = 0
 	}
@@ -145,7 +153,7 @@ func (r *Report) recommend(fallbackBits float64) {
 		lv[pebblestore.NumLevels-1] = 0
 		rec = joinNote(rec, "no table is on the DB.Get path (all keys are on L6): L0..L5 get the uniform budget for the tables to come")
 	} else {
-		lv = perLevel(r.Levels, r.fitPath(), avg*float64(r.Keys)/float64(pk))
+		lv = perLevel(r.Levels, r.fitPath(), avg*float64(r.Keys)/float64(pk), u[0])
 	}
 	r.Recommendation = r.option(u, lv)
 	r.Recommendation.Note = rec
@@ -164,7 +172,7 @@ func (r *Report) recommend(fallbackBits float64) {
 			x[pebblestore.NumLevels-1] = 0
 			return x
 		}
-		return perLevel(r.Levels, r.fitPath(), b)
+		return perLevel(r.Levels, r.fitPath(), b, b)
 	})
 	if !okU || !okL {
 		note = fmt.Sprintf("no lsmcuckoo budget up to %d bits per key predicts as few reads as the %.3g measured; the figures are the largest budget's", tablefilter.MaxBitsPerKey, target)
