@@ -322,9 +322,9 @@ func (b idxBuckets) Room(i uint32) bool              { return b.x.hasRoom(b.s, i
 
 // findPath returns the moves that free a slot in bucket i1 or i2 of s,
 // nil if the search finds none. Each bucket is queued once (the search's
-// set of buckets reached): a pair crowded with one key's versions, a key overwritten in
-// flush after flush, would otherwise keep the search going back and forth
-// between its two buckets.
+// set of buckets reached): a pair crowded with one key's versions, a key
+// overwritten in flush after flush, would otherwise keep the search going
+// back and forth between its two buckets.
 func (x *Index) findPath(s *idxSegment, i1, i2 uint32) []relocate.Step {
 	if x.search == nil {
 		x.search = idxSearchPool.Get().(*relocate.Search)

@@ -51,14 +51,15 @@ type Step struct {
 type Limits struct {
 	// Depth is the most moves in a path.
 	Depth int
-	// Nodes is the most buckets queued before the search takes the next
-	// one from the queue (that one may queue Slots more).
+	// Nodes is the most buckets queued: once that many are, the search
+	// takes no further bucket from its queue (the last one it took may
+	// have queued up to Slots-1 past Nodes).
 	Nodes int
 }
 
-// Node is a bucket the search reached: parent is the node it was reached
-// from (-1 for a root), slot the slot there whose item (item) moves
-// here. Callers hold an array of them only to lend it to a search.
+// Node is a bucket the search reached from node parent (-1 for a root):
+// the item item, in slot slot of parent's bucket, moves here. Callers
+// hold an array of them only to lend it to Revisit.
 type Node struct {
 	bucket uint32
 	parent int32
@@ -151,8 +152,15 @@ func search[T Table](t T, a, b uint32, lim Limits, nodes []Node, set *visited) (
 					continue // an empty slot (a lock-free bucket changed since the search found it full)
 				}
 				w := t.Other(u, v)
-				if set != nil && !set.mark(w, nodes) {
-					continue
+				if set != nil { // mark, written out so that a line's buckets take no call
+					if w < 64 {
+						if set.low>>w&1 != 0 {
+							continue
+						}
+						set.low |= 1 << w
+					} else if !set.markHigh(w, nodes) {
+						continue
+					}
 				}
 				nodes = append(nodes, Node{bucket: w, parent: int32(head), item: v, slot: int32(j)})
 				if t.Room(w) {
@@ -207,13 +215,16 @@ func (v *visited) reset() {
 // mark adds bucket b to the set, the buckets in nodes being in it
 // already; it reports whether b was not in the set yet.
 func (v *visited) mark(b uint32, nodes []Node) bool {
-	if b < 64 {
-		if v.low>>b&1 != 0 {
-			return false
-		}
-		v.low |= 1 << b
-		return true
+	if b >= 64 {
+		return v.markHigh(b, nodes)
 	}
+	old := v.low
+	v.low |= 1 << b
+	return v.low != old
+}
+
+// markHigh is mark for a bucket of 64 or more.
+func (v *visited) markHigh(b uint32, nodes []Node) bool {
 	if 2*(len(nodes)+1) > len(v.seen) {
 		v.grow(nodes)
 	}

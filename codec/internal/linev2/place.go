@@ -130,12 +130,11 @@ func (t lineTable) Other(b, v uint32) uint32              { return uint32(t[b].a
 
 // slotItems numbers bucket b's occupied slots from 1, 0 being an empty
 // slot: a line's search moves a slot's key by its slot.
-func slotItems(b *lineBucket) (items [relocate.Slots]uint32) {
-	for j := range b.count() {
-		items[j] = uint32(j) + 1
-	}
-	return items
-}
+func slotItems(b *lineBucket) [relocate.Slots]uint32 { return slotNumbers[b.count()] }
+
+// slotNumbers is slotItems' answer by the number of occupied slots (lanes
+// fill from the first).
+var slotNumbers = [bucket.Slots + 1][relocate.Slots]uint32{{}, {1}, {1, 2}, {1, 2, 3}, {1, 2, 3, 4}}
 
 // evict ends an insert that found no chain of moves to room: the key
 // leaves itself if it is primary and no resident with its overflow bit set
