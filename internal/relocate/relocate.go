@@ -149,7 +149,7 @@ func search[T Table](t T, a, b uint32, lim Limits, nodes []Node, set *visited) (
 			u := nodes[head].bucket
 			for j, v := range t.Items(u) {
 				if v == 0 {
-					continue // an empty slot (a lock-free bucket changed since the search found it full)
+					continue // an empty slot: nothing to move (in a lock-free bucket, one freed since the search found it full)
 				}
 				w := t.Other(u, v)
 				if set != nil { // mark, written out so that a line's buckets take no call
