@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/seed"
 )
 
@@ -63,7 +64,7 @@ type Index struct {
 	tableLimit int
 	// search is the relocation search's working memory, held only while a
 	// writer call runs (unlock returns it to idxSearchPool).
-	search *idxSearch
+	search *relocate.Search
 	// pendingSqrt: Σ√keys of the tables an AddTables call has yet to add,
 	// so that the codes it gives first leave room for them.
 	pendingSqrt float64

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/lsmcuckoo/lsmcuckoo/internal/relocation"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
 )
 
 // AddTable adds the keys of a new table (each given by KeyHash), as the
@@ -291,27 +291,23 @@ func (x *Index) insertSegment(s *idxSegment, p probe, v uint32, relocate bool) b
 // move relocates one entry copy-then-remove, bumping the destination's
 // counter between the two (package doc, steps 1 and 2); false, and nothing
 // written, if the entry is not in its bucket or the destination is full.
-func (x *Index) move(s *idxSegment, m relocation.Move) bool {
-	if !x.bucketHas(s, m.From, m.Entry) || !x.hasRoom(s, m.To) {
+func (x *Index) move(s *idxSegment, m relocate.Step) bool {
+	if !x.bucketHas(s, m.From, m.Item) || !x.hasRoom(s, m.To) {
 		return false
 	}
-	x.swap(s, m.To, 0, m.Entry) // completes, counter even, before the clear
-	x.swap(s, m.From, m.Entry, 0)
+	x.swap(s, m.To, 0, m.Item) // completes, counter even, before the clear
+	x.swap(s, m.From, m.Item, 0)
 	return true
 }
 
-// idxSearch is a relocation search's working memory: its queue and the
-// set of buckets it reached. The set alone is larger than the buckets of
-// an index of tens of thousands of entries, and Stats does not count it:
-// an index holds one only while a writer call runs, from a pool that
-// every index shares, so that an index keeps between calls the memory
-// Stats reports and no more (TestIndexHeldMemoryCounted).
-type idxSearch struct {
-	nodes []relocation.Node
-	seen  relocation.Seen
-}
-
-var idxSearchPool = sync.Pool{New: func() any { return new(idxSearch) }}
+// idxSearchPool holds relocation searches' working memory: a queue and
+// the set of buckets reached, which grow with the deepest search and can
+// outweigh the buckets of an index of tens of thousands of entries. Stats
+// does not count it: an index holds a search only while a writer call
+// runs, from this pool that every index shares, so that an index keeps
+// between calls the memory Stats reports and no more
+// (TestIndexHeldMemoryCounted).
+var idxSearchPool = sync.Pool{New: func() any { return new(relocate.Search) }}
 
 // idxBuckets is a segment as the relocation search reads it. The writer
 // alone changes a segment, so the search reads what the moves will find.
@@ -320,25 +316,23 @@ type idxBuckets struct {
 	s *idxSegment
 }
 
-func (b idxBuckets) Entries(i uint32) [idxSlots]uint32 { return b.x.entries(b.s, i) }
-func (b idxBuckets) Alt(i, v uint32) uint32            { return b.x.alt(b.s, i, v>>(b.x.w-b.x.m)) }
-func (b idxBuckets) HasRoom(i uint32) bool             { return b.x.hasRoom(b.s, i) }
+func (b idxBuckets) Items(i uint32) [idxSlots]uint32 { return b.x.entries(b.s, i) }
+func (b idxBuckets) Other(i, v uint32) uint32        { return b.x.alt(b.s, i, v>>(b.x.w-b.x.m)) }
+func (b idxBuckets) Room(i uint32) bool              { return b.x.hasRoom(b.s, i) }
 
 // findPath returns the moves that free a slot in bucket i1 or i2 of s,
-// nil if the search finds none. Each bucket is queued once (relocation's
-// seen set): a pair crowded with one key's versions, a key overwritten in
-// flush after flush, would otherwise keep the search going back and forth
-// between its two buckets.
-func (x *Index) findPath(s *idxSegment, i1, i2 uint32) []relocation.Move {
+// nil if the search finds none. Each bucket is queued once (the search's
+// set of buckets reached): a pair crowded with one key's versions, a key
+// overwritten in flush after flush, would otherwise keep the search going
+// back and forth between its two buckets.
+func (x *Index) findPath(s *idxSegment, i1, i2 uint32) []relocate.Step {
 	if x.search == nil {
-		x.search = idxSearchPool.Get().(*idxSearch)
+		x.search = idxSearchPool.Get().(*relocate.Search)
 	}
-	sr := x.search
-	path, nodes := relocation.Search(idxBuckets{x, s}, i1, i2,
-		relocation.Limits{Depth: idxMaxPath, Nodes: idxMaxNodes}, sr.nodes, &sr.seen)
-	sr.nodes = nodes[:0]
+	path, _ := relocate.Find(x.search, idxBuckets{x, s}, i1, i2,
+		relocate.Limits{Depth: idxMaxPath, Nodes: idxMaxNodes})
 	if x.hooks.searched != nil {
-		x.hooks.searched(len(nodes))
+		x.hooks.searched(x.search.Queued())
 	}
 	return path
 }

@@ -3,7 +3,7 @@ package dynamic
 import (
 	"testing"
 
-	"github.com/lsmcuckoo/lsmcuckoo/internal/relocation"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
 )
 
 // TestIndexMoveIntoFullBucketKeepsEntry: a relocation writes the entry
@@ -26,7 +26,7 @@ func TestIndexMoveIntoFullBucketKeepsEntry(t *testing.T) {
 		if x.hasRoom(s, to) {
 			t.Fatal("setup: a bucket of four entries has room")
 		}
-		if x.move(s, relocation.Move{From: from, To: to, Entry: v}) {
+		if x.move(s, relocate.Step{From: from, To: to, Item: v}) {
 			t.Errorf("w=%d: a move into a full bucket reported success", x.w)
 		}
 		if !x.bucketHas(s, from, v) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
-	"github.com/lsmcuckoo/lsmcuckoo/internal/relocation"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -374,7 +374,7 @@ func TestIndexBounceCaught(t *testing.T) {
 	x.hooks.afterFirstRead = func(seg *idxSegment) {
 		if seg == s && calls == 0 {
 			calls++
-			x.move(s, relocation.Move{From: i2, To: i1, Entry: v})
+			x.move(s, relocate.Step{From: i2, To: i1, Item: v})
 		}
 	}
 	got := x.LookupHash(h, nil)

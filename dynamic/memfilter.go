@@ -1,12 +1,11 @@
 package dynamic
 
 import (
-	"math"
 	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
-	"github.com/lsmcuckoo/lsmcuckoo/internal/relocation"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/relocate"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/seed"
 )
 
@@ -402,7 +401,11 @@ func (s *memSegment) insert(fp, hi uint32) memInsertResult {
 	if s.putEmpty(i1, fp) || s.putEmpty(i2, fp) {
 		return memInserted
 	}
-	path := s.findPath(i1, i2)
+	// The search works on this stack, which it may do only while the path
+	// does not outlive insert.
+	var queue [2 + 2*memSlots + 4*memSlots*memSlots*2]relocate.Node
+	var moves [memMaxPath]relocate.Step
+	path := s.findPath(i1, i2, queue[:0], moves[:0])
 	if path == nil {
 		return memFull
 	}
@@ -411,7 +414,7 @@ func (s *memSegment) insert(fp, hi uint32) memInsertResult {
 	// fingerprint visible throughout (invariant 1).
 	for k := len(path) - 1; k >= 0; k-- {
 		m := path[k]
-		if !s.relocate(m.From, m.To, m.Entry) {
+		if !s.relocate(m.From, m.To, m.Item) {
 			return memRaced
 		}
 	}
@@ -427,20 +430,20 @@ func (s *memSegment) insert(fp, hi uint32) memInsertResult {
 // destination full; relocate then fails and insert tries again.
 type memBuckets struct{ s *memSegment }
 
-func (b memBuckets) Entries(i uint32) [memSlots]uint32 {
+func (b memBuckets) Items(i uint32) [memSlots]uint32 {
 	w := b.s.buckets[i].Load()
 	return [memSlots]uint32{slotFP(w, 0), slotFP(w, 1), slotFP(w, 2), slotFP(w, 3)}
 }
-func (b memBuckets) Alt(i, v uint32) uint32 { return b.s.alt(i, v) }
-func (b memBuckets) HasRoom(i uint32) bool  { return free(b.s.buckets[i].Load()) }
+func (b memBuckets) Other(i, v uint32) uint32 { return b.s.alt(i, v) }
+func (b memBuckets) Room(i uint32) bool       { return free(b.s.buckets[i].Load()) }
 
 // findPath searches, on a snapshot of the buckets, for a chain of moves
 // from i1 or i2 to a bucket with an empty slot; path[0] moves a fingerprint
-// out of i1 or i2. The search keeps no set of buckets reached: it is short
-// (memMaxPath), and many Adds search at once.
-func (s *memSegment) findPath(i1, i2 uint32) []relocation.Move {
-	var queue [2 + 2*memSlots + 4*memSlots*memSlots*2]relocation.Node
-	path, _ := relocation.Search(memBuckets{s}, i1, i2, relocation.Limits{Depth: memMaxPath, Nodes: math.MaxInt}, queue[:0], nil)
+// out of i1 or i2, and nil is no path. The search keeps no set of buckets
+// reached (relocate.Revisit): it is short (memMaxPath), and many Adds
+// search at once, each in the storage it lends, queue and moves.
+func (s *memSegment) findPath(i1, i2 uint32, queue []relocate.Node, moves []relocate.Step) []relocate.Step {
+	path, _ := relocate.Revisit(memBuckets{s}, i1, i2, relocate.Limits{Depth: memMaxPath}, queue, moves)
 	return path
 }
 

@@ -35,7 +35,6 @@ func TestLayering(t *testing.T) {
 		{"internal/keyhash", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/semisort", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
-		{"internal/relocation", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/relocate", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"codec/internal/frame", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
 		{"codec/internal/bucket", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},

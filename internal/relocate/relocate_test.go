@@ -13,12 +13,16 @@ type cuckoo struct {
 	b2    []uint32
 }
 
-func (c *cuckoo) Room(b uint32) bool    { return len(c.items[b]) < 4 }
-func (c *cuckoo) Occupied(b uint32) int { return len(c.items[b]) }
-func (c *cuckoo) Other(b uint32, j int) uint32 {
-	e := c.items[b][j]
-	return c.b1[e] + c.b2[e] - b
+func (c *cuckoo) Room(b uint32) bool { return len(c.items[b]) < Slots }
+
+// Items numbers an item by its id plus one, 0 being an empty slot.
+func (c *cuckoo) Items(b uint32) (items [Slots]uint32) {
+	for j, e := range c.items[b] {
+		items[j] = uint32(e) + 1
+	}
+	return items
 }
+func (c *cuckoo) Other(b, v uint32) uint32 { return c.b1[v-1] + c.b2[v-1] - b }
 
 func (c *cuckoo) move(st Step) {
 	e := c.items[st.From][st.Slot]
@@ -28,7 +32,7 @@ func (c *cuckoo) move(st Step) {
 
 // insert places a new item with the given buckets, moving others along
 // the path Find returns; it reports whether it placed it.
-func (c *cuckoo) insert(s *Search, a, b uint32, limit int) bool {
+func (c *cuckoo) insert(s *Search, a, b uint32, lim Limits) bool {
 	id := len(c.b1)
 	c.b1, c.b2 = append(c.b1, a), append(c.b2, b)
 	for _, r := range []uint32{a, b} {
@@ -37,7 +41,7 @@ func (c *cuckoo) insert(s *Search, a, b uint32, limit int) bool {
 			return true
 		}
 	}
-	path, ok := Find(s, c, a, b, limit)
+	path, ok := Find(s, c, a, b, lim)
 	if !ok {
 		c.b1, c.b2 = c.b1[:id], c.b2[:id]
 		return false
@@ -62,8 +66,8 @@ func shortest(c *cuckoo, a, b uint32) int {
 	for len(q) > 0 {
 		u := q[0]
 		q = q[1:]
-		for j := range c.items[u] {
-			v := c.Other(u, j)
+		for _, e := range c.items[u] {
+			v := c.Other(u, uint32(e)+1)
 			if dist[v] >= 0 {
 				continue
 			}
@@ -92,11 +96,11 @@ func TestFindShortestValidPaths(t *testing.T) {
 			a := rng.Uint32N(m)
 			b := rng.Uint32N(m)
 			if c.Room(a) || c.Room(b) {
-				c.insert(&s, a, b, 0)
+				c.insert(&s, a, b, Limits{})
 				continue
 			}
 			want := shortest(c, a, b)
-			path, ok := Find(&s, c, a, b, 0)
+			path, ok := Find(&s, c, a, b, Limits{})
 			searched++
 			if !ok {
 				failed++
@@ -112,11 +116,12 @@ func TestFindShortestValidPaths(t *testing.T) {
 				t.Fatalf("trial %d: path %v does not run from a root to room", trial, path)
 			}
 			for i, st := range path {
-				if c.Other(st.From, st.Slot) != st.To || i > 0 && path[i-1].To != st.From {
+				e := uint32(c.items[st.From][st.Slot]) + 1
+				if c.Other(st.From, e) != st.To || st.Item != e || i > 0 && path[i-1].To != st.From {
 					t.Fatalf("trial %d: step %d of %v is not a move to the item's other bucket", trial, i, path)
 				}
 			}
-			if !c.insert(&s, a, b, 0) {
+			if !c.insert(&s, a, b, Limits{}) {
 				t.Fatalf("trial %d: insert failed where Find found a path", trial)
 			}
 		}
@@ -140,7 +145,7 @@ func TestFindShortestValidPaths(t *testing.T) {
 
 // TestFindOrderAndLimit pins the search order (roots a then b, slots in
 // order, the first bucket with room reached ends it) on a small table, and
-// that a limit cuts the search off.
+// that a limit on the buckets queued cuts the search off.
 func TestFindOrderAndLimit(t *testing.T) {
 	// Buckets 0 and 1 full. Bucket 0's items lead to 2 (full) and 3 (room);
 	// bucket 1's to 4 (room). Bucket 2's items lead to 5 (room).
@@ -156,27 +161,27 @@ func TestFindOrderAndLimit(t *testing.T) {
 	add(1, 4, 4)
 	add(2, 5, 4)
 	var s Search
-	path, ok := Find(&s, c, 0, 1, 0)
-	if !ok || len(path) != 1 || path[0] != (Step{From: 0, Slot: 1, To: 3}) {
+	path, ok := Find(&s, c, 0, 1, Limits{})
+	if !ok || len(path) != 1 || path[0] != (Step{From: 0, Slot: 1, To: 3, Item: 2}) {
 		t.Fatalf("path %v, %v: want bucket 0's slot 1 to bucket 3", path, ok)
 	}
 	if got := s.Reached(nil); len(got) != 4 || got[0] != 0 || got[1] != 1 || got[2] != 2 || got[3] != 3 {
 		t.Fatalf("reached %v, want [0 1 2 3]", got)
 	}
-	if p := s.PathTo(2); len(p) != 1 || p[0] != (Step{From: 0, Slot: 0, To: 2}) {
+	if p := s.PathTo(2); len(p) != 1 || p[0] != (Step{From: 0, Slot: 0, To: 2, Item: 1}) {
 		t.Fatalf("path to bucket 2: %v", p)
 	}
 	if p := s.PathTo(1); len(p) != 0 {
 		t.Fatalf("path to root 1: %v", p)
 	}
-	path, ok = Find(&s, c, 1, 0, 0)
-	if !ok || path[0] != (Step{From: 1, Slot: 0, To: 4}) {
+	path, ok = Find(&s, c, 1, 0, Limits{})
+	if !ok || path[0] != (Step{From: 1, Slot: 0, To: 4, Item: 5}) {
 		t.Fatalf("roots swapped: path %v, %v: want bucket 1's slot 0 to bucket 4", path, ok)
 	}
-	if _, ok := Find(&s, c, 0, 1, 3); ok {
-		t.Fatal("a limit of 3 buckets reached bucket 3, the fourth")
+	if _, ok := Find(&s, c, 0, 1, Limits{Nodes: 2}); ok || s.Queued() != 2 {
+		t.Fatalf("a limit of 2 buckets queued: the search went past the roots (%d queued)", s.Queued())
 	}
-	if a := testing.AllocsPerRun(100, func() { Find(&s, c, 0, 1, 0) }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { Find(&s, c, 0, 1, Limits{}) }); a != 0 {
 		t.Fatalf("Find allocates %.1f times once grown", a)
 	}
 }

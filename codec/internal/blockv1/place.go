@@ -57,15 +57,20 @@ type placer struct {
 // table is the placer as relocate.Find reads it.
 type table struct{ p *placer }
 
-func (t table) Room(b uint32) bool    { return t.p.count[b] < bucket.Slots }
-func (t table) Occupied(b uint32) int { return int(t.p.count[b]) }
+func (t table) Room(b uint32) bool { return t.p.count[b] < bucket.Slots }
 
-// Other is the other bucket of the key in slot j of bucket b: its buckets
-// sum to b and the other.
-func (t table) Other(b uint32, j int) uint32 {
-	e := t.p.slot[b][j]
-	return t.p.b1[e] + t.p.b2[e] - b
+// Items numbers the keys in bucket b's occupied slots by their index plus
+// one, 0 being an empty slot.
+func (t table) Items(b uint32) (items [relocate.Slots]uint32) {
+	for j, e := range t.p.slot[b][:t.p.count[b]] {
+		items[j] = uint32(e) + 1
+	}
+	return items
 }
+
+// Other is the other bucket of key v-1 in bucket b: its buckets sum to b
+// and the other.
+func (t table) Other(b, v uint32) uint32 { return t.p.b1[v-1] + t.p.b2[v-1] - b }
 
 func (p *placer) reset(k, m int) {
 	p.b1 = frame.Resize(p.b1, k)
@@ -122,7 +127,7 @@ func (p *placer) insert(k int32) bool {
 		p.put(k, a)
 		return true
 	}
-	path, ok := relocate.Find(&p.search, table{p}, a, b, 0)
+	path, ok := relocate.Find(&p.search, table{p}, a, b, relocate.Limits{})
 	if !ok {
 		return false
 	}

@@ -114,19 +114,27 @@ func (p *placer) search(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2 uin
 	if room == 0 || !reachesRoom(bk, uint32(1)<<i1|uint32(1)<<i2, room) {
 		return p.insertFull(bk, ks, x, ln, i1, i2, fp, meta)
 	}
-	path, _ := relocate.Find(&p.relocation, lineTable(bk), i1, i2, 0)
+	path, _ := relocate.Find(&p.relocation, lineTable(bk), i1, i2, relocate.Limits{})
 	p.carry(bk, ks, path, i1, x, fp, meta, i1, i2)
 	return true
 }
 
-// lineTable is a line's buckets as relocate.Find reads them: a slot's
-// other bucket is in alt, and a bucket has room while its last lane is
-// empty (lanes fill from the first).
+// lineTable is a line's buckets as relocate.Find reads them: an item is
+// its slot's number plus one, its other bucket is in alt, and a bucket
+// has room while its last lane is empty (lanes fill from the first).
 type lineTable []lineBucket
 
-func (t lineTable) Room(b uint32) bool           { return t[b].fp>>(16*(bucket.Slots-1)) == 0 }
-func (t lineTable) Occupied(b uint32) int        { return int(t[b].count()) }
-func (t lineTable) Other(b uint32, j int) uint32 { return uint32(t[b].alt[j]) }
+func (t lineTable) Room(b uint32) bool                    { return t[b].fp>>(16*(bucket.Slots-1)) == 0 }
+func (t lineTable) Items(b uint32) [relocate.Slots]uint32 { return slotItems(&t[b]) }
+func (t lineTable) Other(b, v uint32) uint32              { return uint32(t[b].alt[v-1]) }
+
+// slotItems numbers bucket b's occupied slots from 1, 0 being an empty
+// slot: a line's search moves a slot's key by its slot.
+func slotItems(b *lineBucket) [relocate.Slots]uint32 { return slotNumbers[b.count()] }
+
+// slotNumbers is slotItems' answer by the number of occupied slots (lanes
+// fill from the first).
+var slotNumbers = [bucket.Slots + 1][relocate.Slots]uint32{{}, {1}, {1, 2}, {1, 2, 3}, {1, 2, 3, 4}}
 
 // evict ends an insert that found no chain of moves to room: the key
 // leaves itself if it is primary and no resident with its overflow bit set
@@ -229,7 +237,7 @@ func (p *placer) insertFull(bk []lineBucket, ks []slotKeys, x uint64, ln, i1, i2
 			return p.evict(bk, ks, x, ln, i1, i2, fp, meta, nil, u, uint8(bits.TrailingZeros8(set)), 2)
 		}
 	}
-	if path, ok := relocate.Find(&p.relocation, overflowTable{bk, mask}, i1, i2, 0); ok {
+	if path, ok := relocate.Find(&p.relocation, overflowTable{bk, mask}, i1, i2, relocate.Limits{}); ok {
 		vu := uint8(path[len(path)-1].To)
 		_, set := residents(&bk[vu&31], mask)
 		return p.evict(bk, ks, x, ln, i1, i2, fp, meta, path, vu, uint8(bits.TrailingZeros8(set)), 2)
@@ -255,8 +263,8 @@ func (t overflowTable) Room(b uint32) bool {
 	_, set := residents(&t.bk[b], t.mask)
 	return set != 0
 }
-func (t overflowTable) Occupied(b uint32) int        { return int(t.bk[b].count()) }
-func (t overflowTable) Other(b uint32, j int) uint32 { return uint32(t.bk[b].alt[j]) }
+func (t overflowTable) Items(b uint32) [relocate.Slots]uint32 { return slotItems(&t.bk[b]) }
+func (t overflowTable) Other(b, v uint32) uint32              { return uint32(t.bk[b].alt[v-1]) }
 
 // smallRound: a secondary round of fewer than lines/smallRound moves
 // is sorted by comparison rather than counted.
