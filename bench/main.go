@@ -60,6 +60,38 @@ type report struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	fl, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	rep := report{Machine: machineLine(), Go: runtime.Version(), Mode: "full", Started: time.Now()}
+	pl, err := planRun(fl, &rep)
+	if err != nil {
+		return err
+	}
+	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = pl.cfg.Reps, pl.cfg.Sizes, pl.cfg.Probes, pl.cfg.ColdMiB
+	progress := func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }
+	if err := measure(fl, pl, &rep, progress); err != nil {
+		return err
+	}
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	fmt.Fprintf(stderr, "\rdone in %.0fs%50s\n", rep.Seconds, "")
+	return writeOutputs(&rep, pl.cfg.Sizes, fl.out, stdout)
+}
+
+// benchFlags are the command line's choices, as parsed; withDB is
+// already false under -filters-only.
+type benchFlags struct {
+	quick, tiny                     bool
+	out, sizes, core                string
+	reps, coldMiB                   int
+	withDB, filtersOnly, pebbleOnly bool
+	unaligned, fuse                 bool
+}
+
+// parseFlags parses the command line and refuses combinations that
+// contradict each other, before anything is measured.
+func parseFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -79,16 +111,38 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fuse := fs.Bool("fuse", false, "filter level: binary fuse at widths 8, 10, 12 and 16 beside lsmcuckoo's default and densest layouts at each fuse's bits/key, Pebble's bloom and Badger's y.Filter")
 	core := fs.String("core", "", "filter level: only lsmcuckoo v3 (the default and densest), v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return benchFlags{}, err
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return benchFlags{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *pebbleOnly && (*filtersOnly || !*withDB) {
-		return fmt.Errorf("-pebble-only runs only the database level: it excludes -filters-only and -db=false")
+		return benchFlags{}, fmt.Errorf("-pebble-only runs only the database level: it excludes -filters-only and -db=false")
 	}
-	rep := report{Machine: machineLine(), Go: runtime.Version(), Mode: "full", Started: time.Now()}
+	if *filtersOnly {
+		*withDB = false
+	}
+	return benchFlags{quick: *quick, tiny: *tiny, out: *out, sizes: *sizes, core: *core, reps: *reps, coldMiB: *coldMiB,
+		withDB: *withDB, filtersOnly: *filtersOnly, pebbleOnly: *pebbleOnly, unaligned: *unaligned, fuse: *fuse}, nil
+}
+
+// runPlan is what one run measures at each level: the mode's sizes,
+// adjusted by the flags that override them.
+type runPlan struct {
+	cfg  filterConfig         // the filter level
+	pcfg dbbench.PebbleConfig // the Pebble database level
+	// savingUniform and savingLevels are the budgets the memory-saving
+	// view builds trees at, for the uniform and per-level families.
+	savingUniform, savingLevels []float64
+	memKeys, memOps             int // the memtable level
+	kvKeys, kvGets              int // the kvdemo level
+}
+
+// planRun sets the sizes of every level from the mode (-tiny, -quick or
+// the full run, recorded in rep.Mode), then applies the flags that
+// override them.
+func planRun(fl benchFlags, rep *report) (runPlan, error) {
 	cfg := filterConfig{
 		Sizes:    []int{1_000, 10_000, 100_000, 1_000_000, 10_000_000},
 		Families: plotFamilies(),
@@ -102,7 +156,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	memKeys, memOps := 1<<20, 4_000_000
 	kvKeys, kvGets := 1_000_000, 100_000
 	switch {
-	case *tiny:
+	case fl.tiny:
 		rep.Mode = "tiny"
 		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, families(), 10_000, 10_000, 1, 1
 		pcfg = dbbench.PebbleConfig{Keys: 40_000, L0Flushes: 2, ValueSize: 32,
@@ -111,7 +165,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		savingUniform, savingLevels = []float64{9}, []float64{7}
 		memKeys, memOps = 1<<12, 20_000
 		kvKeys, kvGets = 5_000, 2_000
-	case *quick:
+	case fl.quick:
 		rep.Mode = "quick"
 		cfg.Sizes, cfg.Families, cfg.Lookups, cfg.Reps = []int{10_000, 1_000_000}, families(), 1_000_000, 1
 		pcfg = dbbench.QuickPebble
@@ -119,83 +173,85 @@ func run(args []string, stdout, stderr io.Writer) error {
 		memKeys, memOps = 1<<18, 1_000_000
 		kvKeys, kvGets = 200_000, 100_000
 	}
-	if *sizes != "" {
+	if fl.sizes != "" {
 		cfg.Sizes = nil
-		for _, s := range strings.Split(*sizes, ",") {
+		for _, s := range strings.Split(fl.sizes, ",") {
 			var n int
 			if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
-				return fmt.Errorf("bad size %q in -sizes", s)
+				return runPlan{}, fmt.Errorf("bad size %q in -sizes", s)
 			}
 			cfg.Sizes = append(cfg.Sizes, n)
 		}
 	}
-	if *reps > 0 {
-		cfg.Reps = *reps
+	if fl.reps > 0 {
+		cfg.Reps = fl.reps
 	}
-	if *coldMiB > 0 {
-		cfg.ColdMiB = *coldMiB
+	if fl.coldMiB > 0 {
+		cfg.ColdMiB = fl.coldMiB
 	}
-	if *core != "" {
+	if fl.core != "" {
 		var budgets []int
-		if *core != "all" {
-			for _, f := range strings.Split(*core, ",") {
+		if fl.core != "all" {
+			for _, f := range strings.Split(fl.core, ",") {
 				var b int
 				if _, err := fmt.Sscan(f, &b); err != nil || b < 4 || b > 64 {
-					return fmt.Errorf("bad budget %q in -core", f)
+					return runPlan{}, fmt.Errorf("bad budget %q in -core", f)
 				}
 				budgets = append(budgets, b)
 			}
 		}
 		cfg.Families = coreFamilies(budgets...)
 	}
-	if *fuse {
-		if *core != "" {
-			return fmt.Errorf("-fuse and -core choose different line-ups")
+	if fl.fuse {
+		if fl.core != "" {
+			return runPlan{}, fmt.Errorf("-fuse and -core choose different line-ups")
 		}
 		cfg.lineup = fuseFamilies
 	}
-	cfg.Unaligned = *unaligned
-	if *pebbleOnly {
+	cfg.Unaligned = fl.unaligned
+	if fl.pebbleOnly {
 		cfg.Sizes = nil
 	}
-	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = cfg.Reps, cfg.Sizes, cfg.Probes, cfg.ColdMiB
-	progress := func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }
+	return runPlan{cfg: cfg, pcfg: pcfg, savingUniform: savingUniform, savingLevels: savingLevels,
+		memKeys: memKeys, memOps: memOps, kvKeys: kvKeys, kvGets: kvGets}, nil
+}
 
+// measure runs the levels the flags ask for, into rep, in an order that
+// keeps the memtable level's heap small. Each database level's stores
+// are removed once it has been measured.
+func measure(fl benchFlags, pl runPlan, rep *report, progress func(string)) error {
 	// The memtable level runs first, on a small heap: it measures goroutines
 	// competing for two cores, and a garbage collection of the big key sets
 	// the other levels leave behind would take one of them.
-	if !*filtersOnly && !*pebbleOnly {
+	if !fl.filtersOnly && !fl.pebbleOnly {
 		progress("memtable filters")
-		mem, err := membench.Run(testkeys.Random(memKeys, 16, 51), memOps, cfg.Reps)
+		mem, err := membench.Run(testkeys.Random(pl.memKeys, 16, 51), pl.memOps, pl.cfg.Reps)
 		if err != nil {
 			return err
 		}
-		rep.Mem, rep.MemKeys, rep.MemOps = mem, memKeys, memOps
+		rep.Mem, rep.MemKeys, rep.MemOps = mem, pl.memKeys, pl.memOps
 	}
 
-	if !*pebbleOnly {
-		res, err := runFilters(cfg, func(name string) { progress("filters: " + name) })
+	if !fl.pebbleOnly {
+		res, err := runFilters(pl.cfg, func(name string) { progress("filters: " + name) })
 		if err != nil {
 			return err
 		}
 		rep.Filters = res
 	}
-	if *filtersOnly {
-		*withDB = false
-	}
-	if *withDB {
+	if fl.withDB {
 		root, cleanup, err := dbbench.TempRoot()
 		if err != nil {
 			return err
 		}
 		defer cleanup()
-		pr, err := dbbench.RunAllPebble(root, dbbench.Policies(), dbbench.SavingPolicies(savingUniform, savingLevels), pcfg, progress)
+		pr, err := dbbench.RunAllPebble(root, dbbench.Policies(), dbbench.SavingPolicies(pl.savingUniform, pl.savingLevels), pl.pcfg, progress)
 		if err != nil {
 			return err
 		}
 		rep.Pebble = &pr
 	}
-	if *withDB && !*pebbleOnly {
+	if fl.withDB && !fl.pebbleOnly {
 		root, cleanup, err := dbbench.TempRoot()
 		if err != nil {
 			return err
@@ -206,10 +262,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 		// settings.
 		res, err := workload.RunDemo(context.Background(), io.Discard, workload.DemoConfig{
 			Dir:           root,
-			Keys:          kvKeys,
-			Gets:          kvGets,
+			Keys:          pl.kvKeys,
+			Gets:          pl.kvGets,
 			Misses:        []float64{1, 0.5},
-			MemtableBytes: int64(kvKeys) * 100 / 16,
+			MemtableBytes: int64(pl.kvKeys) * 100 / 16,
 			Seed:          9,
 			Progress:      progress,
 		})
@@ -220,52 +276,55 @@ func run(args []string, stdout, stderr io.Writer) error {
 		for _, r := range res {
 			rep.KV = append(rep.KV, r.LookupResult)
 		}
-		rep.KVKeys = kvKeys
+		rep.KVKeys = pl.kvKeys
 	}
-	rep.Seconds = time.Since(rep.Started).Seconds()
-	fmt.Fprintf(stderr, "\rdone in %.0fs%50s\n", rep.Seconds, "")
+	return nil
+}
 
+// writeOutputs prints the report, or, with -out, writes report.md, its
+// SVG plots and results.json to that directory.
+func writeOutputs(rep *report, sizes []int, out string, stdout io.Writer) error {
 	var md strings.Builder
-	if *out == "" {
-		writeReport(&md, &rep, nil)
+	if out == "" {
+		writeReport(&md, rep, nil)
 		_, err := io.WriteString(stdout, md.String())
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	plots := map[string]string{}
-	for _, n := range cfg.Sizes {
-		name, err := filterbench.PlotFPR(*out, rep.Filters, n)
+	for _, n := range sizes {
+		name, err := filterbench.PlotFPR(out, rep.Filters, n)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		plots[fmt.Sprintf("fpr-%d", n)] = name
-		if name, ok, err := filterbench.PlotFrontier(*out, rep.Filters, n); err != nil {
+		if name, ok, err := filterbench.PlotFrontier(out, rep.Filters, n); err != nil {
 			return fmt.Errorf("plot: %w", err)
 		} else if ok {
 			plots[fmt.Sprintf("frontier-%d", n)] = name
 		}
 	}
 	if rep.Pebble != nil {
-		name, err := plotPebble(*out, rep.Pebble)
+		name, err := plotPebble(out, rep.Pebble)
 		if err != nil {
 			return fmt.Errorf("plot: %w", err)
 		}
 		plots["pebble"] = name
 	}
-	writeReport(&md, &rep, plots)
+	writeReport(&md, rep, plots)
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "results.json"), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "results.json"), js, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "report.md"), []byte(md.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(md.String()), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(*out, "report.md"))
+	fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(out, "report.md"))
 	return nil
 }
 

@@ -194,7 +194,25 @@ const (
 	fuse10          = "binary-fuse/10"
 )
 
+// writePebble writes the Pebble database level: how the trees were grown
+// and probed, their shapes, the probe tables with and without modelled
+// latency, the memory saving at equal false-positive reads, and the
+// targets the per-level and uniform policies are held to.
 func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
+	writePebbleMethod(w, pr)
+	writePebbleTrees(w, pr.Trees)
+	if name, ok := plots["pebble"]; ok {
+		fmt.Fprintf(w, "![Pebble probes](%s)\n\n", name)
+	}
+	res := pebbleResults(pr.Results)
+	writePebbleProbes(w, res, pr.Config.Latency)
+	writePebbleSavings(w, pr.Savings)
+	writePebbleTargets(w, res, pr.Savings, pr.Config.Latency)
+}
+
+// writePebbleMethod says how the trees were grown and probed, so a reader
+// can judge what the tables that follow measure.
+func writePebbleMethod(w io.Writer, pr *dbbench.Report) {
 	c := pr.Config
 	fmt.Fprintf(w, "## Pebble database level\n\n")
 	var total uint64
@@ -205,17 +223,22 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 		c.Keys, c.MemTableBytes>>10, c.LBaseMaxBytes>>10, c.TargetFileBytes>>10, c.L0Flushes, c.ValueSize, c.CacheBytes>>20, float64(total)/(1<<20))
 	fmt.Fprintf(w, "Workloads, over user keys spread across the whole key space (absent ones interleave with present ones inside every table's range, so only a filter can skip a table): *absent Get*, *present Get*, *50/50 Get* (`DB.Get`, which never consults L6 filters), and *absent prefix*: `SeekPrefixGE` on a user key with `IterOptions{UseL6Filters: true}` on one reused iterator (an MVCC point read; every level filtered). %d probes per workload in memory, %d with the modelled latency: a `vfs.FS` wrapper (`dbbench.LatencyFS`) makes every sstable `ReadAt` (Pebble reads only blocks that miss its cache) wait %v more, a busy wait on the reading thread's clock. *probes/s* counts the probing thread's own time (Linux: its CPU time, which includes the modelled waits), because the machine's cores are shared with other jobs whose time a wall clock would also count; policies take turns in %d slices of each workload, and the figure is the median slice's. *block reads*: Pebble's block-cache misses per probe; *FP reads*: Pebble's `Filter.Misses` per absent probe, the tables whose filter said \"maybe\" for a key they do not hold. Ratios (×) are against `%s` in the same run.\n\n",
 		c.Probes, c.LatencyProbes, c.Latency, dbbench.Rounds, dbbench.SavingBaseline)
+}
 
+// writePebbleTrees writes each policy's tree: tables per level, filter
+// bits per key by level and overall, and the CPU its build took against
+// the baseline's, the write path's cost of a filter.
+func writePebbleTrees(w io.Writer, trees []dbbench.Tree) {
 	fmt.Fprintf(w, "### Trees\n\n")
 	fmt.Fprintf(w, "*build CPU*: the process's CPU time (the writer, Pebble's flushes and compactions) to grow the tree, the write path's cost, against `%s`'s; one build per policy, so a few percent is noise.\n\n", dbbench.SavingBaseline)
 	var baseCPU time.Duration
-	for _, t := range pr.Trees {
+	for _, t := range trees {
 		if t.Policy == dbbench.SavingBaseline {
 			baseCPU = t.BuildCPU
 		}
 	}
 	fmt.Fprintf(w, "| policy | tables per level (L0: sublevels) | filter bits/key by level, L0..L6 | filter bytes | bits/key overall | build CPU s | ×%s |\n|---|---|---|---|---|---|---|\n", dbbench.SavingBaseline)
-	for _, t := range pr.Trees {
+	for _, t := range trees {
 		var shape, bpk []string
 		for l, li := range t.Levels {
 			if li.Tables == 0 {
@@ -242,35 +265,50 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "`%s` is `tablefilter.SetLevelPolicies(opts, 10)`: budgets from its model of a full seven-level tree. This tree is scaled down, so its L0 holds a far larger share of the keys than a production L0 and the model overspends here. `%s` is what the documentation tells a user whose tree differs from the model: `tablefilter.LevelBudgets(tablefilter.MeasuredLevelShape(...), 10)`, fitted to the shape of the `none` tree; it is the per-level policy at equal filter bytes. `%s` is master's 16/16/16/16/14/10/8, copied by hand: not fitted to this tree, and not at the others' filter bytes (compare the filter bytes column before reading a ratio against it). `%s` is the bloom given the fitted lsmcuckoo's treatment: whole bits per key per level (all `bloom.FilterPolicy` takes) allocated on the same `none` tree's shape to minimise tables read in vain, on the bloom's own rate curve (measured on real Pebble bloom filters), at an average of at most 10: the per-level bloom at equal filter bytes.\n\n", perLevelModel, perLevelFit, progressiveName, fittedBloom)
+}
 
-	if name, ok := plots["pebble"]; ok {
-		fmt.Fprintf(w, "![Pebble probes](%s)\n\n", name)
-	}
-	find := func(policy, workload string, latency time.Duration) (dbbench.PebbleResult, bool) {
-		for _, r := range pr.Results {
-			if r.Policy == policy && r.Workload == workload && r.Latency == latency {
-				return r, true
-			}
+// pebbleResults are one run's Pebble measurements, looked up by policy,
+// workload and modelled latency.
+type pebbleResults []dbbench.PebbleResult
+
+// find returns the measurement of policy on workload at latency, if any.
+func (res pebbleResults) find(policy, workload string, latency time.Duration) (dbbench.PebbleResult, bool) {
+	for _, r := range res {
+		if r.Policy == policy && r.Workload == workload && r.Latency == latency {
+			return r, true
 		}
-		return dbbench.PebbleResult{}, false
 	}
-	ratio := func(policy, base, workload string, latency time.Duration, get func(dbbench.PebbleResult) float64) float64 {
-		r, ok1 := find(policy, workload, latency)
-		b, ok2 := find(base, workload, latency)
-		if !ok1 || !ok2 || get(b) == 0 {
-			return 0
-		}
-		return get(r) / get(b)
+	return dbbench.PebbleResult{}, false
+}
+
+// ratio returns get of policy over get of base, on the same workload at
+// the same latency; 0 (shown as "–") when either was not measured or the
+// base's figure is 0.
+func (res pebbleResults) ratio(policy, base, workload string, latency time.Duration, get func(dbbench.PebbleResult) float64) float64 {
+	r, ok1 := res.find(policy, workload, latency)
+	b, ok2 := res.find(base, workload, latency)
+	if !ok1 || !ok2 || get(b) == 0 {
+		return 0
 	}
-	tput := func(r dbbench.PebbleResult) float64 { return r.ProbesPerS }
-	fpr := func(r dbbench.PebbleResult) float64 { return r.FilterMisses }
+	return get(r) / get(b)
+}
+
+// probesPerS and fpReads are the figures ratio compares: throughput, and
+// tables read in vain per probe.
+func probesPerS(r dbbench.PebbleResult) float64 { return r.ProbesPerS }
+func fpReads(r dbbench.PebbleResult) float64    { return r.FilterMisses }
+
+// writePebbleProbes writes one table of every policy's probes per
+// workload, in memory and then with latency per block read, in the order
+// the policies were measured.
+func writePebbleProbes(w io.Writer, res pebbleResults, latency time.Duration) {
 	var policies []string
-	for _, r := range pr.Results {
+	for _, r := range res {
 		if !slices.Contains(policies, r.Policy) {
 			policies = append(policies, r.Policy)
 		}
 	}
-	for _, lat := range []time.Duration{0, c.Latency} {
+	for _, lat := range []time.Duration{0, latency} {
 		if lat == 0 {
 			fmt.Fprintf(w, "### In memory (no modelled latency)\n\n")
 		} else {
@@ -289,24 +327,29 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 			fmt.Fprintf(w, "| %s |", pol)
 			var reads []string
 			for _, wl := range dbbench.Workloads {
-				r, _ := find(pol, wl, lat)
-				fmt.Fprintf(w, " %.0f (%.2f) |", r.ProbesPerS, ratio(pol, dbbench.SavingBaseline, wl, lat, tput))
+				r, _ := res.find(pol, wl, lat)
+				fmt.Fprintf(w, " %.0f (%.2f) |", r.ProbesPerS, res.ratio(pol, dbbench.SavingBaseline, wl, lat, probesPerS))
 				reads = append(reads, fmt.Sprintf("%.3f", r.BlockReads))
 			}
-			g, _ := find(pol, dbbench.AbsentGet, lat)
-			s, _ := find(pol, dbbench.AbsentPrefix, lat)
+			g, _ := res.find(pol, dbbench.AbsentGet, lat)
+			s, _ := res.find(pol, dbbench.AbsentPrefix, lat)
 			fmt.Fprintf(w, " %s | %.4f (%.2f) | %.4f (%.2f) |\n", strings.Join(reads, " · "),
-				g.FilterMisses, ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, lat, fpr),
-				s.FilterMisses, ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, lat, fpr))
+				g.FilterMisses, res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, lat, fpReads),
+				s.FilterMisses, res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, lat, fpReads))
 		}
 		fmt.Fprintln(w)
 	}
+}
 
-	if len(pr.Savings) > 0 {
+// writePebbleSavings writes, for each lsmcuckoo family, the filter bytes
+// it needs to read as few tables in vain as the baseline; nothing when
+// the run measured no savings.
+func writePebbleSavings(w io.Writer, savings []dbbench.Saving) {
+	if len(savings) > 0 {
 		fmt.Fprintf(w, "### Memory saving at equal false-positive reads\n\n")
 		fmt.Fprintf(w, "The budget at which each lsmcuckoo family reads as many tables in vain per absent prefix seek as `%s`, interpolated between measured budgets (log of the reads linear in bits/key; each budget a tree of its own), and the filter bytes it then needs.\n\n", dbbench.SavingBaseline)
 		fmt.Fprintf(w, "| family | measured bits/key: FP reads per probe | bits/key at %s's FP reads | filter bytes | %s's filter bytes | saving |\n|---|---|---|---|---|---|\n", dbbench.SavingBaseline, dbbench.SavingBaseline)
-		for _, sv := range pr.Savings {
+		for _, sv := range savings {
 			var budgets []string
 			for _, p := range sv.Points {
 				budgets = append(budgets, fmt.Sprintf("%g: %.4f", p.BitsPerKey, p.FPPerProbe))
@@ -320,7 +363,11 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 		}
 		fmt.Fprintln(w)
 	}
+}
 
+// writePebbleTargets writes each goal the policies are held to beside the
+// ratio this run measured for it.
+func writePebbleTargets(w io.Writer, res pebbleResults, savings []dbbench.Saving, latency time.Duration) {
 	fmt.Fprintf(w, "### Targets (issue #11)\n\n")
 	x := func(v float64) string {
 		if v == 0 {
@@ -328,41 +375,41 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 		}
 		return fmt.Sprintf("%.2f×", v)
 	}
-	L := c.Latency
+	L := latency
 	fmt.Fprintf(w, "- FP reads per absent prefix seek vs `%s`: per-level `%s` %s (goal ≤ 0.3×; `%s` %s); uniform `%s` %s (goal ≤ 0.65×).\n",
-		dbbench.SavingBaseline, perLevelFit, x(ratio(perLevelFit, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpr)),
-		perLevelModel, x(ratio(perLevelModel, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpr)),
-		uniformCuckoo, x(ratio(uniformCuckoo, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpr)))
+		dbbench.SavingBaseline, perLevelFit, x(res.ratio(perLevelFit, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpReads)),
+		perLevelModel, x(res.ratio(perLevelModel, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpReads)),
+		uniformCuckoo, x(res.ratio(uniformCuckoo, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, fpReads)))
 	fmt.Fprintf(w, "- Absent prefix seeks/s with %v per read: `%s` %s `%s` (goal ≥ 1.3×), %s `%s` (goal ≥ 1.1×), %s `%s` (the per-level bloom at equal bytes); FP reads per absent prefix seek %s `%s`'s.\n",
-		L, perLevelFit, x(ratio(perLevelFit, dbbench.SavingBaseline, dbbench.AbsentPrefix, L, tput)), dbbench.SavingBaseline,
-		x(ratio(perLevelFit, progressiveName, dbbench.AbsentPrefix, L, tput)), progressiveName,
-		x(ratio(perLevelFit, fittedBloom, dbbench.AbsentPrefix, L, tput)), fittedBloom,
-		x(ratio(perLevelFit, fittedBloom, dbbench.AbsentPrefix, 0, fpr)), fittedBloom)
+		L, perLevelFit, x(res.ratio(perLevelFit, dbbench.SavingBaseline, dbbench.AbsentPrefix, L, probesPerS)), dbbench.SavingBaseline,
+		x(res.ratio(perLevelFit, progressiveName, dbbench.AbsentPrefix, L, probesPerS)), progressiveName,
+		x(res.ratio(perLevelFit, fittedBloom, dbbench.AbsentPrefix, L, probesPerS)), fittedBloom,
+		x(res.ratio(perLevelFit, fittedBloom, dbbench.AbsentPrefix, 0, fpReads)), fittedBloom)
 	fmt.Fprintf(w, "- Format version 3 vs 2: `%s` vs `%s`: FP reads per absent prefix seek %s, per absent Get %s; absent prefix seeks/s in memory %s, absent Gets/s in memory %s, with latency %s.\n",
 		uniformCuckoo, uniformCuckooV2,
-		x(ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentPrefix, 0, fpr)), x(ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentGet, 0, fpr)),
-		x(ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentPrefix, 0, tput)),
-		x(ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentGet, 0, tput)), x(ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentGet, L, tput)))
+		x(res.ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentPrefix, 0, fpReads)), x(res.ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentGet, 0, fpReads)),
+		x(res.ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentPrefix, 0, probesPerS)),
+		x(res.ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(uniformCuckoo, uniformCuckooV2, dbbench.AbsentGet, L, probesPerS)))
 	fmt.Fprintf(w, "- Version 3's layouts, default vs densest: `%s` vs `%s`: FP reads per absent prefix seek %s, per absent Get %s; absent Gets/s in memory %s, with latency %s; absent prefix seeks/s with latency %s.\n",
 		uniformCuckoo, uniformDensest,
-		x(ratio(uniformCuckoo, uniformDensest, dbbench.AbsentPrefix, 0, fpr)), x(ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, 0, fpr)),
-		x(ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, 0, tput)), x(ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, L, tput)),
-		x(ratio(uniformCuckoo, uniformDensest, dbbench.AbsentPrefix, L, tput)))
+		x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentPrefix, 0, fpReads)), x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, 0, fpReads)),
+		x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, L, probesPerS)),
+		x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentPrefix, L, probesPerS)))
 	for _, pol := range []string{uniformCuckoo, uniformDensest, uniformCuckooV2, perLevelFit} {
 		fmt.Fprintf(w, "- `%s` vs `%s`: absent Get %s in memory, %s with latency (goal ≥ 1.0×); present Get %s, %s (goal ≥ 0.98×); absent prefix seeks in memory %s (goal ≥ 1.0×).\n",
 			pol, dbbench.SavingBaseline,
-			x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, 0, tput)), x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, L, tput)),
-			x(ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, 0, tput)), x(ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, L, tput)),
-			x(ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, tput)))
+			x(res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, L, probesPerS)),
+			x(res.ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, 0, probesPerS)), x(res.ratio(pol, dbbench.SavingBaseline, dbbench.PresentGet, L, probesPerS)),
+			x(res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, probesPerS)))
 	}
 	for _, fuse := range []string{fuse8, fuse10} {
 		fmt.Fprintf(w, "- Against `%s` (compare the filter bytes above): FP reads per absent prefix seek `%s` %s, `%s` %s; per absent Get %s, %s; absent prefix seeks/s with %v per read %s, %s; absent Gets/s in memory %s, %s.\n",
-			fuse, uniformCuckoo, x(ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, 0, fpr)), uniformDensest, x(ratio(uniformDensest, fuse, dbbench.AbsentPrefix, 0, fpr)),
-			x(ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, fpr)), x(ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, fpr)),
-			L, x(ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, L, tput)), x(ratio(uniformDensest, fuse, dbbench.AbsentPrefix, L, tput)),
-			x(ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, tput)), x(ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, tput)))
+			fuse, uniformCuckoo, x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, 0, fpReads)), uniformDensest, x(res.ratio(uniformDensest, fuse, dbbench.AbsentPrefix, 0, fpReads)),
+			x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, fpReads)), x(res.ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, fpReads)),
+			L, x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, L, probesPerS)), x(res.ratio(uniformDensest, fuse, dbbench.AbsentPrefix, L, probesPerS)),
+			x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, probesPerS)))
 	}
-	for _, sv := range pr.Savings {
+	for _, sv := range savings {
 		fmt.Fprintf(w, "- At `%s`'s FP reads, %s uses %.0f%% fewer filter bytes (goal ≥ 25%%).\n", dbbench.SavingBaseline, sv.Family, 100*(1-sv.FilterBytes/float64(sv.BaselineBytes)))
 	}
 	fmt.Fprintln(w)

@@ -589,14 +589,14 @@ type session struct {
 	authDeadline time.Time
 }
 
+// exec runs one command and writes its reply; quit reports that the
+// client asked to close the connection. Arity and authentication are
+// checked here, before any command touches the store, so each command's
+// function sees well-formed arguments only.
 func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) {
 	name := strings.ToUpper(string(args[0]))
 	arity := func(min, max int) bool {
-		if len(args) < min || (max >= 0 && len(args) > max) {
-			w.Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name)))
-			return false
-		}
-		return true
+		return checkArity(w, name, args, min, max)
 	}
 	if !sess.authed && name != "AUTH" && name != "HELLO" && name != "QUIT" {
 		w.Error(replyNoAuth)
@@ -631,74 +631,21 @@ func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) 
 		w.Simple("OK")
 		return true
 	case "GET":
-		if !arity(2, 2) {
-			return
-		}
-		v, err := s.db.Get(args[1])
-		switch {
-		case errors.Is(err, kvdemo.ErrNotFound):
-			w.Null()
-		case err != nil:
-			w.Error(errReply(err))
-		default:
-			w.Bulk(v)
+		if arity(2, 2) {
+			s.get(w, args[1])
 		}
 	case "SET":
-		if !arity(3, -1) {
-			return
+		if arity(3, -1) {
+			s.set(w, args)
 		}
-		if len(args) > 3 {
-			// EX, NX, GET... would need expiry or read-modify-write,
-			// which the store does not have; refuse rather than ignore.
-			w.Error("ERR syntax error (kvdemo supports SET key value only)")
-			return
-		}
-		if err := s.db.Put(args[1], args[2]); err != nil {
-			w.Error(errReply(err))
-			return
-		}
-		w.Simple("OK")
 	case "DEL", "UNLINK":
-		if !arity(2, -1) {
-			return
+		if arity(2, -1) {
+			s.del(w, args[1:])
 		}
-		// Counting existing keys takes a Get before each Delete; the two
-		// are not atomic together, so under concurrent writers the count
-		// is approximate. Each Delete itself is durable before the reply.
-		var n int64
-		for _, k := range args[1:] {
-			_, err := s.db.Get(k)
-			switch {
-			case err == nil:
-				n++
-			case !errors.Is(err, kvdemo.ErrNotFound):
-				w.Error(errReply(err))
-				return
-			}
-			if err == nil {
-				if err := s.db.Delete(k); err != nil {
-					w.Error(errReply(err))
-					return
-				}
-			}
-		}
-		w.Int(n)
 	case "EXISTS":
-		if !arity(2, -1) {
-			return
+		if arity(2, -1) {
+			s.exists(w, args[1:])
 		}
-		var n int64
-		for _, k := range args[1:] {
-			_, err := s.db.Get(k)
-			switch {
-			case err == nil:
-				n++
-			case !errors.Is(err, kvdemo.ErrNotFound):
-				w.Error(errReply(err))
-				return
-			}
-		}
-		w.Int(n)
 	case "INFO":
 		w.Bulk(s.info())
 	case "SELECT":
@@ -715,39 +662,133 @@ func (s *Server) exec(sess *session, w *resp.Writer, args [][]byte) (quit bool) 
 		// answer just means "no hints".
 		w.Array(0)
 	case "CONFIG":
-		if !arity(2, -1) {
-			return
+		if arity(2, -1) {
+			s.config(w, args)
 		}
-		if strings.EqualFold(string(args[1]), "GET") && len(args) == 3 {
-			// redis-benchmark asks for "save" and "appendonly" at start
-			// (and warns unless both come back as name/value pairs). The
-			// answers are true of this store: no snapshots, a log fsynced
-			// on every write. Other parameters do not exist here.
-			param := strings.ToLower(string(args[2]))
-			v, ok := configParams[param]
-			if param == "protected-mode" {
-				v, ok = yesNo(!s.cfg.DisableProtectedMode), true
-			}
-			// requirepass is not among them: the password is never
-			// sent back, not even to a client that knows it.
-			if ok {
-				w.Array(2)
-				w.Bulk([]byte(param))
-				w.Bulk([]byte(v))
-			} else {
-				w.Array(0)
-			}
-			return
-		}
-		w.Error("ERR CONFIG " + strings.ToUpper(string(args[1])) + " is not supported")
 	default:
-		var b strings.Builder
-		for _, a := range args[1:min(len(args), 4)] {
-			fmt.Fprintf(&b, "'%s' ", truncate(a, 64))
-		}
-		w.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", truncate(args[0], 64), b.String()))
+		unknownCommand(w, args)
 	}
 	return false
+}
+
+// checkArity answers whether a command has between min and max arguments
+// (the command name counted; max < 0: no upper bound), and otherwise
+// writes the error reply Redis gives for it.
+func checkArity(w *resp.Writer, name string, args [][]byte, min, max int) bool {
+	if len(args) < min || (max >= 0 && len(args) > max) {
+		w.Error(fmt.Sprintf("ERR wrong number of arguments for '%s' command", strings.ToLower(name)))
+		return false
+	}
+	return true
+}
+
+// get answers GET: the value, a null reply for a missing key, or the
+// store's error.
+func (s *Server) get(w *resp.Writer, key []byte) {
+	v, err := s.db.Get(key)
+	switch {
+	case errors.Is(err, kvdemo.ErrNotFound):
+		w.Null()
+	case err != nil:
+		w.Error(errReply(err))
+	default:
+		w.Bulk(v)
+	}
+}
+
+// set answers SET key value; args is the whole command.
+func (s *Server) set(w *resp.Writer, args [][]byte) {
+	if len(args) > 3 {
+		// EX, NX, GET... would need expiry or read-modify-write,
+		// which the store does not have; refuse rather than ignore.
+		w.Error("ERR syntax error (kvdemo supports SET key value only)")
+		return
+	}
+	if err := s.db.Put(args[1], args[2]); err != nil {
+		w.Error(errReply(err))
+		return
+	}
+	w.Simple("OK")
+}
+
+// del answers DEL and UNLINK with the number of keys that existed.
+// Counting existing keys takes a Get before each Delete; the two are not
+// atomic together, so under concurrent writers the count is approximate.
+// Each Delete itself is durable before the reply.
+func (s *Server) del(w *resp.Writer, keys [][]byte) {
+	var n int64
+	for _, k := range keys {
+		_, err := s.db.Get(k)
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, kvdemo.ErrNotFound):
+			w.Error(errReply(err))
+			return
+		}
+		if err == nil {
+			if err := s.db.Delete(k); err != nil {
+				w.Error(errReply(err))
+				return
+			}
+		}
+	}
+	w.Int(n)
+}
+
+// exists answers EXISTS with the number of the keys that are present (a
+// key named twice counts twice, as in Redis).
+func (s *Server) exists(w *resp.Writer, keys [][]byte) {
+	var n int64
+	for _, k := range keys {
+		_, err := s.db.Get(k)
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, kvdemo.ErrNotFound):
+			w.Error(errReply(err))
+			return
+		}
+	}
+	w.Int(n)
+}
+
+// config answers CONFIG GET for the few parameters clients ask about;
+// args is the whole command. Other subcommands are refused.
+func (s *Server) config(w *resp.Writer, args [][]byte) {
+	if strings.EqualFold(string(args[1]), "GET") && len(args) == 3 {
+		// redis-benchmark asks for "save" and "appendonly" at start
+		// (and warns unless both come back as name/value pairs). The
+		// answers are true of this store: no snapshots, a log fsynced
+		// on every write. Other parameters do not exist here.
+		param := strings.ToLower(string(args[2]))
+		v, ok := configParams[param]
+		if param == "protected-mode" {
+			v, ok = yesNo(!s.cfg.DisableProtectedMode), true
+		}
+		// requirepass is not among them: the password is never
+		// sent back, not even to a client that knows it.
+		if ok {
+			w.Array(2)
+			w.Bulk([]byte(param))
+			w.Bulk([]byte(v))
+		} else {
+			w.Array(0)
+		}
+		return
+	}
+	w.Error("ERR CONFIG " + strings.ToUpper(string(args[1])) + " is not supported")
+}
+
+// unknownCommand writes the error Redis gives for a command it does not
+// know, quoting the name and the first arguments (truncated, control
+// characters replaced) so a reply never carries a client's bytes raw.
+func unknownCommand(w *resp.Writer, args [][]byte) {
+	var b strings.Builder
+	for _, a := range args[1:min(len(args), 4)] {
+		fmt.Fprintf(&b, "'%s' ", truncate(a, 64))
+	}
+	w.Error(fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", truncate(args[0], 64), b.String()))
 }
 
 func yesNo(b bool) string {
