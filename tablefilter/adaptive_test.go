@@ -170,7 +170,7 @@ func adaptiveTestOptions() *pebble.Options {
 func openAdaptive(tb testing.TB, dir string, o *pebble.Options, avg float64) (*pebble.DB, *AdaptiveBudgets) {
 	tb.Helper()
 	tuned := SetAdaptiveBudgets(o, avg)
-	tuned.loop = pebblecore.NewRefitLoop(tuned.tuner, 20*time.Millisecond)
+	tuned.core.Loop = pebblecore.NewRefitLoop(tuned.core.Tuner, 20*time.Millisecond)
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		tb.Fatal(err)
@@ -324,7 +324,7 @@ func TestAdaptiveBudgetsRefitsUnderWrites(t *testing.T) {
 	w := newMVCCWorkload(4000, 23)
 	o := adaptiveTestOptions()
 	tuned := SetAdaptiveBudgets(o, 8)
-	tuned.loop = pebblecore.NewRefitLoop(tuned.tuner, time.Millisecond)
+	tuned.core.Loop = pebblecore.NewRefitLoop(tuned.core.Tuner, time.Millisecond)
 	db, err := pebble.Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)

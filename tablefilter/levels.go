@@ -153,12 +153,9 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 // bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
 // budget, as NewPolicy does, before writing anything into opts.
 func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
-	var policies [NumLevels]Policy
-	for l, b := range budgets {
-		policies[l] = NewPolicy(b) // all checked before opts changes
-	}
+	policies := pebblecore.LevelPolicies("tablefilter", budgets) // all checked before opts changes
 	for l, p := range policies {
-		opts.Levels[l].FilterPolicy = p
+		opts.Levels[l].FilterPolicy = Policy{p}
 	}
 	RegisterPolicies(opts, budgets[:]...)
 	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)

@@ -1,8 +1,6 @@
 package tablefilter
 
 import (
-	"maps"
-
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
@@ -238,12 +236,6 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 // budgets fitted to db.Metrics() before reopening) would race with those
 // reads.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
-	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+len(pebblecore.Writers)*len(bitsPerKey))
-	maps.Copy(filters, o.Filters)
-	for _, b := range bitsPerKey {
-		for _, p := range pebblecore.Family("tablefilter", b) {
-			filters[p.Name()] = Policy{p}
-		}
-	}
-	o.Filters = filters
+	o.Filters = pebblecore.WithFamilies(o.Filters, "tablefilter", bitsPerKey,
+		func(p pebblecore.Policy) pebble.FilterPolicy { return Policy{p} })
 }

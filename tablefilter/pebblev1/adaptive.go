@@ -50,8 +50,7 @@ import (
 //
 // It is safe for concurrent use.
 type AdaptiveBudgets struct {
-	tuner *pebblecore.Tuner
-	loop  *pebblecore.RefitLoop
+	core *pebblecore.Adaptive
 }
 
 // SetAdaptiveBudgets installs a self-tuning setup in opts, for a tree that
@@ -88,16 +87,16 @@ type AdaptiveBudgets struct {
 // MaxBitsPerKey.
 func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
 	pebblecore.CheckBitsPerKey("pebblev1", avgBitsPerKey)
-	tuner := pebblecore.NewTuner("pebblev1", avgBitsPerKey, LevelBudgets(ModelLevelShape(opts), avgBitsPerKey))
-	a := &AdaptiveBudgets{tuner: tuner, loop: pebblecore.NewRefitLoop(tuner, 0)}
+	budgets := LevelBudgets(ModelLevelShape(opts), avgBitsPerKey)
+	a := &AdaptiveBudgets{pebblecore.NewAdaptive("pebblev1", avgBitsPerKey, budgets)}
 	levels := levelsThroughL6(opts.Levels)
 	for l := range NumLevels {
-		levels[l].FilterPolicy = adaptivePolicy{tuner, l}
+		levels[l].FilterPolicy = adaptivePolicy{a.core.Tuner, l}
 	}
 	opts.Levels = levels
 	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
 	RegisterPolicies(opts, avgBitsPerKey)
-	due := func() { a.loop.Notify() }
+	due := func() { a.core.Notify() }
 	listener := pebble.EventListener{
 		FlushEnd:      func(pebble.FlushInfo) { due() },
 		CompactionEnd: func(pebble.CompactionInfo) { due() },
@@ -114,64 +113,47 @@ func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBu
 // SetAdaptiveBudgets set: it refits once at once (so a reopened store
 // writes budgets fitted to its own tree from its first flush), then after
 // flushes and compactions. Attaching another store replaces the first.
-func (a *AdaptiveBudgets) Attach(db *pebble.DB) {
-	a.loop.Start(measureV1(db))
-}
+func (a *AdaptiveBudgets) Attach(db *pebble.DB) { a.core.Attach(measureV1(db)) }
 
 // Detach stops the refits and waits for one under way; call it before
 // closing the store. The levels keep their last budgets.
-func (a *AdaptiveBudgets) Detach() { a.loop.Stop() }
+func (a *AdaptiveBudgets) Detach() { a.core.Detach() }
 
 // Refit measures db and refits now, on the caller's goroutine, whether or
 // not a store is attached; on an error (db's properties could not be
 // read) the budgets stay as they were.
-func (a *AdaptiveBudgets) Refit(db *pebble.DB) error { return a.loop.Refit(measureV1(db)) }
+func (a *AdaptiveBudgets) Refit(db *pebble.DB) error { return a.core.Refit(measureV1(db)) }
 
 // Err returns the error of the last refit, nil if it succeeded.
-func (a *AdaptiveBudgets) Err() error { return a.loop.Err() }
+func (a *AdaptiveBudgets) Err() error { return a.core.Err() }
 
 // Budgets returns every level's current budget.
-func (a *AdaptiveBudgets) Budgets() [NumLevels]float64 { return a.tuner.Budgets() }
+func (a *AdaptiveBudgets) Budgets() [NumLevels]float64 { return a.core.Budgets() }
 
 // LiveBitsPerKey returns the bits per key the lsmcuckoo filters of db's
 // live tables spend together, counted as a refit counts them, and the
 // keys counted (0 for a store without such tables).
 func (a *AdaptiveBudgets) LiveBitsPerKey(db *pebble.DB) (float64, uint64, error) {
-	_, tables, err := measureV1(db)()
-	if err != nil {
-		return 0, 0, err
-	}
-	bpk, keys := a.tuner.LiveAverage(tables)
-	return bpk, keys, nil
+	return a.core.LiveBitsPerKey(measureV1(db))
 }
 
+// measureV1 measures db: its live tables with their properties, and its
+// shape from DB.Metrics.
 func measureV1(db *pebble.DB) pebblecore.Measure {
-	return func() (pebblecore.LevelShape, []pebblecore.LiveTable, error) {
-		levels, err := db.SSTables(pebble.WithProperties())
-		if err != nil {
-			return pebblecore.LevelShape{}, nil, err
-		}
-		var tables []pebblecore.LiveTable
-		for l, level := range levels {
-			for _, t := range level {
-				// A virtual table's properties are its backing table's,
-				// which other virtual tables share: count no table twice.
-				if t.Virtual || t.Properties == nil {
-					continue
-				}
-				p := t.Properties
-				policy, ours := pebblecore.FromName(p.FilterPolicyName)
-				tables = append(tables, pebblecore.LiveTable{
-					Level:       l,
-					Budget:      policy.BitsPerKey(),
-					FilterBytes: p.FilterSize,
-					PointKeys:   p.NumEntries - min(p.NumEntries, p.NumRangeDeletions),
-					Ours:        ours,
-				})
-			}
-		}
-		return pebblecore.LevelShape(MeasuredLevelShape(db.Metrics())), tables, nil
+	return pebblecore.MeasureStore(
+		func() ([][]pebble.SSTableInfo, error) { return db.SSTables(pebble.WithProperties()) },
+		tableProps,
+		func() pebblecore.LevelShape { return pebblecore.LevelShape(MeasuredLevelShape(db.Metrics())) })
+}
+
+// tableProps reads what a refit needs of one of measureV1's tables.
+func tableProps(t pebble.SSTableInfo) pebblecore.TableProps {
+	tp := pebblecore.TableProps{Virtual: t.Virtual, HasProperties: t.Properties != nil}
+	if p := t.Properties; p != nil {
+		tp.FilterPolicyName, tp.FilterSize = p.FilterPolicyName, p.FilterSize
+		tp.NumEntries, tp.NumRangeDeletions = p.NumEntries, p.NumRangeDeletions
 	}
+	return tp
 }
 
 // adaptivePolicy is one level's policy of a self-tuning setup: a writer at

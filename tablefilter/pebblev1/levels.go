@@ -117,13 +117,10 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 //	b := pebblev1.LevelBudgets(pebblev1.MeasuredLevelShape(db.Metrics()), 10)
 //	pebblev1.SetLevelBudgets(opts, b)
 func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
-	var policies [NumLevels]Policy
-	for l, b := range budgets {
-		policies[l] = NewPolicy(b) // all checked before opts changes
-	}
+	policies := pebblecore.LevelPolicies("pebblev1", budgets) // all checked before opts changes
 	levels := levelsThroughL6(opts.Levels)
 	for l, p := range policies {
-		levels[l].FilterPolicy = p
+		levels[l].FilterPolicy = Policy{p}
 	}
 	opts.Levels = levels
 	RegisterPolicies(opts, budgets[:]...)

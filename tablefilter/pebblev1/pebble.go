@@ -1,8 +1,6 @@
 package pebblev1
 
 import (
-	"maps"
-
 	"github.com/cockroachdb/pebble"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
@@ -164,12 +162,6 @@ const noFilterName = "none"
 // pebble.Open copies Options shallowly, so a store opened with o reads that
 // very map whenever it opens a table.
 func RegisterPolicies(o *pebble.Options, bitsPerKey ...float64) {
-	filters := make(map[string]pebble.FilterPolicy, len(o.Filters)+len(pebblecore.Writers)*len(bitsPerKey))
-	maps.Copy(filters, o.Filters)
-	for _, b := range bitsPerKey {
-		for _, p := range pebblecore.Family("pebblev1", b) {
-			filters[p.Name()] = Policy{p}
-		}
-	}
-	o.Filters = filters
+	o.Filters = pebblecore.WithFamilies(o.Filters, "pebblev1", bitsPerKey,
+		func(p pebblecore.Policy) pebble.FilterPolicy { return Policy{p} })
 }

@@ -133,3 +133,15 @@ func budgetSteps(bottom, top float64) []float64 {
 	}
 	return g
 }
+
+// LevelPolicies returns the default writer's policy for each level's
+// budget (what the adapters' NewPolicy returns), checking every budget, and
+// panicking naming pkg, before an adapter writes anything into its options.
+func LevelPolicies(pkg string, budgets [NumLevels]float64) [NumLevels]Policy {
+	var policies [NumLevels]Policy
+	for l, b := range budgets {
+		CheckBitsPerKey(pkg, b)
+		policies[l] = New(b, codec.FormatVersion, false)
+	}
+	return policies
+}

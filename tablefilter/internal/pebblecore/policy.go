@@ -11,6 +11,7 @@ package pebblecore
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -179,4 +180,21 @@ func Family(pkg string, bitsPerKey float64) [len(Writers)]Policy {
 		family[i] = New(bitsPerKey, w.Version, w.Densest)
 	}
 	return family
+}
+
+// WithFamilies returns a new map holding filters' entries and, for each
+// budget, its Family, each policy wrapped by the adapter's wrap under its
+// name. filters itself is never written: pebble.Open copies Options
+// shallowly, so a store opened with them reads that very map whenever it
+// opens a table. It panics on an invalid budget, naming pkg, before
+// returning anything.
+func WithFamilies[P any](filters map[string]P, pkg string, bitsPerKey []float64, wrap func(Policy) P) map[string]P {
+	out := make(map[string]P, len(filters)+len(Writers)*len(bitsPerKey))
+	maps.Copy(out, filters)
+	for _, b := range bitsPerKey {
+		for _, p := range Family(pkg, b) {
+			out[p.Name()] = wrap(p)
+		}
+	}
+	return out
 }
