@@ -206,7 +206,11 @@ func (g *globalFilter) attachedAll() error {
 		added = append(added, st)
 		keys += len(hashes)
 	}
-	if room := dynamic.IndexMaxTables - g.index(keys).Tables(); len(ids) > room {
+	room := dynamic.IndexMaxTables
+	if idx := g.idx.Load(); idx != nil { // not made here for a store with no tables
+		room -= idx.Tables()
+	}
+	if len(ids) > room {
 		// The index holds at most IndexMaxTables tables: the newest ones
 		// past it stay unindexed and every Get searches them.
 		for _, st := range added[room:] {
