@@ -67,7 +67,10 @@ func TestCommandRefusedItsBytes(t *testing.T) {
 	waiter.send(command)
 	got, err := waiter.readReply()
 	switch {
-	case strings.Contains(got, "server busy"):
+	case strings.Contains(got, "server busy"), strings.Contains(got, "did not arrive in full"):
+		// Refused for want of budget, or, on a machine slow enough that
+		// its own request time ran out first, for that: either way it
+		// waited and was told why.
 		if el := time.Since(begin); el < within/2 {
 			t.Errorf("refused after %v, before its wait could end", el)
 		}
