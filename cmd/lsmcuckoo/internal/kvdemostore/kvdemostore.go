@@ -25,10 +25,11 @@ import (
 
 // manifest is the part of kvdemo's MANIFEST this package reads.
 type manifest struct {
-	Version    int      `json:"version"`
-	Filter     string   `json:"filter"`
-	BitsPerKey float64  `json:"bits_per_key"`
-	Tables     []uint64 `json:"tables"`
+	Version     int      `json:"version"`
+	Filter      string   `json:"filter"`
+	Compression string   `json:"compression"`
+	BitsPerKey  float64  `json:"bits_per_key"`
+	Tables      []uint64 `json:"tables"`
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
