@@ -18,6 +18,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/binaryfuse"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/badgerstore"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/kvdemostore"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 	"github.com/schollz/progressbar/v3"
@@ -45,7 +47,7 @@ func newCompareFlags(stderr io.Writer) (*flag.FlagSet, *compareFlags) {
 	fs.StringVar(&f.keys, "keys", "", "key `FILE`: one key per line, each line at most 1 MiB")
 	fs.BoolVar(&f.hex, "hex", false, "the key files' lines are hex")
 	fs.BoolVar(&f.base64, "base64", false, "the key files' lines are base64")
-	fs.StringVar(&f.from, "from", "", "sample the keys of the Pebble v2 store in `DIR`, read-only")
+	fs.StringVar(&f.from, "from", "", "sample the keys of the store (Pebble v2, Badger v4, kvdemo) in `DIR`, read-only")
 	fs.StringVar(&f.absent, "absent", "", "absent keys, one a line, in `FILE` (default: made from your keys, two ways)")
 	fs.StringVar(&f.bits, "bits", "8,10,12,16", "budgets in whole bits per key, each 1..64")
 	fs.StringVar(&f.tableKeys, "table-keys", "", "keys per table filter, comma separated (default: the table sizes found with -from, else 100000)")
@@ -73,8 +75,9 @@ Absent keys come from -absent, or are made two ways and reported both:
 "shaped" (your keys with a neighbouring counter or a changed last byte) and
 "random" (uniform bytes of your keys' lengths); each is checked absent.
 
--from reads the live tables of a Pebble v2 store without writing into it,
-even while its owner runs. Unlike inspect, it reads the tables' data blocks:
+-from reads the live tables of a Pebble v2, Badger v4 or kvdemo store without
+writing into it, even while its owner runs; a Badger key's versions are one
+key. Unlike inspect, it reads the tables' data blocks:
 the keys are what the filters are built from. Under a comparer with a Split,
 a table filter holds key prefixes, and so does the sample: CockroachDB's
 Split is known, another comparer's is found from the store's own filters.
@@ -207,26 +210,23 @@ func (f *compareFlags) loadKeys(rep *compareReport) ([][]byte, error) {
 		}
 		rep.Keys = keySource{Source: f.keys, Encoding: f.encoding(), Lines: n, Read: s.offered}
 	} else {
-		if err := checkDir(f.from, "pebble"); err != nil {
-			if errors.Is(err, errBadger) || errors.Is(err, errKvdemo) {
-				return nil, fmt.Errorf("%s: compare -from reads Pebble v2 stores only; export this store's keys, one a line, for -keys", f.from)
-			}
-			return nil, err
-		}
 		// A table compacted away by the store's owner while it is read
 		// vanishes: the sample starts again, from the new version.
+		format, sampleKeys, err := storeSampler(f.from)
+		if err != nil {
+			return nil, err
+		}
 		var smp *pebblestore.Sample
-		var err error
 		for try := 0; try < 5; try++ {
 			s = newSampler(f.sample, f.seed)
-			if smp, err = pebblestore.SampleKeys(f.from, s.add); !errors.Is(err, pebblestore.ErrVanished) {
+			if smp, err = sampleKeys(f.from, s.add); !errors.Is(err, pebblestore.ErrVanished) {
 				break
 			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		rep.Keys = keySource{Source: f.from, Encoding: "store", Read: s.offered, Comparer: smp.Comparer, Prefixes: smp.Prefixes}
+		rep.Keys = keySource{Source: f.from, Encoding: "store", Read: s.offered, Comparer: smp.Comparer, Prefixes: smp.Prefixes, Format: format}
 		switch {
 		case smp.Prefixes:
 			rep.Notes = append(rep.Notes, fmt.Sprintf("comparer %s has a Split: a table filter holds key prefixes (%s), so the keys compared are those prefixes", smp.Comparer, smp.SplitHow))
@@ -247,6 +247,23 @@ func (f *compareFlags) loadKeys(rep *compareReport) ([][]byte, error) {
 	rng := rand.New(rand.NewPCG(f.seed, 0x5eed))
 	rng.Shuffle(len(s.keys), func(i, j int) { s.keys[i], s.keys[j] = s.keys[j], s.keys[i] })
 	return s.keys, nil
+}
+
+// storeSampler names the format of the store in dir and returns the
+// reader of its keys: Pebble v2's, or for a Badger v4 or kvdemo store,
+// whose tables are both in Badger's table format, the reader of those
+// tables' user keys.
+func storeSampler(dir string) (string, func(dir string, add func([]byte)) (*pebblestore.Sample, error), error) {
+	err := checkDir(dir, "pebble")
+	switch {
+	case err == nil:
+		return "Pebble v2", pebblestore.SampleKeys, nil
+	case errors.Is(err, errBadger):
+		return "Badger v4", badgerstore.SampleKeys, nil
+	case errors.Is(err, errKvdemo):
+		return "kvdemo", kvdemostore.SampleKeys, nil
+	}
+	return "", nil, err
 }
 
 // tableSizes is the default table sizes with -from: each level's median

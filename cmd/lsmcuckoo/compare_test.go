@@ -323,7 +323,7 @@ func TestCompareBadInput(t *testing.T) {
 		{[]string{"compare", "-keys", keys, "-bits", "ten"}, "not a number"},
 		{[]string{"compare", "-keys", keys, "-table-keys", "0"}, "-table-keys 0"},
 		{[]string{"compare", "-from", notStore}, "not a Pebble store"},
-		{[]string{"compare", "-from", badgerDir}, "reads Pebble v2 stores only"},
+		{[]string{"compare", "-from", badgerDir}, "MANIFEST: no such file"},
 		{[]string{"compare", "-keys", keys, "-absent", keys}, "no key absent from the key set"},
 	} {
 		code, _, stderr := runCLI(c.args...)

@@ -38,6 +38,9 @@ type keySource struct {
 	Sampled  int    `json:"sampled"`
 	Comparer string `json:"comparer,omitempty"`
 	Prefixes bool   `json:"prefixes,omitempty"`
+	// Format names the store's format with -from: Pebble v2, Badger v4
+	// or kvdemo.
+	Format string `json:"format,omitempty"`
 }
 
 type absentInfo struct {
@@ -158,7 +161,7 @@ func writeHeader(w io.Writer, r *compareReport, bullet string) {
 		what = "key prefixes (what the filter sees)"
 	}
 	if k.Encoding == "store" {
-		fmt.Fprintf(w, "%sKeys: %d %s sampled of %d distinct in the tables of the Pebble store %s (comparer %s)\n", bullet, k.Sampled, what, k.Read, k.Source, k.Comparer)
+		fmt.Fprintf(w, "%sKeys: %d %s sampled of %d distinct in the tables of the %s store %s (comparer %s)\n", bullet, k.Sampled, what, k.Read, k.Format, k.Source, k.Comparer)
 	} else {
 		fmt.Fprintf(w, "%sKeys: %d %s sampled of %d distinct read from %s (%s)\n", bullet, k.Sampled, what, k.Read, k.Source, k.Encoding)
 	}
