@@ -16,7 +16,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
-	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
@@ -133,7 +132,6 @@ func TestLevelBudgetsProperties(t *testing.T) {
 // TestLevelBudgetsNearOptimal compares the allocator with an exhaustive
 // search of the grid on trees of three populated levels.
 func TestLevelBudgetsNearOptimal(t *testing.T) {
-	race.SkipLong(t) // arithmetic on one goroutine: make test runs it again without -race
 	grid := pebblecore.BudgetGrid()
 	for _, s := range []LevelShape{
 		{Keys: [7]float64{0.5, 0, 0, 0, 1, 10, 100}, L0Runs: 3},

@@ -26,7 +26,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
-	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
@@ -790,7 +789,6 @@ func TestPebbleDB(t *testing.T) {
 // sit beside them. The last case walks a store through every release:
 // version-1 tables, then version-2, then version-3 ones, all filtered.
 func TestPebbleUpgrade(t *testing.T) {
-	race.SkipLong(t) // one writer per stage: make test runs it again without -race
 	for _, stages := range [][]Policy{
 		{NewV1Policy(10), NewPolicy(10)},
 		{NewV2Policy(10), NewPolicy(10)},
