@@ -12,6 +12,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -275,6 +276,7 @@ func TestTinyTables(t *testing.T) {
 // TestSmallTablesSameBitsPerKey: 1k- and 10k-key filters spend the budget
 // of a 1M-key filter, within 5%, at a false-positive rate within 25% of it.
 func TestSmallTablesSameBitsPerKey(t *testing.T) {
+	race.SkipLong(t)
 	if testing.Short() {
 		t.Skip("1M keys")
 	}

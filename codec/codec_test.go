@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -29,6 +30,7 @@ func mustNotMiss(t *testing.T, name string, block []byte, keys [][]byte) {
 }
 
 func TestNoFalseNegativesKeyShapes(t *testing.T) {
+	race.SkipLong(t)
 	sizes := []int{1, 2, 3, 7, 100, 1000, 10_000, 100_000}
 	for _, n := range sizes {
 		for _, set := range testkeys.Shapes(n) {
@@ -47,6 +49,7 @@ func TestNoFalseNegativesKeyShapes(t *testing.T) {
 }
 
 func TestNoFalseNegativesMillion(t *testing.T) {
+	race.SkipLong(t)
 	if testing.Short() {
 		t.Skip("1M keys: skipped with -short")
 	}

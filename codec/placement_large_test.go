@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -19,6 +20,7 @@ import (
 const v2LargeDigest = "1929995c445fdb90bdad7eb59e46808912c5aad782ec147d1ee0093755c45f17"
 
 func TestV2PlacementDigestLarge(t *testing.T) {
+	race.SkipLong(t)
 	if testing.Short() {
 		t.Skip("builds six filters of up to a million keys")
 	}

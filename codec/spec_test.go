@@ -12,6 +12,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -553,6 +554,7 @@ func (r *specV3) contains(h uint64) bool {
 // reader: it finds every key, agrees with MayContain on absent probes,
 // and reads from each line's header exactly the keys the trailer counts.
 func TestFormatSpecMatchesCodeV3(t *testing.T) {
+	race.SkipLong(t)
 	absent := testkeys.Absent(2000, 79)
 	check := func(name string, block []byte, keys [][]byte, h32 []uint32, probes [][]byte) {
 		t.Helper()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -71,6 +72,7 @@ func v3PlacementCorpus(densest bool) []byte {
 }
 
 func TestV3PlacementDigest(t *testing.T) {
+	race.SkipLong(t)
 	if got := fmt.Sprintf("%x", v3PlacementCorpus(true)); got != v3PlacementDigest {
 		t.Errorf("version-3 blocks of the placement corpus changed (densest plan): digest %s, want %s", got, v3PlacementDigest)
 	}

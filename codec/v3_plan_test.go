@@ -7,6 +7,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -18,6 +19,7 @@ import (
 // plan whose lines hold many more keys per quotient than a run may hold
 // (linev3.MaxRun) fails under every seed.
 func TestV3RandomKeysNeverFallBack(t *testing.T) {
+	race.SkipLong(t)
 	builds, reseeds := 0, 0
 	for _, o := range []Options{{BitsPerKey: 0.5}, {BitsPerKey: 1}, {BitsPerKey: 2}, {BitsPerKey: 3}, {BitsPerKey: 4}, {BitsPerKey: 6},
 		{BitsPerKey: 10}, {BitsPerKey: 24}, {BitsPerKey: 48}, {FalsePositiveRate: 0.9}, {FalsePositiveRate: 0.3}, {FalsePositiveRate: 1e-6}} {
@@ -84,6 +86,7 @@ func TestV3SecondLineShareMatchesStats(t *testing.T) {
 // above) on large random key sets, for both layouts at every budget from
 // 7 to 20 bits per key, and for lines planned far below and near full.
 func TestV3SecondLineModel(t *testing.T) {
+	race.SkipLong(t)
 	keys := testkeys.Random(300_000, 16, 61)
 	check := func(name string, o Options) {
 		t.Helper()
@@ -128,6 +131,7 @@ func TestV3SecondLineModel(t *testing.T) {
 // sweep); the densest plan is the one every version-3 block had before
 // (TestV3PlacementDigest freezes it).
 func TestV3DefaultPlanKeepsSecondLinesRare(t *testing.T) {
+	race.SkipLong(t)
 	for _, n := range []int{1000, 10_000, 200_000} {
 		keys := testkeys.Random(n, 16, uint64(n)+64)
 		for _, bpk := range []float64{7, 8, 9, 9.6, 10, 10.6, 11, 12, 13, 14, 15.9, 16, 20, 24} {

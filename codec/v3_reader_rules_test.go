@@ -11,6 +11,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -33,6 +34,7 @@ func v3AlwaysMaybeBlock(kind HashKind) []byte {
 // trailer unreadable, every key must still answer "maybe", and Decode
 // must reject every flip.
 func TestV3EveryTrailerBitFlip(t *testing.T) {
+	race.SkipLong(t)
 	keys := testkeys.Random(3000, 16, 12)
 	for _, o := range []Options{{BitsPerKey: 10}, {BitsPerKey: 4}, {BitsPerKey: 16}, {BitsPerKey: 48}, {FalsePositiveRate: 0.2}} {
 		o.Seed, o.Version = 77, 3

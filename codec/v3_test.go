@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 func TestV3NoFalseNegatives(t *testing.T) {
+	race.SkipLong(t)
 	for _, n := range []int{0, 1, 2, 3, 10, 57, 100, 1000, 10000, 100000} {
 		for _, bpk := range []float64{4, 6, 8, 9.6, 10, 12, 16, 20, 30} {
 			for _, densest := range []bool{false, true} {

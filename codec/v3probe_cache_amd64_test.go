@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -39,6 +40,7 @@ func TestV3CheckedW0(t *testing.T) {
 // one, each tried right after a lookup in a valid block has filled the
 // slots. Wherever the probe answers, it answers as linev3.Lookup does.
 func TestV3ProbeBMI2ForgedTrailers(t *testing.T) {
+	race.SkipLong(t)
 	if !linev3.UseBMI2 {
 		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
 	}

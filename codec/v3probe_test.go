@@ -8,6 +8,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -43,6 +44,7 @@ func v3ProbeAgrees(block, key []byte) (string, bool) {
 // their lines and trailers: wherever the probe answers, it answers as
 // linev3.Lookup does, and it never misses a present key.
 func TestV3ProbeBMI2MatchesLookup(t *testing.T) {
+	race.SkipLong(t)
 	if !linev3.UseBMI2 {
 		t.Skip("this processor does not run the assembly probe (POPCNT, BMI1, BMI2 and a fast PDEP needed)")
 	}

@@ -142,6 +142,7 @@ func crowd(x *Index, rng *rand.Rand, n int) []uint64 {
 // the Replace is checked), removed, and merged again. No key may be lost
 // at any step, and every bucket stays canonical.
 func TestIndexSemiSortedCrowds(t *testing.T) {
+	race.SkipLong(t)
 	for _, bits := range []float64{10, 13, 16} {
 		for seed := uint32(1); seed <= 3; seed++ {
 			t.Run(fmt.Sprintf("bits=%v/seed=%d", bits, seed), func(t *testing.T) {

@@ -67,6 +67,7 @@ func TestIndexVersionsNewestFirst(t *testing.T) {
 // TestIndexAllKeysFound: tables of many sizes and key shapes, every key
 // names its table, at several budgets; absent keys name few tables.
 func TestIndexAllKeysFound(t *testing.T) {
+	race.SkipLong(t)
 	for _, bits := range []float64{9, 10, 14, 18} {
 		x := NewIndex(60_000, bits)
 		tables := map[uint64][][]byte{}
@@ -111,6 +112,7 @@ func TestIndexAllKeysFound(t *testing.T) {
 // comes a little above the load it is sized to for most seeds, and a
 // little below it for a few (a growth, which this test would report).
 func TestIndexFullLoadAndBudget(t *testing.T) {
+	race.SkipLong(t)
 	const n = 200_000
 	for _, bits := range []float64{10, 14} {
 		x := newIndexSeeded(n, bits, 1)
@@ -150,6 +152,7 @@ func TestIndexFullLoadAndBudget(t *testing.T) {
 // grows several times, then removed: every remaining key is found at
 // every step and emptied segments are dropped.
 func TestIndexGrowthAndShrink(t *testing.T) {
+	race.SkipLong(t)
 	x := NewIndex(100, 10)
 	tables := map[uint64][][]byte{}
 	for id := uint64(1); id <= 20; id++ {

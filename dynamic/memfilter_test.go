@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
 func TestMemFilterKeyShapes(t *testing.T) {
+	race.SkipLong(t)
 	for _, n := range []int{0, 1, 10, 1000, 50_000} {
 		for _, set := range testkeys.Shapes(max(n, 1)) {
 			// A hint far below the real count forces constant growth.
@@ -31,6 +33,7 @@ func TestMemFilterKeyShapes(t *testing.T) {
 }
 
 func TestMemFilterMillion(t *testing.T) {
+	race.SkipLong(t)
 	if testing.Short() {
 		t.Skip("1M keys: skipped with -short")
 	}

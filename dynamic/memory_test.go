@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -18,6 +19,7 @@ import (
 // working memory (a visited-bucket set and a queue) is larger than a
 // small index's buckets.
 func TestIndexHeldMemoryCounted(t *testing.T) {
+	race.SkipLong(t)
 	for _, n := range []int{1024, 20_000} {
 		const indexes = 40
 		keys := randomHashSets(indexes, n, 6)

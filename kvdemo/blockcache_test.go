@@ -13,6 +13,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4/table"
 	"github.com/dgraph-io/badger/v4/y"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // tableBytes builds a Badger table holding keys, each with its own value
@@ -82,6 +84,7 @@ func TestBlockCacheNeverServesAnotherTable(t *testing.T) {
 // a store without compression get none), that each answers, and that
 // Stats reports the cache's bound.
 func TestBlockCacheOff(t *testing.T) {
+	race.SkipLong(t)
 	for _, c := range []struct {
 		size int64
 		comp Compression

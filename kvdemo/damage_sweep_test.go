@@ -42,6 +42,7 @@ import (
 	"github.com/dgraph-io/badger/v4/fb"
 	"github.com/dgraph-io/badger/v4/y"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
@@ -419,6 +420,7 @@ func (o damageOutcome) String() string {
 // every file and every block, -damage-random N adds random offsets,
 // -damage-only NAME reruns one case.
 func TestDamageSweep(t *testing.T) {
+	race.SkipLong(t)
 	for _, kind := range []FilterKind{FilterCuckoo, FilterBloom, FilterNone, FilterGlobal} {
 		t.Run(string(kind), func(t *testing.T) {
 			s := buildDamageStore(t, kind)

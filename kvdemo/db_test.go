@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lsmcuckoo/lsmcuckoo/dynamic"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
 
@@ -204,6 +205,7 @@ func TestLimits(t *testing.T) {
 // found with its newest value and every deleted or absent key reported
 // absent, live and after reopening.
 func TestEveryFilterFindsEveryKey(t *testing.T) {
+	race.SkipLong(t)
 	n := 4_000
 	if testing.Short() {
 		n = 2_000

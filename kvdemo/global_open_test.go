@@ -3,6 +3,8 @@ package kvdemo
 import (
 	"fmt"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // TestGlobalTinyStoresAtOpen: a store of one, 1023 or 1024 keys (in two
@@ -12,6 +14,7 @@ import (
 // (1024 entries for a store this small) is really there: a flush of 1000
 // more keys after the reopen does not grow the index.
 func TestGlobalTinyStoresAtOpen(t *testing.T) {
+	race.SkipLong(t)
 	for _, bits := range []float64{8, 10, 14, 20} {
 		for _, n := range []int{1, 1023, 1024} {
 			t.Run(fmt.Sprintf("bits=%v/keys=%d", bits, n), func(t *testing.T) {

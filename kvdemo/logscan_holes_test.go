@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // holeLog makes a log with zero runs (some block-sized, as holes) spliced
@@ -67,6 +69,7 @@ func zeroBlocks(data []byte, blk int64) func(int64) (int64, bool) {
 // same records, damage and next intact record as the whole-log scan, on
 // logs with zero runs before, between and inside records.
 func TestLogScanSkippingHolesMatchesWholeLogScan(t *testing.T) {
+	race.SkipLong(t)
 	rng := rand.New(rand.NewPCG(11, 29))
 	for n := range 500 {
 		data := holeLog(rng)

@@ -6,6 +6,8 @@ import (
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // testChunk is the read chunk of logs the tests scan from memory: small,
@@ -132,6 +134,7 @@ func damagedLog(rng *rand.Rand) []byte {
 // same records, damage, next intact record and reach as a scan of the
 // whole log in memory, on thousands of randomly damaged logs.
 func TestLogScanMatchesWholeLogScan(t *testing.T) {
+	race.SkipLong(t)
 	rng := rand.New(rand.NewPCG(7, 27))
 	for n := range 3000 {
 		data := damagedLog(rng)

@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/errorfs"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/internal/vfs"
 )
@@ -655,6 +656,7 @@ func TestFaultSweepConcurrent(t *testing.T) {
 // (and by Close); a write is owed to the user after a crash only once a
 // Sync after it succeeded.
 func TestFaultSweepBatched(t *testing.T) {
+	race.SkipLong(t)
 	w := sweepWorkload{filter: FilterCuckoo, steps: 600, keys: 60, writers: 1, batched: true}
 	sweep(t, w, []faultMode{faultError, faultTorn})
 }

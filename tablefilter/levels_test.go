@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
@@ -132,6 +133,7 @@ func TestLevelBudgetsProperties(t *testing.T) {
 // TestLevelBudgetsNearOptimal compares the allocator with an exhaustive
 // search of the grid on trees of three populated levels.
 func TestLevelBudgetsNearOptimal(t *testing.T) {
+	race.SkipLong(t)
 	grid := pebblecore.BudgetGrid()
 	for _, s := range []LevelShape{
 		{Keys: [7]float64{0.5, 0, 0, 0, 1, 10, 100}, L0Runs: 3},
@@ -306,6 +308,7 @@ func (testLogger) Fatalf(format string, args ...any) {
 // policy, and that a reopen under another average still reads every
 // table's filter.
 func TestSetLevelPoliciesPebble(t *testing.T) {
+	race.SkipLong(t)
 	dir := t.TempDir()
 	o := levelsTestOptions()
 	SetLevelPolicies(o, 10)
@@ -491,6 +494,7 @@ func TestSetLevelPoliciesPebble(t *testing.T) {
 // allocation at the grid point under the average (an average off the grid
 // would be a filter name that a later process does not register).
 func TestLevelBudgetsRandomShapes(t *testing.T) {
+	race.SkipLong(t)
 	r := rand.New(rand.NewPCG(7, 7))
 	for i := range 200 {
 		var s LevelShape

@@ -26,6 +26,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
@@ -160,6 +161,7 @@ func TestPebbleWriterNoFalseNegatives(t *testing.T) {
 // distinct prefixes (byte-identical for version 1; versions 2 and 3 draw a
 // seed per block), and the writer must be reusable.
 func TestPebbleWriterVersions(t *testing.T) {
+	race.SkipLong(t)
 	for _, p := range []Policy{NewPolicy(10), NewDensestPolicy(10), NewV2Policy(10), NewV1Policy(10)} {
 		testPebbleWriterVersions(t, p)
 	}
@@ -682,6 +684,7 @@ func pebbleCheckContents(t *testing.T, db *pebble.DB, n int) (probes int, absent
 }
 
 func TestPebbleDB(t *testing.T) {
+	race.SkipLong(t)
 	dir, n := pebbleSharedDB(t)
 	start := time.Now()
 
@@ -789,6 +792,7 @@ func TestPebbleDB(t *testing.T) {
 // sit beside them. The last case walks a store through every release:
 // version-1 tables, then version-2, then version-3 ones, all filtered.
 func TestPebbleUpgrade(t *testing.T) {
+	race.SkipLong(t)
 	for _, stages := range [][]Policy{
 		{NewV1Policy(10), NewPolicy(10)},
 		{NewV2Policy(10), NewPolicy(10)},

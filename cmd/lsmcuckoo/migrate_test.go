@@ -15,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
@@ -58,6 +59,7 @@ func checkMigrated(t *testing.T, dir string, want func(level int) string) {
 }
 
 func TestMigrateUniform(t *testing.T) {
+	race.SkipLong(t)
 	dir := t.TempDir()
 	buildStore(t, dir, storeSpec{keys: 60000, policy: bloomPolicy})
 	before := contents(t, dir, readOptions())
@@ -90,6 +92,7 @@ func TestMigrateUniform(t *testing.T) {
 }
 
 func TestMigrateLevels(t *testing.T) {
+	race.SkipLong(t)
 	dir := t.TempDir()
 	buildStore(t, dir, storeSpec{keys: 60000, policy: noPolicy})
 	before := contents(t, dir, readOptions())
