@@ -27,10 +27,12 @@ const (
 
 // FuseProgressive is the per-level binary fuse setting of Pebble's
 // unreleased master (its options' binary fuse progressive table filter
-// policy): fingerprints of 16/16/16/12/10/8/4 bits on L0..L6, fixed, four
-// bits more per level up the tree where master's comment expects a level
-// multiplier of about 8 to 10 (a fuse filter's rate is 2^-width). It is
-// not fitted to the measured tree and does not spend the fitted policies'
+// policy): fingerprints of 16/16/16/12/10/8/4 bits on L0..L6, fixed,
+// widening up the tree because each level's rate should be the level
+// multiplier times lower than the one below (a fuse filter's rate is
+// 2^-width: about 3 bits per level for the multiplier of about 8 that
+// master's comment reports for trees below their full size). It is not
+// fitted to the measured tree and does not spend the fitted policies'
 // filter bytes.
 var FuseProgressive = [7]int{16, 16, 16, 12, 10, 8, 4}
 
