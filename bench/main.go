@@ -7,6 +7,9 @@
 //	go run ./bench -out report/          # the full run (about 15 minutes)
 //	go run ./bench -quick -fuse -filters-only -sizes 10000,30000,100000 -out fuse/
 //	                                     # against binary fuse at equal bytes
+//	go run ./bench -quick -levels        # per-level allocations at equal bytes:
+//	                                     # lsmcuckoo fitted and self-tuning, binary
+//	                                     # fuse fitted per level, Pebble master's presets
 //
 // Every measurement lives in a library package (bench/filterbench,
 // bench/internal/dbbench, bench/internal/membench) shared with the
@@ -86,7 +89,7 @@ type benchFlags struct {
 	out, sizes, core                string
 	reps, coldMiB                   int
 	withDB, filtersOnly, pebbleOnly bool
-	unaligned, fuse                 bool
+	unaligned, fuse, levels         bool
 }
 
 // parseFlags parses the command line and refuses combinations that
@@ -95,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-core B,B | -fuse] [-db=false | -filters-only | -pebble-only]\n")
+		fmt.Fprintf(stderr, "usage: bench [-quick | -tiny] [-out DIR] [-sizes N,N] [-reps N] [-core B,B | -fuse] [-db=false | -filters-only | -pebble-only | -levels]\n")
 		fs.PrintDefaults()
 	}
 	quick := fs.Bool("quick", false, "small run (about a minute) for CI and a first look")
@@ -106,6 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	withDB := fs.Bool("db", true, "run the Pebble database level")
 	filtersOnly := fs.Bool("filters-only", false, "run only the filter level")
 	pebbleOnly := fs.Bool("pebble-only", false, "run only the Pebble database level")
+	levels := fs.Bool("levels", false, "run only the Pebble database level's per-level line-up at equal filter bytes: lsmcuckoo fitted to the tree and self-tuning, binary fuse with widths fitted per level by the same allocator, Pebble master's presets, bloom/10")
 	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
 	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
 	fuse := fs.Bool("fuse", false, "filter level: binary fuse at widths 8, 10, 12 and 16 beside lsmcuckoo's default and densest layouts at each fuse's bits/key, Pebble's bloom and Badger's y.Filter")
@@ -120,11 +124,17 @@ func parseFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	if *pebbleOnly && (*filtersOnly || !*withDB) {
 		return benchFlags{}, fmt.Errorf("-pebble-only runs only the database level: it excludes -filters-only and -db=false")
 	}
+	if *levels && (*filtersOnly || !*withDB) {
+		return benchFlags{}, fmt.Errorf("-levels runs only the database level: it excludes -filters-only and -db=false")
+	}
+	if *levels {
+		*pebbleOnly = true
+	}
 	if *filtersOnly {
 		*withDB = false
 	}
 	return benchFlags{quick: *quick, tiny: *tiny, out: *out, sizes: *sizes, core: *core, reps: *reps, coldMiB: *coldMiB,
-		withDB: *withDB, filtersOnly: *filtersOnly, pebbleOnly: *pebbleOnly, unaligned: *unaligned, fuse: *fuse}, nil
+		withDB: *withDB, filtersOnly: *filtersOnly, pebbleOnly: *pebbleOnly, unaligned: *unaligned, fuse: *fuse, levels: *levels}, nil
 }
 
 // runPlan is what one run measures at each level: the mode's sizes,
@@ -245,7 +255,11 @@ func measure(fl benchFlags, pl runPlan, rep *report, progress func(string)) erro
 			return err
 		}
 		defer cleanup()
-		pr, err := dbbench.RunAllPebble(root, dbbench.Policies(), dbbench.SavingPolicies(pl.savingUniform, pl.savingLevels), pl.pcfg, progress)
+		policies, fpOnly := dbbench.Policies(), dbbench.SavingPolicies(pl.savingUniform, pl.savingLevels)
+		if fl.levels {
+			policies, fpOnly = dbbench.LevelLineup(), nil
+		}
+		pr, err := dbbench.RunAllPebble(root, policies, fpOnly, pl.pcfg, progress)
 		if err != nil {
 			return err
 		}

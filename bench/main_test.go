@@ -113,6 +113,10 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatal("bad -sizes accepted")
 	}
 	errb.Reset()
+	if err := run([]string{"-levels", "-filters-only"}, &out, &errb); err == nil {
+		t.Fatal("-levels with -filters-only accepted")
+	}
+	errb.Reset()
 	if err := run([]string{"stray"}, &out, &errb); err == nil || !strings.Contains(errb.String(), "usage") {
 		t.Fatalf("stray argument: err=%v, stderr=%q", err, errb.String())
 	}

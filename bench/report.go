@@ -207,7 +207,10 @@ func writePebble(w io.Writer, pr *dbbench.Report, plots map[string]string) {
 	res := pebbleResults(pr.Results)
 	writePebbleProbes(w, res, pr.Config.Latency)
 	writePebbleSavings(w, pr.Savings)
-	writePebbleTargets(w, res, pr.Savings, pr.Config.Latency)
+	if _, ok := res.find(uniformCuckoo, dbbench.AbsentPrefix, 0); ok {
+		writePebbleTargets(w, res, pr.Savings, pr.Config.Latency)
+	}
+	writeLevelTargets(w, pr)
 }
 
 // writePebbleMethod says how the trees were grown and probed, so a reader

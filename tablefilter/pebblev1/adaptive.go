@@ -14,23 +14,22 @@ import (
 // writes, so the policy SetAdaptiveBudgets installs on each level hands out
 // writers at that level's current budget, and a refit changes the budgets
 // of the tables written from then on. A refit fits LevelBudgets to the
-// live tree and steers the average it asks for, so that the live tables'
-// filters spend the average asked:
+// live tree, and each level's filters spend what the fit plans, so that
+// the live tables' filters spend the average asked:
 //   - the shape is the distinct keys of each level's filters (from
 //     DB.SSTables with properties; L0's sublevels from DB.Metrics);
-//   - each level's keys are weighed by what its filters really spend over
-//     what their budgets planned (small tables' filters round up to whole
-//     lines and carry a trailer);
-//   - of the half-bit grid's allocations, the one whose planned spend is
-//     nearest the average is taken, not always one under it;
-//   - what the live tree still spends off the average (tables written
-//     under an earlier allocation) is corrected by an integral term whose
-//     step is scaled by the share of the live keys written since the last
-//     refit, since the live average moves only as fast as compactions
-//     rewrite tables. The correction measures the levels below L0: L0's
-//     tables, to which the fit gives wide budgets, live only until a
-//     compaction carries their keys down, and L0's share of the keys
-//     spends its own budget on top while it lives.
+//   - the fit's budgets, points of the half-bit grid, name the tables;
+//     each level's target, what its filters are to spend, is its budget
+//     scaled so that the levels below L0 spend the average exactly over
+//     their live keys (L0's tables, to which the fit gives wide budgets,
+//     live only until a compaction carries their keys down, and spend
+//     their own budget on top while they live);
+//   - each level owes what its live tables spend under its target
+//     (tables written under an earlier allocation, tables a compaction
+//     moved down without rewriting them, small tables' filters rounded
+//     to whole lines), measured at each refit and updated by each filter
+//     written, and its next writers ask the codec for the target plus
+//     that debt spread over a table's keys, within a bounded swing.
 //
 // Keys are counted as the distinct keys a filter holds (the versions of an
 // MVCC key count once): this process's writers record them, matched to

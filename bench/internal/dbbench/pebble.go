@@ -35,6 +35,16 @@ type Policy struct {
 	// tree being measured (from the first tree RunAllPebble builds), as a
 	// user tunes a store from DB.Metrics.
 	Fit func(*pebble.Options, tablefilter.LevelShape)
+	// Match, if set, replaces Apply with one that knows the shape of the
+	// tree being measured and the trees of the policies named in MatchTo,
+	// built before it: a policy fitted to spend another's filter bytes.
+	Match   func(o *pebble.Options, shape tablefilter.LevelShape, built map[string]Tree)
+	MatchTo []string
+	// Attach, if set, is called with every store opened under the options
+	// Apply set, before anything is written, and returns what to call
+	// before the store closes: a self-tuning setup follows the store it
+	// writes (tablefilter.AdaptiveBudgets).
+	Attach func(*pebble.DB) (detach func())
 	// Family and Budget place the policy on a curve of the memory-saving
 	// view (Report.Savings): policies of one family differ only in their
 	// average bits per key.
@@ -226,7 +236,7 @@ func BuildPebble(dir string, p Policy, cfg PebbleConfig) (Tree, error) {
 	runtime.GC() // the previous tree's garbage is not this one's cost
 	start := processTime()
 	o := options(p, cfg)
-	db, err := pebble.Open(dir, o)
+	db, err := open(dir, o, p)
 	if err != nil {
 		return Tree{}, err
 	}
@@ -234,7 +244,7 @@ func BuildPebble(dir string, p Policy, cfg PebbleConfig) (Tree, error) {
 	step := max(1, int(cfg.MemTableBytes)*7/10/(entry+32))
 	order := rand.New(rand.NewPCG(1, 2)).Perm(cfg.Keys)
 	for from := 0; from < len(order); from += step {
-		if err := writeKeys(db, order[from:min(from+step, len(order))], cfg.ValueSize); err != nil {
+		if err := writeKeys(db.DB, order[from:min(from+step, len(order))], cfg.ValueSize); err != nil {
 			db.Close()
 			return Tree{}, err
 		}
@@ -242,14 +252,14 @@ func BuildPebble(dir string, p Policy, cfg PebbleConfig) (Tree, error) {
 			db.Close()
 			return Tree{}, err
 		}
-		quiesce(db)
+		quiesce(db.DB)
 	}
 	if err := db.Close(); err != nil {
 		return Tree{}, err
 	}
 	o = options(p, cfg)
 	o.DisableAutomaticCompactions = true
-	db, err = pebble.Open(dir, o)
+	db, err = open(dir, o, p)
 	if err != nil {
 		return Tree{}, err
 	}
@@ -259,7 +269,7 @@ func BuildPebble(dir string, p Policy, cfg PebbleConfig) (Tree, error) {
 		for i := range keys {
 			keys[i] += cfg.Keys
 		}
-		if err := writeKeys(db, keys, cfg.ValueSize); err != nil {
+		if err := writeKeys(db.DB, keys, cfg.ValueSize); err != nil {
 			db.Close()
 			return Tree{}, err
 		}
@@ -276,6 +286,33 @@ func BuildPebble(dir string, p Policy, cfg PebbleConfig) (Tree, error) {
 	err = db.Close()
 	tree.BuildCPU = processTime() - start
 	return tree, err
+}
+
+// attached is a store opened under a policy with an Attach hook: Close
+// detaches the hook before it closes the store.
+type attached struct {
+	*pebble.DB
+	detach func()
+}
+
+func (a attached) Close() error {
+	if a.detach != nil {
+		a.detach()
+	}
+	return a.DB.Close()
+}
+
+// open opens dir under o and attaches p's hook, if any, to the store.
+func open(dir string, o *pebble.Options, p Policy) (attached, error) {
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		return attached{}, err
+	}
+	a := attached{DB: db}
+	if p.Attach != nil {
+		a.detach = p.Attach(db)
+	}
+	return a, nil
 }
 
 // TotalKeys is the number of present user keys BuildPebble writes.
@@ -322,7 +359,7 @@ func writeKeys(db *pebble.DB, idx []int, valueSize int) error {
 	return b.Commit(pebble.NoSync)
 }
 
-func shape(db *pebble.DB, policy string) (Tree, error) {
+func shape(db attached, policy string) (Tree, error) {
 	t := Tree{Policy: policy, Sublevels: int(db.Metrics().Levels[0].Sublevels)}
 	tables, err := db.SSTables(pebble.WithProperties())
 	if err != nil {
@@ -701,14 +738,27 @@ func RunAllPebble(root string, policies, fpOnly []Policy, cfg PebbleConfig, prog
 	}
 	all := append(append([]Policy(nil), policies...), fpOnly...)
 	var fit tablefilter.LevelShape
+	built := map[string]Tree{}
 	for i := range all {
 		p := &all[i]
+		if (p.Fit != nil || p.Match != nil) && i == 0 {
+			return rep, fmt.Errorf("%s: the first policy's tree gives the shape others fit to", p.Name)
+		}
 		if p.Fit != nil {
-			if i == 0 {
-				return rep, fmt.Errorf("%s: the first policy's tree gives the shape others fit to", p.Name)
-			}
 			fitTo := p.Fit
 			p.Apply = func(o *pebble.Options) { fitTo(o, fit) }
+		}
+		if p.Match != nil {
+			refs := map[string]Tree{}
+			for _, name := range p.MatchTo {
+				ref, ok := built[name]
+				if !ok {
+					return rep, fmt.Errorf("%s: %q, whose tree it matches, is not built before it", p.Name, name)
+				}
+				refs[name] = ref
+			}
+			match := p.Match
+			p.Apply = func(o *pebble.Options) { match(o, fit, refs) }
 		}
 		say("pebble build " + p.Name)
 		t, err := BuildPebble(filepath.Join(root, sanitize(p.Name)), *p, cfg)
@@ -718,6 +768,7 @@ func RunAllPebble(root string, policies, fpOnly []Policy, cfg PebbleConfig, prog
 		if i == 0 {
 			fit = t.LevelShape()
 		}
+		built[p.Name] = t
 		rep.Trees = append(rep.Trees, t)
 	}
 	stores := make([]*Store, len(all))

@@ -6,28 +6,123 @@ import (
 	"sync/atomic"
 )
 
-// Tuner holds the budgets of a self-tuning setup: one budget per level,
-// refitted to the live tree (Refit) so that the budgets, spent on the
-// tree as it stands, come to the average the user asked for.
+// Tuner holds the budgets of a self-tuning setup, refitted to the live
+// tree (Refit) so that the tree as it stands spends the average the user
+// asked for. Each level has two figures:
+//   - its budget, a point of the registered grid: the allocation
+//     LevelBudgets fits to the live shape, and the name its tables carry
+//     (Pebble reads a table whose filter name is not registered without
+//     its filter, so a name must be a grid point);
+//   - its target, the real-valued bits per key its filters are to spend:
+//     the budgets scaled so that, over the live keys, they spend the
+//     average asked exactly (targetsFor).
 //
-// Budgets are read without locks on every table a level writes; refits
-// are serialised by a mutex that no writer takes.
+// A filter's size is a step function of its budget (whole 64-byte lines
+// and a trailer: on a table of a few hundred keys a line is two bits per
+// key), so a level does not spend its target by asking the codec for it.
+// Each level's live tables are made to spend it by a debt: what the
+// level's live tables spend under their target (over it, a negative
+// debt). Every refit sets it from the tables themselves, so it covers
+// tables written under an earlier allocation and tables a compaction
+// moved in without rewriting them (which keep the filter of the level
+// they were written for); each filter written adds what it spent under
+// its target, until the next refit measures again. The next writer of the
+// level asks for its target plus the debt over a table's keys: error
+// diffusion, so what a level spends tracks its target within about one
+// table's step, whatever the table sizes and the codec's rounding. Each
+// level pays its own debt, so that the debt of a level whose tables a
+// compaction will soon carry down is not paid on the bottom level, whose
+// tables stay.
+//
+// Budgets and targets are read without locks on every table a level
+// writes; refits are serialised by a mutex that no writer takes.
 type Tuner struct {
 	asked   float64
-	budgets [NumLevels]atomic.Uint64 // math.Float64bits of each level's budget
+	budgets [NumLevels]atomic.Uint64 // math.Float64bits of each level's budget: its tables' name
+	targets [NumLevels]atomic.Uint64 // math.Float64bits of each level's target bits per key
+	debts   debts
 
 	ledgerMu sync.Mutex
-	ledger   map[ledgerKey]ledgerEntry // filters written, by (block bytes, keys added)
-	ring     []ledgerKey               // the ledger's keys, oldest overwritten first
+	ledger   map[ledgerKey]uint64 // filters written, by (block bytes, keys added)
+	ring     []ledgerKey          // the ledger's keys, oldest overwritten first
 	next     int
 
-	epoch uint64 // refits so far: the ledger marks each filter with the epoch it was written in
-
-	mu     sync.Mutex // serialises refits
-	offset float64    // the correction added to the average asked
+	mu sync.Mutex // serialises refits
 }
 
-type ledgerEntry struct{ distinct, epoch uint64 }
+// debts is what each level's live filters owe (see Tuner): their
+// target's bits less what they spent, and each level's distinct keys per
+// table, over which a writer spreads the debt.
+type debts struct {
+	mu        sync.Mutex
+	owed      [NumLevels]float64
+	bound     [NumLevels]float64 // the level's measured target bits times maxDebtShare
+	tableKeys [NumLevels]float64
+}
+
+// maxDebtShare bounds a level's debt to that share of its live filters'
+// target bits, so that a measurement gone wrong (tables Pebble never
+// reported) cannot hold the budgets at their bound for long, and a level
+// whose tables cannot meet their targets (tables of a handful of keys,
+// whose trailer alone is over them) does not pile up a debt that would
+// hold every later table at the bound.
+const maxDebtShare = 0.25
+
+// debtSwing bounds the budget a writer asks for to within this factor of
+// its level's target either way: a debt is paid over several tables
+// rather than by one filter far off the level's rate.
+const debtSwing = 1.25
+
+// writeBudget returns the budget a writer of level asks the codec for:
+// the target plus the level's debt over a table's keys, within debtSwing
+// of the target and within the valid range.
+func (t *Tuner) writeBudget(level int, target float64) float64 {
+	d := &t.debts
+	d.mu.Lock()
+	owed, keys := d.owed[level], d.tableKeys[level]
+	d.mu.Unlock()
+	b := target
+	if keys > 0 {
+		b += owed / keys
+	}
+	lo := max(MinBitsPerKey, target/debtSwing)
+	hi := min(MaxBitsPerKey, target*debtSwing)
+	return max(lo, min(hi, b))
+}
+
+// spent records that a filter of level, written for target, spent bits
+// on distinct keys.
+func (t *Tuner) spent(level int, target float64, distinct, bits uint64) {
+	if distinct == 0 {
+		return
+	}
+	d := &t.debts
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := float64(distinct)
+	if d.tableKeys[level] == 0 {
+		d.tableKeys[level] = k
+	} else {
+		d.tableKeys[level] += (k - d.tableKeys[level]) / 4
+	}
+	// A level the last refit found empty still diffuses its own
+	// filters' rounding, over a few tables.
+	bound := max(d.bound[level], 4*target*d.tableKeys[level])
+	d.owed[level] = max(-bound, min(bound, d.owed[level]+target*k-float64(bits)))
+}
+
+// measured sets the levels' debts from the live tables whose filters
+// this tuner wrote: want[l] is what level l's would spend at its target,
+// spent what they spend.
+func (t *Tuner) measured(want, spent [NumLevels]float64) {
+	d := &t.debts
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for l := range want {
+		d.bound[l] = maxDebtShare * want[l]
+		d.owed[l] = max(-d.bound[l], min(d.bound[l], want[l]-spent[l]))
+	}
+}
 
 // ledgerKey identifies a written filter by what the table's properties
 // also record: the block's length (FilterSize) and the keys Pebble handed
@@ -40,26 +135,16 @@ type ledgerKey struct{ bytes, added uint64 }
 // or compacted away is forgotten as newer ones arrive.
 const ledgerSize = 1 << 14
 
-// maxCorrection bounds the correction to a share of the asked average, so
-// that a measurement gone wrong (a tree of foreign filters, tables Pebble
-// never reported) cannot drive the budgets to an extreme.
-const maxCorrection = 0.25
-
-// correctionGain is the share of the live average's error the correction
-// takes up per refit, scaled by the share of the live keys whose filters
-// were written since the last refit: the live average moves only as fast
-// as tables are replaced, and a larger step would overshoot and swing.
-const correctionGain = 1
-
 // NewTuner returns a tuner for the average asked, starting at budgets
 // (points of the registered grid). It panics, naming pkg, unless asked is
 // a valid budget.
 func NewTuner(pkg string, asked float64, budgets [NumLevels]float64) *Tuner {
 	CheckBitsPerKey(pkg, asked)
-	t := &Tuner{asked: asked, ledger: make(map[ledgerKey]ledgerEntry), ring: make([]ledgerKey, ledgerSize)}
+	t := &Tuner{asked: asked, ledger: make(map[ledgerKey]uint64), ring: make([]ledgerKey, ledgerSize)}
 	for l, b := range budgets {
 		CheckBitsPerKey(pkg, b)
 		t.budgets[l].Store(math.Float64bits(b))
+		t.targets[l].Store(math.Float64bits(b))
 	}
 	return t
 }
@@ -70,6 +155,11 @@ func (t *Tuner) Asked() float64 { return t.asked }
 // Budget returns level's current budget.
 func (t *Tuner) Budget(level int) float64 {
 	return math.Float64frombits(t.budgets[level].Load())
+}
+
+// Target returns the bits per key level's filters are to spend now.
+func (t *Tuner) Target(level int) float64 {
+	return math.Float64frombits(t.targets[level].Load())
 }
 
 // Budgets returns every level's current budget.
@@ -86,17 +176,21 @@ func (t *Tuner) Budgets() [NumLevels]float64 {
 func (t *Tuner) Policy(level int) Policy { return New(t.Budget(level), 0, false) }
 
 // NewWriter returns a writer for one table of level, at the level's
-// current budget, that records the filter it writes in the tuner's ledger.
+// target plus what the level owes (see Tuner), that records the filter it
+// writes in the tuner's ledger and what it spent in the level's debt.
 func (t *Tuner) NewWriter(level int) *TunedWriter {
-	return &TunedWriter{w: t.Policy(level).NewWriter(), t: t}
+	target := t.Target(level)
+	return &TunedWriter{w: New(t.writeBudget(level, target), 0, false).NewWriter(), t: t, level: level, target: target}
 }
 
 // TunedWriter is a Writer that reports each filter it finishes to its
 // tuner.
 type TunedWriter struct {
-	w     *Writer
-	t     *Tuner
-	added uint64
+	w      *Writer
+	t      *Tuner
+	added  uint64
+	level  int
+	target float64
 }
 
 // AddKey records key; the slice is not retained.
@@ -110,7 +204,9 @@ func (w *TunedWriter) AddKey(key []byte) {
 func (w *TunedWriter) Finish(dst []byte) []byte {
 	n := len(dst)
 	dst = w.w.Finish(dst)
-	w.t.record(ledgerKey{uint64(len(dst) - n), w.added}, uint64(w.w.b.Stats().Keys))
+	bytes, distinct := uint64(len(dst)-n), uint64(w.w.b.Stats().Keys)
+	w.t.record(ledgerKey{bytes, w.added}, distinct)
+	w.t.spent(w.level, w.target, distinct, 8*bytes)
 	w.added = 0
 	return dst
 }
@@ -123,64 +219,38 @@ func (t *Tuner) record(k ledgerKey, distinct uint64) {
 	}
 	t.ring[t.next] = k
 	t.next = (t.next + 1) % len(t.ring)
-	t.ledger[k] = ledgerEntry{distinct, t.epoch}
+	t.ledger[k] = distinct
 }
 
-// correct updates the integral correction from the live average of the
-// levels below L0 (of L0 alone while nothing lies below it). L0's tables
-// live only until a compaction carries their keys into Lbase, and the fit
-// gives them wide budgets (a lookup meets every L0 sublevel): counting them
-// would let the correction lower every level's budget while L0 is full,
-// and leave the tree under the average once L0 drains, too late for
-// compactions to rewrite it. So the average holds over the levels keys
-// stay on, and L0's small share of the keys spends its own budget on top
-// while it lives.
-func (t *Tuner) correct(keys, bits, fresh [NumLevels]float64) {
-	var k, b, f float64
-	for l := 1; l < NumLevels; l++ {
-		k, b, f = k+keys[l], b+bits[l], f+fresh[l]
-	}
-	if k == 0 {
-		k, b, f = keys[0], bits[0], fresh[0]
-	}
-	if k == 0 {
-		return
-	}
-	t.offset += correctionGain * f / k * (t.asked - b/k)
-	t.offset = max(-maxCorrection*t.asked, min(maxCorrection*t.asked, t.offset))
-}
-
-// nearestBudgets is LevelBudgets(shape, target), or, when that spends
-// under target (on the half-bit grid an allocation seldom spends its
-// average exactly), the allocation of a higher average that spends over
-// target by less than the first spends under it. LevelBudgets never
-// overspends, and an allocation that is always under would leave the tree
-// under the average by that much for good, with the correction chasing it.
-func nearestBudgets(shape LevelShape, target float64) [NumLevels]float64 {
-	spend := func(b [NumLevels]float64) float64 {
-		var k, s float64
+// targetsFor scales budgets, a grid allocation, so that they spend avg
+// bits per key over the levels below L0 of shape (over L0 while nothing
+// lies below it, and unscaled for an empty shape): the grid seldom spends
+// an average exactly, and a level's target need not be a grid point.
+//
+// L0's tables live only until a compaction carries their keys into Lbase,
+// and the fit gives them wide budgets (a lookup meets every L0 sublevel):
+// holding the average over them too would lower every level's target
+// while L0 is full, and leave the tree under the average once L0 drains.
+// So the average holds over the levels keys stay on, and L0's small share
+// of the keys spends its own budget on top while it lives.
+func targetsFor(shape LevelShape, budgets [NumLevels]float64, avg float64) [NumLevels]float64 {
+	var k, s float64
+	for pass := 0; pass < 2 && k == 0; pass++ {
 		for l, w := range shape.Keys {
-			if w > 0 && !math.IsInf(w, 0) {
-				k, s = k+w, s+w*b[l]
+			if (pass == 0) == (l > 0) && w > 0 && !math.IsInf(w, 0) {
+				k, s = k+w, s+w*budgets[l]
 			}
 		}
-		if k == 0 {
-			return target
-		}
-		return s / k
 	}
-	under := LevelBudgets("pebblecore", shape, target)
-	gap := target - spend(under)
-	for step := BudgetStep / 8; gap > 0 && step <= 2*BudgetStep && target+step <= MaxBitsPerKey; step *= 2 {
-		over := LevelBudgets("pebblecore", shape, target+step)
-		if s := spend(over); s > target {
-			if s-target < gap {
-				return over
-			}
-			break
-		}
+	scale := 1.0
+	if k > 0 && s > 0 {
+		scale = avg * k / s
 	}
-	return under
+	var out [NumLevels]float64
+	for l, b := range budgets {
+		out[l] = max(MinBitsPerKey, min(MaxBitsPerKey, b*scale))
+	}
+	return out
 }
 
 // LiveTable is one live table's filter, as its properties record it.
@@ -202,15 +272,14 @@ func (t *Tuner) distinct(tb LiveTable) uint64 {
 	return d
 }
 
-// lookup is distinct, and whether the table's filter was written since
-// the last refit.
-func (t *Tuner) lookup(tb LiveTable) (distinct uint64, fresh bool) {
+// lookup is distinct, and whether the tuner wrote the table's filter (its
+// count is then exact).
+func (t *Tuner) lookup(tb LiveTable) (distinct uint64, known bool) {
 	t.ledgerMu.Lock()
-	e, ok := t.ledger[ledgerKey{tb.FilterBytes, tb.PointKeys}]
-	epoch := t.epoch
+	d, ok := t.ledger[ledgerKey{tb.FilterBytes, tb.PointKeys}]
 	t.ledgerMu.Unlock()
 	if ok {
-		return e.distinct, e.epoch == epoch
+		return d, true
 	}
 	if tb.Budget > 0 {
 		return min(tb.PointKeys, uint64(math.Ceil(8*float64(tb.FilterBytes)/tb.Budget))), false
@@ -234,72 +303,52 @@ func (t *Tuner) LiveAverage(tables []LiveTable) (bitsPerKey float64, keys uint64
 	return float64(bits) / float64(keys), keys
 }
 
-// Refit sets every level's budget from the live tree: shape (whose L0Runs
-// it keeps, and whose Keys serve only while no table has an lsmcuckoo
-// filter) and its tables' filters. It returns the live average it
-// measured (0 for a tree without lsmcuckoo filters) and whether a budget
-// changed.
+// Refit sets every level's budget, target and debt from the live tree:
+// shape (whose L0Runs it keeps, and whose Keys serve only while no table
+// has an lsmcuckoo filter) and its tables' filters. It returns the live
+// average it measured (0 for a tree without lsmcuckoo filters) and
+// whether a budget changed.
 //
-// Two measurements make the fit meet the average on the live tree rather
-// than on a model of it. The shape is the distinct keys of each level's
-// filters, not its bytes. And each level's spend ratio, what its filters
-// spend over what their budgets planned (small tables' filters round up
-// to whole lines and carry a trailer), weighs its keys in the fit's
-// constraint, so that the budgets' planned spend times those ratios is the
-// average asked. Of the grid's allocations it takes the one whose planned
-// spend is nearest that (nearestBudgets). What the live tree still spends
-// off the average, tables written under an earlier allocation above all,
-// the integral correction takes up (correct).
+// The shape the fit sees is the distinct keys of each level's filters, not
+// its bytes. The budgets are LevelBudgets of that shape, the targets scale
+// them to spend the average asked over the live keys (targetsFor), and
+// each level's debt is what its live tables spend under its target,
+// counted over the tables whose filters this tuner wrote: their distinct
+// keys are known exactly, while those of a table written before a reopen
+// are estimated from its name's budget, and an error in that estimate is
+// no debt of the level's.
 func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, changed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var keys, bits, planned, fresh [NumLevels]float64
-	var allKeys, allBits, allPlanned float64
+	var keys, knownKeys, knownBits [NumLevels]float64
+	var allKeys, allBits float64
 	for _, tb := range tables {
 		if !tb.Ours || tb.FilterBytes == 0 || tb.Level < 0 || tb.Level >= NumLevels {
 			continue
 		}
-		d, isFresh := t.lookup(tb)
-		k := float64(d)
-		if isFresh {
-			fresh[tb.Level] += k
-		}
+		d, known := t.lookup(tb)
+		k, b := float64(d), 8*float64(tb.FilterBytes)
 		keys[tb.Level] += k
-		bits[tb.Level] += 8 * float64(tb.FilterBytes)
-		planned[tb.Level] += k * tb.Budget
-		allKeys, allBits, allPlanned = allKeys+k, allBits+8*float64(tb.FilterBytes), allPlanned+k*tb.Budget
+		if known {
+			knownKeys[tb.Level] += k
+			knownBits[tb.Level] += b
+		}
+		allKeys, allBits = allKeys+k, allBits+b
 	}
-	t.ledgerMu.Lock()
-	t.epoch++
-	t.ledgerMu.Unlock()
-	target := t.asked
 	if allKeys > 0 {
 		live = allBits / allKeys
-		t.correct(keys, bits, fresh)
-		ratio := func(bits, planned float64) float64 {
-			if planned <= 0 {
-				return 1
-			}
-			return max(0.5, min(2, bits/planned))
-		}
-		all := ratio(allBits, allPlanned)
-		cost := 0.0
-		for l := range keys {
-			r := all
-			if planned[l] > 0 {
-				r = ratio(bits[l], planned[l])
-			}
-			shape.Keys[l] = keys[l] * r
-			cost += keys[l] / allKeys * r
-		}
-		target = (t.asked + t.offset) / cost
+		shape.Keys = keys
 	}
-	target = max(MinBitsPerKey, min(MaxBitsPerKey, target))
-	budgets := nearestBudgets(shape, target)
+	budgets := LevelBudgets("pebblecore", shape, t.asked)
+	targets := targetsFor(shape, budgets, t.asked)
+	var targetBits [NumLevels]float64
 	for l, b := range budgets {
 		if t.budgets[l].Swap(math.Float64bits(b)) != math.Float64bits(b) {
 			changed = true
 		}
+		t.targets[l].Store(math.Float64bits(targets[l]))
+		targetBits[l] = targets[l] * knownKeys[l]
 	}
+	t.measured(targetBits, knownBits)
 	return live, changed
 }
