@@ -147,19 +147,30 @@ func TestLevelBudgetsNearOptimal(t *testing.T) {
 				pop = append(pop, l)
 			}
 		}
+		// The model's rate at each grid budget, computed once: the search
+		// below visits every triple of them.
+		fpr := make([]float64, len(grid))
+		for i, x := range grid {
+			fpr[i] = pebblecore.ModelFPR(x)
+		}
+		runs := [3]float64{1, 1, 1}
+		if pop[0] == 0 {
+			runs[0] = math.Max(s.L0Runs, 1)
+		}
+		tot := s.Keys[pop[0]] + s.Keys[pop[1]] + s.Keys[pop[2]]
 		for _, avg := range []float64{6, 8, 10, 13} {
 			best := math.Inf(1)
 			var bestB [NumLevels]float64
-			for _, x := range grid {
-				for _, y := range grid {
-					for _, z := range grid {
-						var b [NumLevels]float64
-						b[pop[0]], b[pop[1]], b[pop[2]] = x, y, z
-						if weightedAvg(s, b) > avg+1e-9 {
+			for i, x := range grid {
+				for j, y := range grid {
+					for k, z := range grid {
+						if (s.Keys[pop[0]]*x+s.Keys[pop[1]]*y+s.Keys[pop[2]]*z)/tot > avg+1e-9 {
 							continue
 						}
-						if c := modelCost(s, b); c < best {
-							best, bestB = c, b
+						if c := runs[0]*fpr[i] + runs[1]*fpr[j] + runs[2]*fpr[k]; c < best {
+							best = c
+							bestB = [NumLevels]float64{}
+							bestB[pop[0]], bestB[pop[1]], bestB[pop[2]] = x, y, z
 						}
 					}
 				}
