@@ -72,8 +72,10 @@ func (r tables) ReadTable(path string, t *pebblestore.Table) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
+	// An empty filter block (a table of range deletions only) is still a
+	// block past the first data block; no block at all is a zero handle.
 	h := layout.Filter
-	if h.Length == 0 {
+	if h == (sstable.BlockHandle{}) {
 		return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
 	}
 	checksum, err := checksumType(f, layout)
