@@ -174,6 +174,25 @@ func TestMigrateKilled(t *testing.T) {
 	buildStore(t, dir, storeSpec{keys: 60000, policy: bloomPolicy})
 	before := contents(t, dir, readOptions())
 
+	killMidMigration(t, dir)
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after SIGKILL: %d entries, before %d", len(after), len(before))
+	}
+	code, out, errs := runCLI("migrate", "-bits", "11", "-quiet", dir)
+	if code != 0 {
+		t.Fatalf("second run: exit %d: %s\n%s", code, errs, out)
+	}
+	name := tablefilter.NewPolicy(11).Name()
+	checkMigrated(t, dir, func(int) string { return name })
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatal("contents changed after the second run")
+	}
+}
+
+// killMidMigration runs migrate -bits=11 on dir in a child process and
+// kills it with SIGKILL when the rewrite creates its first table.
+func killMidMigration(t *testing.T, dir string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "migrate", "-bits="+"11", dir)
 	// The last three arguments are the command's: migrate -bits=11 DIR.
 	cmd.Env = append(os.Environ(), envChild+"=migrate-stall")
@@ -210,18 +229,6 @@ func TestMigrateKilled(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("after SIGKILL: %d entries, before %d", len(after), len(before))
-	}
-	code, out, errs := runCLI("migrate", "-bits", "11", "-quiet", dir)
-	if code != 0 {
-		t.Fatalf("second run: exit %d: %s\n%s", code, errs, out)
-	}
-	name := tablefilter.NewPolicy(11).Name()
-	checkMigrated(t, dir, func(int) string { return name })
-	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatal("contents changed after the second run")
-	}
 }
 
 // A table whose data block is damaged (which the checks before the rewrite

@@ -348,3 +348,13 @@ func TestCompareFromPebbleV1(t *testing.T) {
 	}
 	checkRows(t, r)
 }
+
+// A damaged table of a Pebble v1 store is reported as damaged and the rest
+// still is, although Pebble v1's own open refuses a store whose tables are
+// missing or truncated.
+func TestInspectPebbleV1Damage(t *testing.T) {
+	checkDamage(t, func(t *testing.T, dir string) []damageable {
+		buildV1Store(t, dir, 30000, pebble1.FormatMostCompatible, gethBloom, gethBloom)
+		return tableFilesOf(t, dir, pebble1store.Open)
+	})
+}
