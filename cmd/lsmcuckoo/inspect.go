@@ -33,7 +33,7 @@ func newInspectFlags(stderr io.Writer) (*flag.FlagSet, *inspectFlags) {
 	f := &inspectFlags{}
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR), pebble (v1 or v2, from the store's format major version), pebble1, pebble2, badger or kvdemo")
+	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR), pebble (v1 or v2, detected), pebble1, pebble2, badger or kvdemo")
 	fs.BoolVar(&f.json, "json", false, "write the report as one JSON object")
 	fs.IntVar(&f.probes, "probes", 10000, "random absent keys probed against each table's filter block")
 	fs.StringVar(&f.path, "path", advice.PathGet, "read path the recommendations are fitted to: get (DB.Get) or seek (SeekPrefixGE with UseL6Filters)")

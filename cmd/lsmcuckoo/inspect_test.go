@@ -187,16 +187,8 @@ func viewOf(t *testing.T, dir string) pebbleView {
 	var v pebbleView
 	v.sublevels = len(db.DebugCurrentVersion().L0SublevelFiles)
 	for l, infos := range levels {
-		v.families[l] = map[string]int{}
 		for _, info := range infos {
-			v.tables[l]++
-			v.keys[l] += info.Properties.NumEntries
-			v.filterBytes[l] += info.Properties.FilterSize
-			name := info.Properties.FilterPolicyName
-			if name == "" {
-				name = pebblestore.NoneName
-			}
-			v.families[l][name]++
+			v.add(l, info.Properties.NumEntries, info.Properties.FilterSize, info.Properties.FilterPolicyName)
 		}
 		if uint64(m.Levels[l].TablesCount) != v.tables[l] {
 			t.Fatalf("L%d: Metrics has %d tables, SSTables %d", l, m.Levels[l].TablesCount, v.tables[l])
@@ -204,6 +196,20 @@ func viewOf(t *testing.T, dir string) pebbleView {
 		v.tableBytes[l] = uint64(m.Levels[l].TablesSize)
 	}
 	return v
+}
+
+// add counts a table of level l, from either Pebble's properties.
+func (v *pebbleView) add(l int, entries, filterSize uint64, filter string) {
+	if v.families[l] == nil {
+		v.families[l] = map[string]int{}
+	}
+	if filter == "" {
+		filter = pebblestore.NoneName
+	}
+	v.tables[l]++
+	v.keys[l] += entries
+	v.filterBytes[l] += filterSize
+	v.families[l][filter]++
 }
 
 // checkAgainstPebble compares inspect's figures with Pebble's own.

@@ -42,7 +42,7 @@ func newMigrateFlags(stderr io.Writer) (*flag.FlagSet, *migrateFlags) {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Float64Var(&f.bits, "bits", 0, "lsmcuckoo bits per key (required; 4..64); with -levels, the average over the tree")
-	fs.BoolVar(&f.levels, "levels", false, "budgets per level, fitted to the store's measured shape (tablefilter.LevelBudgets)")
+	fs.BoolVar(&f.levels, "levels", false, "budgets per level, fitted to the store's measured shape (LevelBudgets of tablefilter or tablefilter/pebblev1)")
 	fs.Uint64Var(&f.reserve, "reserve", 0, "bytes of disk to leave free beyond the rewrite's estimate")
 	fs.IntVar(&f.probes, "probes", 2000, "random absent keys probed per table in the before/after summaries")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
@@ -101,10 +101,10 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 type migration interface {
 	// refuse says why this module cannot rewrite the store, nil if it can.
 	refuse(s *pebblestore.Snapshot, f *migrateFlags) error
-	// configure sets the new policies and registers the names the tables
-	// carry; it returns the filter name each level's tables must end up
-	// with and the Go lines the application must run on every open.
-	configure(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags) (want [pebblestore.NumLevels]string, lines []string)
+	// configure sets the options that write the plan's filters and read
+	// those the tables carry now, and returns the Go line the application
+	// must run on every open.
+	configure(p plan) (line string)
 	// lock takes Pebble's lock on dir, which open then uses.
 	lock(dir string) (io.Closer, error)
 	// open opens the store with the configured options; created runs
@@ -171,7 +171,8 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s store (%s); the rewrite uses %s.\nBefore:\n", module.name, module.why, module.name)
 	writeSummary(stdout, rep)
 
-	want, lines := m.configure(before, rep, f)
+	p := planOf(before, rep, f)
+	want, line := p.want, m.configure(p)
 	need, avail, err := diskEstimate(dir, before, want, f.reserve)
 	if err != nil {
 		return err
@@ -204,9 +205,7 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d tables still carry another filter; run migrate again", left)
 	}
 	fmt.Fprintf(stdout, "\nGo lines to set on every open from now on (Pebble does not restore filter policies from OPTIONS):\n")
-	for _, l := range lines {
-		fmt.Fprintf(stdout, "  %s\n", l)
-	}
+	fmt.Fprintf(stdout, "  %s\n", line)
 	return nil
 }
 
@@ -226,56 +225,67 @@ func (m *migrationV2) lock(dir string) (io.Closer, error) {
 	return lock, nil
 }
 
-// configure sets the options to open the store with (migration.configure).
-func (m *migrationV2) configure(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags) ([pebblestore.NumLevels]string, []string) {
-	opts := &pebble.Options{Logger: quietLogger{}}
-	m.opts = opts
-	var want [pebblestore.NumLevels]string
-	var lines []string
-	if f.levels {
-		b := tablefilter.LevelBudgets(shapeOf(s), f.bits)
-		tablefilter.SetLevelBudgets(opts, b)
-		for l, x := range b {
-			want[l] = tablefilter.NewPolicy(x).Name()
-		}
-		lines = append(lines, fmt.Sprintf("tablefilter.SetLevelBudgets(opts, [7]float64{%s})", budgetList(b)))
-	} else {
-		p := tablefilter.NewPolicy(f.bits)
-		for l := range opts.Levels {
-			opts.Levels[l].FilterPolicy = p
-			want[l] = p.Name()
-		}
-		tablefilter.RegisterPolicies(opts, f.bits)
-		lines = append(lines, fmt.Sprintf("opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s) // levels left unset take L0's", fmtBits(f.bits)))
-	}
-	// Every name the tables carry now, so that none is read unfiltered
-	// while the rewrite runs.
-	budgets, bloomSeen := carried(rep)
-	if len(budgets) > 0 {
-		tablefilter.RegisterPolicies(opts, budgets...)
-	}
-	if bloomSeen {
-		opts.Filters[pebblestore.BloomName] = bloom.FilterPolicy(10)
-	}
-	// A completed migration leaves no table under the old names, so the
-	// application needs only the new policy.
-	return want, lines
+// plan is what a migration writes and what it reads meanwhile.
+type plan struct {
+	levels  bool                           // per-level budgets, else uniform
+	budgets [pebblestore.NumLevels]float64 // each level's budget
+	want    [pebblestore.NumLevels]string  // the filter name each level's tables end up with
+	carried []float64                      // the lsmcuckoo budgets the tables carry now
+	bloom   bool                           // some table carries Pebble's bloom filter
+	ratchet bool                           // -ratchet
+	format  uint64                         // the store's format major version
 }
 
-// carried returns the lsmcuckoo budgets and whether Pebble's bloom filter
-// are among the filter names the store's tables carry.
-func carried(rep *advice.Report) (budgets []float64, bloomSeen bool) {
+// planOf plans the migration of the store: uniform -bits, or with -levels
+// the budgets LevelBudgets fits to its measured shape. The policy names
+// and the fitted budgets are the same in both Pebbles' adapters.
+func planOf(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags) plan {
+	p := plan{levels: f.levels, budgets: uniformOf(f.bits), ratchet: f.ratchet, format: s.FormatVersion}
+	if f.levels {
+		p.budgets = tablefilter.LevelBudgets(shapeOf(s), f.bits)
+	}
+	for l, b := range p.budgets {
+		p.want[l] = tablefilter.NewPolicy(b).Name()
+	}
+	// Every name the tables carry now, so that none is read unfiltered
+	// while the rewrite runs. A completed migration leaves no table under
+	// the old names, so the application needs only the new policy.
 	for _, n := range rep.Names {
 		switch pebblestore.Kind(n) {
 		case pebblestore.KindLsmcuckoo:
 			if x, ok := pebblestore.LsmcuckooBudget(n); ok {
-				budgets = append(budgets, x)
+				p.carried = append(p.carried, x)
 			}
 		case pebblestore.KindBloom:
-			bloomSeen = true
+			p.bloom = true
 		}
 	}
-	return budgets, bloomSeen
+	return p
+}
+
+// configure sets Pebble v2's options (migration.configure): Options.Levels
+// has seven entries, and a level whose policy is unset takes the one above.
+func (m *migrationV2) configure(p plan) string {
+	opts := &pebble.Options{Logger: quietLogger{}}
+	m.opts = opts
+	line := fmt.Sprintf("tablefilter.SetLevelBudgets(opts, [7]float64{%s})", budgetList(p.budgets))
+	if p.levels {
+		tablefilter.SetLevelBudgets(opts, p.budgets)
+	} else {
+		policy := tablefilter.NewPolicy(p.budgets[0])
+		for l := range opts.Levels {
+			opts.Levels[l].FilterPolicy = policy
+		}
+		tablefilter.RegisterPolicies(opts, p.budgets[0])
+		line = fmt.Sprintf("opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s) // levels left unset take L0's", fmtBits(p.budgets[0]))
+	}
+	if len(p.carried) > 0 {
+		tablefilter.RegisterPolicies(opts, p.carried...)
+	}
+	if p.bloom {
+		opts.Filters[pebblestore.BloomName] = bloom.FilterPolicy(10)
+	}
+	return line
 }
 
 // budgetList is the Go literal of seven budgets' elements.

@@ -40,19 +40,37 @@ func checkMigrated(t *testing.T, dir string, want func(level int) string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var tables []migratedTable
 	for l, infos := range levels {
 		for _, info := range infos {
-			n++
-			if got := info.Properties.FilterPolicyName; got != want(l) {
-				t.Errorf("L%d table %s: filter %q, want %q", l, info.FileNum, got, want(l))
-			}
-			if info.Properties.NumRangeKeyUnsets != 0 {
-				t.Errorf("L%d table %s keeps %d range-key unsets", l, info.FileNum, info.Properties.NumRangeKeyUnsets)
-			}
+			tables = append(tables, migratedTable{l, info.FileNum.String(), info.Properties.FilterPolicyName, info.Properties.NumRangeKeyUnsets})
 		}
 	}
-	if n == 0 {
+	checkMigratedTables(t, tables, want)
+}
+
+// migratedTable is what checkMigratedTables reads of a table, from either
+// Pebble.
+type migratedTable struct {
+	level  int
+	num    string
+	filter string
+	unsets uint64 // range-key unsets
+}
+
+// checkMigratedTables checks every table carries want(level) and no
+// range-key unset (the migration's marker).
+func checkMigratedTables(t *testing.T, tables []migratedTable, want func(level int) string) {
+	t.Helper()
+	for _, tb := range tables {
+		if tb.filter != want(tb.level) {
+			t.Errorf("L%d table %s: filter %q, want %q", tb.level, tb.num, tb.filter, want(tb.level))
+		}
+		if tb.unsets != 0 {
+			t.Errorf("L%d table %s keeps %d range-key unsets", tb.level, tb.num, tb.unsets)
+		}
+	}
+	if len(tables) == 0 {
 		t.Fatal("no tables")
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
-	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/advice"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/pebblev1"
 )
@@ -24,8 +23,8 @@ type migrationV1 struct {
 // user's choice: Pebble releases before v22.2 no longer open the store.
 func (m *migrationV1) refuse(s *pebblestore.Snapshot, f *migrateFlags) error {
 	if s.FormatVersion < uint64(pebble.FormatRangeKeys) && !f.ratchet {
-		return fmt.Errorf("refused: the store is at format major version %d, older than FormatRangeKeys (%d), the oldest migrate can rewrite every table of "+
-			"(it marks the key range with a range key); run migrate -ratchet to raise it first (every Pebble v1.1 opens it, releases before v22.2 no longer do)",
+		return fmt.Errorf("refused: the store is at format major version %d; migrate needs FormatRangeKeys (%d) or newer, as it marks the key range with a range key "+
+			"to rewrite every table: run migrate -ratchet to raise the format first (every Pebble v1.1 opens the store then, releases before v22.2 no longer do)",
 			s.FormatVersion, pebble.FormatRangeKeys)
 	}
 	return nil
@@ -40,41 +39,30 @@ func (m *migrationV1) lock(dir string) (io.Closer, error) {
 	return lock, nil
 }
 
-// configure sets the options to open the store with (migration.configure).
-// Pebble v1's Options.Levels is a slice whose missing entries copy the
-// last: one entry sets every level.
-func (m *migrationV1) configure(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags) ([pebblestore.NumLevels]string, []string) {
+// configure sets Pebble v1's options (migration.configure). Its
+// Options.Levels is a slice whose missing entries copy the last: one entry
+// sets every level.
+func (m *migrationV1) configure(p plan) string {
 	opts := &pebble.Options{Logger: quietLogger{}, Comparer: wholeKeySplit()}
-	if f.ratchet && s.FormatVersion < uint64(pebble.FormatRangeKeys) {
+	if p.ratchet && p.format < uint64(pebble.FormatRangeKeys) {
 		opts.FormatMajorVersion = pebble.FormatRangeKeys
 	}
 	m.opts = opts
-	var want [pebblestore.NumLevels]string
-	var lines []string
-	if f.levels {
-		b := pebblev1.LevelBudgets(pebblev1.LevelShape(shapeOf(s)), f.bits)
-		pebblev1.SetLevelBudgets(opts, b)
-		for l, x := range b {
-			want[l] = pebblev1.NewPolicy(x).Name()
-		}
-		lines = append(lines, fmt.Sprintf("pebblev1.SetLevelBudgets(opts, [7]float64{%s})", budgetList(b)))
+	line := fmt.Sprintf("pebblev1.SetLevelBudgets(opts, [7]float64{%s})", budgetList(p.budgets))
+	if p.levels {
+		pebblev1.SetLevelBudgets(opts, p.budgets)
 	} else {
-		p := pebblev1.NewPolicy(f.bits)
-		opts.Levels = []pebble.LevelOptions{{FilterPolicy: p}}
-		for l := range want {
-			want[l] = p.Name()
-		}
-		pebblev1.RegisterPolicies(opts, f.bits)
-		lines = append(lines, fmt.Sprintf("opts.Levels = []pebble.LevelOptions{{FilterPolicy: pebblev1.NewPolicy(%s)}} // levels past the slice's end copy its last entry; with levels listed, set each one's FilterPolicy", fmtBits(f.bits)))
+		opts.Levels = []pebble.LevelOptions{{FilterPolicy: pebblev1.NewPolicy(p.budgets[0])}}
+		pebblev1.RegisterPolicies(opts, p.budgets[0])
+		line = fmt.Sprintf("opts.Levels = []pebble.LevelOptions{{FilterPolicy: pebblev1.NewPolicy(%s)}} // levels past the slice's end copy its last entry; with levels listed, set each one's FilterPolicy", fmtBits(p.budgets[0]))
 	}
-	budgets, bloomSeen := carried(rep)
-	if len(budgets) > 0 {
-		pebblev1.RegisterPolicies(opts, budgets...)
+	if len(p.carried) > 0 {
+		pebblev1.RegisterPolicies(opts, p.carried...)
 	}
-	if bloomSeen {
+	if p.bloom {
 		opts.Filters[pebblestore.BloomName] = bloom.FilterPolicy(10)
 	}
-	return want, lines
+	return line
 }
 
 // wholeKeySplit is Pebble v1's default comparer, under its name, with the

@@ -26,21 +26,13 @@ func checkMigratedV1(t *testing.T, dir string, want func(level int) string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var tables []migratedTable
 	for l, infos := range levels {
 		for _, info := range infos {
-			n++
-			if got := info.Properties.FilterPolicyName; got != want(l) {
-				t.Errorf("L%d table %s: filter %q, want %q", l, info.FileNum, got, want(l))
-			}
-			if info.Properties.NumRangeKeyUnsets != 0 {
-				t.Errorf("L%d table %s keeps %d range-key unsets", l, info.FileNum, info.Properties.NumRangeKeyUnsets)
-			}
+			tables = append(tables, migratedTable{l, info.FileNum.String(), info.Properties.FilterPolicyName, info.Properties.NumRangeKeyUnsets})
 		}
 	}
-	if n == 0 {
-		t.Fatal("no tables")
-	}
+	checkMigratedTables(t, tables, want)
 }
 
 // checkV1Lookups opens the migrated store as the application would, with

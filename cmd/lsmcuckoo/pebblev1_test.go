@@ -123,16 +123,8 @@ func v1View(t *testing.T, dir string) pebbleView {
 	m := db.Metrics()
 	var v pebbleView
 	for l, infos := range levels {
-		v.families[l] = map[string]int{}
 		for _, info := range infos {
-			v.tables[l]++
-			v.keys[l] += info.Properties.NumEntries
-			v.filterBytes[l] += info.Properties.FilterSize
-			name := info.Properties.FilterPolicyName
-			if name == "" {
-				name = pebblestore.NoneName
-			}
-			v.families[l][name]++
+			v.add(l, info.Properties.NumEntries, info.Properties.FilterSize, info.Properties.FilterPolicyName)
 		}
 		if uint64(m.Levels[l].NumFiles) != v.tables[l] {
 			t.Fatalf("L%d: Metrics has %d tables, SSTables %d", l, m.Levels[l].NumFiles, v.tables[l])

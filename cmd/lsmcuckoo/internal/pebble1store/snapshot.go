@@ -24,32 +24,19 @@ import (
 // Comparer returns Pebble v1's default comparer under the given name, and
 // whether the name is the default's (pebblestore.Comparer).
 func Comparer(name string) (*pebble.Comparer, bool) {
-	if name == "" || name == pebble.DefaultComparer.Name {
-		return pebble.DefaultComparer, true
-	}
-	c := *pebble.DefaultComparer
-	c.Name = name
-	return &c, false
+	return pebblestore.Renamed(pebble.DefaultComparer, pebble.DefaultComparer.Name, name, func(c *pebble.Comparer, n string) { c.Name = n })
 }
 
 // Merger returns Pebble v1's default merger under the given name.
 func Merger(name string) *pebble.Merger {
-	if name == "" || name == pebble.DefaultMerger.Name {
-		return pebble.DefaultMerger
-	}
-	m := *pebble.DefaultMerger
-	m.Name = name
-	return &m
+	m, _ := pebblestore.Renamed(pebble.DefaultMerger, pebble.DefaultMerger.Name, name, func(m *pebble.Merger, n string) { m.Name = n })
+	return m
 }
 
 // ReadFilters registers in o a policy under every filter name this package
 // can read: Pebble's bloom and lsmcuckoo's names at every half bit.
 func ReadFilters(o *pebble.Options) {
-	var budgets []float64
-	for b := float64(pebblev1.MinBitsPerKey); b <= pebblev1.MaxBitsPerKey; b += 0.5 {
-		budgets = append(budgets, b)
-	}
-	pebblev1.RegisterPolicies(o, budgets...)
+	pebblev1.RegisterPolicies(o, pebblestore.HalfBitBudgets()...)
 	o.Filters[pebblestore.BloomName] = bloom.FilterPolicy(10)
 }
 

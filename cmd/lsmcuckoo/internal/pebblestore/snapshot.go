@@ -153,33 +153,42 @@ func newestOptions(dir string, line func(string) bool) {
 // the real one's. Listing tables and reading their filters does not compare
 // keys across tables, so a renamed default serves.
 func Comparer(name string) (*pebble.Comparer, bool) {
-	if name == "" || name == pebble.DefaultComparer.Name {
-		return pebble.DefaultComparer, true
-	}
-	c := *pebble.DefaultComparer
-	c.Name = name
-	return &c, false
+	return Renamed(pebble.DefaultComparer, pebble.DefaultComparer.Name, name, func(c *pebble.Comparer, n string) { c.Name = n })
 }
 
 // Merger returns Pebble's default merger under the given name.
 func Merger(name string) *pebble.Merger {
-	if name == "" || name == pebble.DefaultMerger.Name {
-		return pebble.DefaultMerger
+	m, _ := Renamed(pebble.DefaultMerger, pebble.DefaultMerger.Name, name, func(m *pebble.Merger, n string) { m.Name = n })
+	return m
+}
+
+// Renamed returns def if name is "" or defName, and reports so; else a
+// copy of def that rename gives the name. Both Pebble modules' comparers
+// and mergers are renamed this way.
+func Renamed[T any](def *T, defName, name string, rename func(*T, string)) (*T, bool) {
+	if name == "" || name == defName {
+		return def, true
 	}
-	m := *pebble.DefaultMerger
-	m.Name = name
-	return &m
+	c := *def
+	rename(&c, name)
+	return &c, false
 }
 
 // ReadFilters registers in o a policy under every filter name this package
 // can read: Pebble's bloom and lsmcuckoo's names at every half bit.
 func ReadFilters(o *pebble.Options) {
+	tablefilter.RegisterPolicies(o, HalfBitBudgets()...)
+	o.Filters[BloomName] = bloom.FilterPolicy(10)
+}
+
+// HalfBitBudgets is every lsmcuckoo budget on the half-bit grid, whose
+// policy names a reader registers.
+func HalfBitBudgets() []float64 {
 	budgets := make([]float64, 0, 2*tablefilter.MaxBitsPerKey)
 	for b := float64(tablefilter.MinBitsPerKey); b <= tablefilter.MaxBitsPerKey; b += 0.5 {
 		budgets = append(budgets, b)
 	}
-	tablefilter.RegisterPolicies(o, budgets...)
-	o.Filters[BloomName] = bloom.FilterPolicy(10)
+	return budgets
 }
 
 var comparerMismatch = regexp.MustCompile(`comparer name from file "([^"]*)"`)
