@@ -72,7 +72,7 @@ func checkV1Lookups(t *testing.T, dir string, bits float64, present [][]byte, ab
 	}
 	before := db.Metrics().Filter
 	for i := 0; i < absent; i++ {
-		k := append(key(i*7), '#') // between two keys of the store
+		k := append(key(i*9), '#') // between two keys of the store
 		if it.SeekPrefixGE(k) && string(it.Key()) == string(k) {
 			t.Fatalf("absent key %q found", k)
 		}
@@ -115,7 +115,7 @@ func v1Keys(t *testing.T, dir string) [][]byte {
 // with pebblev1's policy, every key found through its filters.
 func TestMigratePebbleV1(t *testing.T) {
 	dir := t.TempDir()
-	buildV1Store(t, dir, 40000, pebble1.FormatNewest, gethBloom, gethBloom)
+	buildV1Store(t, dir, 20000, pebble1.FormatNewest, gethBloom, gethBloom)
 	before := v1Contents(t, dir)
 	code, out, stderr := runCLI("migrate", "-bits", "12", "-quiet", dir)
 	if code != 0 {
@@ -134,7 +134,7 @@ func TestMigratePebbleV1(t *testing.T) {
 	if v, err := pebblestore.FormatMajorVersion(dir); err != nil || v != uint64(pebble1.FormatNewest) {
 		t.Fatalf("format major version %d (%v), want it unchanged", v, err)
 	}
-	checkV1Lookups(t, dir, 12, v1Keys(t, dir), 5000)
+	checkV1Lookups(t, dir, 12, v1Keys(t, dir), 2000)
 	if r := inspectJSON(t, dir); r.PebbleModule != pebblestore.ModuleV1 {
 		t.Fatalf("after the migration the store reads as %q: %s", r.PebbleModule, r.PebbleModuleWhy)
 	}
@@ -145,7 +145,7 @@ func TestMigratePebbleV1(t *testing.T) {
 // -ratchet, which raises it to FormatRangeKeys.
 func TestMigratePebbleV1OldFormat(t *testing.T) {
 	dir := t.TempDir()
-	buildV1Store(t, dir, 40000, pebble1.FormatMostCompatible, gethBloom, gethBloom)
+	buildV1Store(t, dir, 20000, pebble1.FormatMostCompatible, gethBloom, gethBloom)
 	before := v1Contents(t, dir)
 	h := hashDir(t, dir)
 	code, _, stderr := runCLI("migrate", "-bits", "10", "-quiet", dir)
