@@ -72,7 +72,13 @@ type damageable struct {
 // tableFiles lists the store's tables that have filters, lowest level first.
 func tableFiles(t *testing.T, dir string) []damageable {
 	t.Helper()
-	s, err := pebblestore.Open(dir)
+	return tableFilesOf(t, dir, pebblestore.Open)
+}
+
+// tableFilesOf is tableFiles with the snapshot taken by open.
+func tableFilesOf(t *testing.T, dir string, open func(string) (*pebblestore.Snapshot, error)) []damageable {
+	t.Helper()
+	s, err := open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +99,15 @@ func tableFiles(t *testing.T, dir string) []damageable {
 // A damaged table is reported as damaged, the rest of the store still is,
 // and the exit status is 2 with a one-line error.
 func TestInspectDamage(t *testing.T) {
+	checkDamage(t, func(t *testing.T, dir string) []damageable {
+		buildStore(t, dir, storeSpec{keys: 30000, policy: bloomPolicy})
+		return tableFiles(t, dir)
+	})
+}
+
+// checkDamage damages a table of the store build makes, in each way, and
+// checks inspect's report and exit status.
+func checkDamage(t *testing.T, build func(t *testing.T, dir string) []damageable) {
 	for _, c := range []struct {
 		name   string
 		damage func(t *testing.T, d damageable)
@@ -124,8 +139,7 @@ func TestInspectDamage(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			buildStore(t, dir, storeSpec{keys: 30000, policy: bloomPolicy})
-			files := tableFiles(t, dir)
+			files := build(t, dir)
 			c.damage(t, files[0])
 			code, out, stderr := runCLI("inspect", "-probes", "500", dir)
 			if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {

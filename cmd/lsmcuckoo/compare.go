@@ -47,7 +47,7 @@ func newCompareFlags(stderr io.Writer) (*flag.FlagSet, *compareFlags) {
 	fs.StringVar(&f.keys, "keys", "", "key `FILE`: one key per line, each line at most 1 MiB")
 	fs.BoolVar(&f.hex, "hex", false, "the key files' lines are hex")
 	fs.BoolVar(&f.base64, "base64", false, "the key files' lines are base64")
-	fs.StringVar(&f.from, "from", "", "sample the keys of the store (Pebble v2, Badger v4, kvdemo) in `DIR`, read-only")
+	fs.StringVar(&f.from, "from", "", "sample the keys of the store (Pebble v1.1 or v2, Badger v4, kvdemo) in `DIR`, read-only")
 	fs.StringVar(&f.absent, "absent", "", "absent keys, one a line, in `FILE` (default: made from your keys, two ways)")
 	fs.StringVar(&f.bits, "bits", "8,10,12,16", "budgets in whole bits per key, each 1..64")
 	fs.StringVar(&f.tableKeys, "table-keys", "", "keys per table filter, comma separated (default: the table sizes found with -from, else 100000)")
@@ -75,10 +75,10 @@ Absent keys come from -absent, or are made two ways and reported both:
 "shaped" (your keys with a neighbouring counter or a changed last byte) and
 "random" (uniform bytes of your keys' lengths); each is checked absent.
 
--from reads the live tables of a Pebble v2, Badger v4 or kvdemo store without
-writing into it, even while its owner runs; a Badger key's versions are one
-key. Unlike inspect, it reads the tables' data blocks:
-the keys are what the filters are built from. Under a comparer with a Split,
+-from reads the live tables of a Pebble v1.1 or v2, Badger v4 or kvdemo store
+without writing into it, even while its owner runs; a Badger key's versions are
+one key. Unlike inspect, it reads the tables' data blocks: the keys are what the
+filters are built from. Under a comparer with a Split,
 a table filter holds key prefixes, and so does the sample: CockroachDB's
 Split is known, another comparer's is found from the store's own filters.
 
@@ -250,14 +250,18 @@ func (f *compareFlags) loadKeys(rep *compareReport) ([][]byte, error) {
 }
 
 // storeSampler names the format of the store in dir and returns the
-// reader of its keys: Pebble v2's, or for a Badger v4 or kvdemo store,
-// whose tables are both in Badger's table format, the reader of those
-// tables' user keys.
+// reader of its keys: Pebble v1's or v2's (whichPebble), or for a Badger v4
+// or kvdemo store, whose tables are both in Badger's table format, the
+// reader of those tables' user keys.
 func storeSampler(dir string) (string, func(dir string, add func([]byte)) (*pebblestore.Sample, error), error) {
 	err := checkDir(dir, "pebble")
 	switch {
 	case err == nil:
-		return "Pebble v2", pebblestore.SampleKeys, nil
+		m, err := whichPebble(dir, "auto")
+		if err != nil {
+			return "", nil, err
+		}
+		return m.name, m.sample, nil
 	case errors.Is(err, errBadger):
 		return "Badger v4", badgerstore.SampleKeys, nil
 	case errors.Is(err, errKvdemo):

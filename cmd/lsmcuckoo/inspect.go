@@ -14,6 +14,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/advice"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/badgerstore"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/kvdemostore"
+	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebble1store"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
@@ -32,7 +33,7 @@ func newInspectFlags(stderr io.Writer) (*flag.FlagSet, *inspectFlags) {
 	f := &inspectFlags{}
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR), pebble, badger or kvdemo")
+	fs.StringVar(&f.format, "format", "auto", "store format: auto (detect from DIR), pebble (v1 or v2, detected), pebble1, pebble2, badger or kvdemo")
 	fs.BoolVar(&f.json, "json", false, "write the report as one JSON object")
 	fs.IntVar(&f.probes, "probes", 10000, "random absent keys probed against each table's filter block")
 	fs.StringVar(&f.path, "path", advice.PathGet, "read path the recommendations are fitted to: get (DB.Get) or seek (SeekPrefixGE with UseL6Filters)")
@@ -42,14 +43,18 @@ func newInspectFlags(stderr io.Writer) (*flag.FlagSet, *inspectFlags) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: lsmcuckoo inspect [flags] DIR
 
-Reports, level by level, the table filters of the Pebble v2 store in DIR: filter
+Reports, level by level, the table filters of the Pebble store in DIR: filter
 families, bytes, bits per key and the false-positive rate measured on each
 table's real filter block; the false-positive table reads per absent key of
 DB.Get and of SeekPrefixGE with UseL6Filters; and lsmcuckoo budgets, uniform and
 per level, at the same filter memory and at the same reads, with the Go lines to
 set. Nothing is written into DIR, even while another process has it open.
-A Badger v4 directory or a kvdemo store is reported the same way, with its
-engine's read path.
+A Pebble v1.1 store (github.com/cockroachdb/pebble) is read with Pebble v1 and
+gets Go lines for package tablefilter/pebblev1; a Pebble v2 store, for package
+tablefilter. Which one is told by the store's format major version (below 13
+only v1 opens it, above 16 only v2), and in between by its newest OPTIONS file;
+-format pebble1 or pebble2 forces it. A Badger v4 directory or a kvdemo store is
+reported the same way, with its engine's read path.
 
 Flags:
 `)
@@ -97,9 +102,9 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 
 func (f *inspectFlags) validate() error {
 	switch f.format {
-	case "auto", "pebble", "badger", "kvdemo":
+	case "auto", "pebble", "pebble1", "pebble2", "badger", "kvdemo":
 	default:
-		return usageError{fmt.Sprintf("-format %q: want auto, pebble, badger or kvdemo", f.format)}
+		return usageError{fmt.Sprintf("-format %q: want auto, pebble, pebble1, pebble2, badger or kvdemo", f.format)}
 	}
 	if f.path != advice.PathGet && f.path != advice.PathSeek {
 		return usageError{fmt.Sprintf("-path %q: want get or seek", f.path)}
@@ -136,7 +141,7 @@ func openStore(dir, format string) (*pebblestore.Snapshot, error) {
 		return kvdemostore.Open(dir)
 	}
 	err := checkDir(dir, format)
-	if format == "pebble" && (errors.Is(err, errBadger) || errors.Is(err, errKvdemo)) {
+	if format != "auto" && (errors.Is(err, errBadger) || errors.Is(err, errKvdemo)) {
 		return nil, fmt.Errorf("%s: not a Pebble store (-format auto detects the store it is)", dir)
 	}
 	switch {
@@ -148,7 +153,56 @@ func openStore(dir, format string) (*pebblestore.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pebblestore.Open(dir)
+	pebble, err := whichPebble(dir, format)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := pebble.open(dir)
+	if err != nil {
+		return nil, err
+	}
+	snap.ModuleWhy = pebble.why
+	return snap, nil
+}
+
+// pebbleModule is one Pebble module's readers of a store.
+type pebbleModule struct {
+	module string
+	name   string // "Pebble v1" or "Pebble v2"
+	why    string // how the store was found to be this module's
+	open   func(dir string) (*pebblestore.Snapshot, error)
+	sample func(dir string, add func([]byte)) (*pebblestore.Sample, error)
+}
+
+var (
+	pebbleV1 = pebbleModule{module: pebblestore.ModuleV1, name: "Pebble v1", open: pebble1store.Open, sample: pebble1store.SampleKeys}
+	pebbleV2 = pebbleModule{module: pebblestore.ModuleV2, name: "Pebble v2", open: pebblestore.Open, sample: pebblestore.SampleKeys}
+)
+
+// whichPebble returns the module to read the Pebble store in dir with:
+// the one format forces (pebble1, pebble2), else the one
+// pebblestore.Module finds from the store's files.
+func whichPebble(dir, format string) (pebbleModule, error) {
+	switch format {
+	case "pebble1":
+		m := pebbleV1
+		m.why = "-format pebble1"
+		return m, nil
+	case "pebble2":
+		m := pebbleV2
+		m.why = "-format pebble2"
+		return m, nil
+	}
+	module, _, why, err := pebblestore.Module(dir)
+	if err != nil {
+		return pebbleModule{}, err
+	}
+	m := pebbleV2
+	if module == pebblestore.ModuleV1 {
+		m = pebbleV1
+	}
+	m.why = why
+	return m, nil
 }
 
 // errBadger and errKvdemo mark stores only inspect reads.
@@ -171,7 +225,7 @@ func checkDir(dir, format string) error {
 		return fmt.Errorf("%s: empty directory, not a store", dir)
 	}
 	switch detected := detect(dir, ents); detected {
-	case "pebble":
+	case "pebble", "pebble1", "pebble2":
 		return nil
 	case "Badger":
 		return fmt.Errorf("%s: %w", dir, errBadger)
@@ -180,7 +234,7 @@ func checkDir(dir, format string) error {
 	case "":
 		return fmt.Errorf("%s: not a Pebble store (no MANIFEST-NNNNNN)", dir)
 	default:
-		return fmt.Errorf("%s looks like a %s store; this release reads Pebble v2 and Badger v4 stores only", dir, detected)
+		return fmt.Errorf("%s looks like a %s store; this release reads Pebble v1.1, Pebble v2, Badger v4 and kvdemo stores only", dir, detected)
 	}
 }
 
@@ -216,6 +270,14 @@ func detect(dir string, ents []os.DirEntry) string {
 	return ""
 }
 
+// pebbleName names a Pebble module for the user.
+func pebbleName(module string) string {
+	if module == pebblestore.ModuleV1 {
+		return "Pebble v1"
+	}
+	return "Pebble v2"
+}
+
 func unfiltered(r *advice.Report) int {
 	n := 0
 	for _, lv := range r.Levels {
@@ -226,7 +288,10 @@ func unfiltered(r *advice.Report) int {
 
 func writeReport(w io.Writer, r *advice.Report) {
 	if r.Format == "pebble" {
-		fmt.Fprintf(w, "Pebble store %s (format major version %d, comparer %s)\n", r.Dir, r.FormatVersion, r.Comparer)
+		fmt.Fprintf(w, "%s store %s (format major version %d, comparer %s)\n", pebbleName(r.PebbleModule), r.Dir, r.FormatVersion, r.Comparer)
+		if r.PebbleModuleWhy != "" {
+			fmt.Fprintf(w, "Read with %s: %s\n", pebbleName(r.PebbleModule), r.PebbleModuleWhy)
+		}
 	} else {
 		fmt.Fprintf(w, "%s store %s\n", r.Format, r.Dir)
 	}

@@ -23,12 +23,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
 
-// writerLoop is the child process that owns a store: it opens it, says
-// READY, then obeys its standard input line by line: "write" writes a batch
-// of keys, flushes, waits until its background work has settled and says
-// OK; "burst" says OK and then writes, flushes and compacts without pause
-// until the process is killed. Compactions run only when it asks, so that
-// an idle owner leaves the directory alone.
+// writerLoop is the child process that owns a Pebble v2 store (ownerLoop).
 func writerLoop(dir string) {
 	o := testOptions()
 	bloomPolicy(o)
@@ -38,13 +33,36 @@ func writerLoop(dir string) {
 		fmt.Println("ERROR", err)
 		os.Exit(1)
 	}
+	ownerLoop(dir, ownedV2{db})
+}
+
+// ownedStore is the store an owner child writes: Pebble v1 or v2.
+type ownedStore interface {
+	set(k, v []byte)
+	flush()
+	compact(start, end []byte)
+}
+
+type ownedV2 struct{ *pebble.DB }
+
+func (db ownedV2) set(k, v []byte)           { _ = db.Set(k, v, pebble.NoSync) }
+func (db ownedV2) flush()                    { _ = db.Flush() }
+func (db ownedV2) compact(start, end []byte) { _ = db.Compact(context.Background(), start, end, true) }
+
+// ownerLoop holds the store open, says READY, then obeys its standard
+// input line by line: "write" writes a batch of keys, flushes, waits until
+// its background work has settled and says OK; "burst" says OK and then
+// writes, flushes and compacts without pause until the process is killed.
+// Compactions run only when it asks, so that an idle owner leaves the
+// directory alone.
+func ownerLoop(dir string, db ownedStore) {
 	next := 1_000_000
 	write := func() {
 		for i := 0; i < 3000; i++ {
-			_ = db.Set(key(next), value(next, 48), pebble.NoSync)
+			db.set(key(next), value(next, 48))
 			next++
 		}
-		_ = db.Flush()
+		db.flush()
 	}
 	settle(dir)
 	fmt.Println("READY")
@@ -60,7 +78,7 @@ func writerLoop(dir string) {
 			for n := 0; ; n++ {
 				write()
 				if n%3 == 2 {
-					_ = db.Compact(context.Background(), key(0), key(next), true)
+					db.compact(key(0), key(next))
 				}
 			}
 		}
@@ -102,8 +120,15 @@ type owner struct {
 
 func startOwner(t *testing.T, dir string) *owner {
 	t.Helper()
+	return startOwnerAs(t, dir, "writer")
+}
+
+// startOwnerAs starts the child process of the role (writer: Pebble v2,
+// writer1: Pebble v1) on dir.
+func startOwnerAs(t *testing.T, dir, role string) *owner {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"=writer", envDir+"="+dir)
+	cmd.Env = append(os.Environ(), envChild+"="+role, envDir+"="+dir)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -162,16 +187,8 @@ func viewOf(t *testing.T, dir string) pebbleView {
 	var v pebbleView
 	v.sublevels = len(db.DebugCurrentVersion().L0SublevelFiles)
 	for l, infos := range levels {
-		v.families[l] = map[string]int{}
 		for _, info := range infos {
-			v.tables[l]++
-			v.keys[l] += info.Properties.NumEntries
-			v.filterBytes[l] += info.Properties.FilterSize
-			name := info.Properties.FilterPolicyName
-			if name == "" {
-				name = pebblestore.NoneName
-			}
-			v.families[l][name]++
+			v.add(l, info.Properties.NumEntries, info.Properties.FilterSize, info.Properties.FilterPolicyName)
 		}
 		if uint64(m.Levels[l].TablesCount) != v.tables[l] {
 			t.Fatalf("L%d: Metrics has %d tables, SSTables %d", l, m.Levels[l].TablesCount, v.tables[l])
@@ -179,6 +196,20 @@ func viewOf(t *testing.T, dir string) pebbleView {
 		v.tableBytes[l] = uint64(m.Levels[l].TablesSize)
 	}
 	return v
+}
+
+// add counts a table of level l, from either Pebble's properties.
+func (v *pebbleView) add(l int, entries, filterSize uint64, filter string) {
+	if v.families[l] == nil {
+		v.families[l] = map[string]int{}
+	}
+	if filter == "" {
+		filter = pebblestore.NoneName
+	}
+	v.tables[l]++
+	v.keys[l] += entries
+	v.filterBytes[l] += filterSize
+	v.families[l][filter]++
 }
 
 // checkAgainstPebble compares inspect's figures with Pebble's own.

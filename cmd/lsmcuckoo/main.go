@@ -28,9 +28,9 @@ const (
 const usage = `lsmcuckoo: see what the table filters of your store do, then adopt lsmcuckoo safely.
 
 Usage:
-  lsmcuckoo inspect [flags] DIR                   report a store's filters per level, read-only (Pebble v2, Badger v4, kvdemo)
+  lsmcuckoo inspect [flags] DIR                   report a store's filters per level, read-only (Pebble v1.1 and v2, Badger v4, kvdemo)
   lsmcuckoo compare [flags] -keys FILE|-from DIR  Pebble's and Badger's blooms, binary fuse and lsmcuckoo on your keys
-  lsmcuckoo migrate [flags] DIR -bits N           rewrite the store's table filters to lsmcuckoo
+  lsmcuckoo migrate [flags] DIR -bits N           rewrite a Pebble store's table filters to lsmcuckoo
 
 Run "lsmcuckoo COMMAND -h" for a command's flags.
 Exit status: 0 done, 1 a finding you asked to fail on or a false negative, 2 bad usage or unreadable input.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +29,8 @@ type migrateFlags struct {
 	reserve uint64
 	probes  int
 	quiet   bool
+	format  string
+	ratchet bool
 }
 
 // tableCreatedHook, if set, runs each time the migration creates a table
@@ -38,21 +42,26 @@ func newMigrateFlags(stderr io.Writer) (*flag.FlagSet, *migrateFlags) {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Float64Var(&f.bits, "bits", 0, "lsmcuckoo bits per key (required; 4..64); with -levels, the average over the tree")
-	fs.BoolVar(&f.levels, "levels", false, "budgets per level, fitted to the store's measured shape (tablefilter.LevelBudgets)")
+	fs.BoolVar(&f.levels, "levels", false, "budgets per level, fitted to the store's measured shape (LevelBudgets of tablefilter or tablefilter/pebblev1)")
 	fs.Uint64Var(&f.reserve, "reserve", 0, "bytes of disk to leave free beyond the rewrite's estimate")
 	fs.IntVar(&f.probes, "probes", 2000, "random absent keys probed per table in the before/after summaries")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fs.StringVar(&f.format, "format", "pebble", "the Pebble that rewrites the store: pebble (the one inspect finds), pebble1 or pebble2")
+	fs.BoolVar(&f.ratchet, "ratchet", false, "Pebble v1: first raise a store older than FormatRangeKeys (8) to it; releases before Pebble v22.2 no longer open the store")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: lsmcuckoo migrate [flags] DIR -bits N
 
-Rewrites every table of the Pebble v2 store in DIR with lsmcuckoo filters:
-it opens the store with the new policy (uniform, or per level with -levels),
+Rewrites every table of the Pebble store in DIR with lsmcuckoo filters: it
+opens the store with the new policy (uniform, or per level with -levels),
 registers every filter name its tables carry so none is read unfiltered
-meanwhile, and compacts the whole key range. Stop the store's owner first:
-migrate refuses a store another process holds, a disk with too little room
-for the rewrite, and a store Pebble v2.1.7 cannot open, changing nothing.
-An interrupted migration leaves a store that opens with all its data; run
-migrate again to finish it.
+meanwhile, and compacts the whole key range. A Pebble v1.1 store is rewritten
+with Pebble v1 and package tablefilter/pebblev1, a Pebble v2 store with Pebble
+v2 and package tablefilter, chosen as inspect chooses (-format to force).
+Stop the store's owner first: migrate refuses a store another process holds, a
+disk with too little room for the rewrite, a store the chosen Pebble cannot
+open, and a Pebble v1 store older than FormatRangeKeys (8) unless -ratchet,
+changing nothing. An interrupted migration leaves a store that opens with all
+its data; run migrate again to finish it.
 
 Flags:
 `)
@@ -74,6 +83,9 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 	if err == nil && (f.probes < 1 || f.probes > 10_000_000) {
 		err = usageError{fmt.Sprintf("-probes %d: want 1..10000000", f.probes)}
 	}
+	if err == nil && f.format != "pebble" && f.format != "pebble1" && f.format != "pebble2" {
+		err = usageError{fmt.Sprintf("-format %q: want pebble, pebble1 or pebble2", f.format)}
+	}
 	if err != nil {
 		return exitFor(err, fs, stderr)
 	}
@@ -81,6 +93,36 @@ func runMigrate(args []string, stdout, stderr io.Writer) int {
 		return exitFor(err, fs, stderr)
 	}
 	return exitOK
+}
+
+// migration is one Pebble module's part of migrate: its refusals, the
+// options that write the new filters, its lock and its open store. The
+// rest of migrate is the same for both.
+type migration interface {
+	// refuse says why this module cannot rewrite the store, nil if it can.
+	refuse(s *pebblestore.Snapshot, f *migrateFlags) error
+	// configure sets the options that write the plan's filters and read
+	// those the tables carry now, and returns the Go line the application
+	// must run on every open.
+	configure(p plan) (line string)
+	// lock takes Pebble's lock on dir, which open then uses.
+	lock(dir string) (io.Closer, error)
+	// open opens the store with the configured options; created runs
+	// each time a table file is created.
+	open(dir string, created func()) (migrationDB, error)
+}
+
+// migrationDB is a store open for the rewrite.
+type migrationDB interface {
+	// pending returns the tables not yet carrying their level's new
+	// filter, the store's table bytes and those of the pending tables,
+	// and the store's whole key range [start, end).
+	pending(want [pebblestore.NumLevels]string) (left int, total, leftBytes uint64, start, end []byte, err error)
+	// unsetRangeKeys writes a range-key unset of suffix over [start, end).
+	unsetRangeKeys(start, end, suffix []byte) error
+	// compact compacts [start, end) and reports a damaged table by name.
+	compact(start, end []byte) error
+	close() error
 }
 
 func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
@@ -96,9 +138,24 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	if held {
 		return fmt.Errorf("refused: %s is held by another process (stop it first)", dir)
 	}
-	before, err := pebblestore.Open(dir)
+	format := f.format
+	if format == "pebble" {
+		format = "auto"
+	}
+	module, err := whichPebble(dir, format)
 	if err != nil {
 		return fmt.Errorf("refused: %v", err)
+	}
+	var m migration = &migrationV2{}
+	if module.module == pebblestore.ModuleV1 {
+		m = &migrationV1{}
+	}
+	before, err := module.open(dir)
+	if err != nil {
+		return fmt.Errorf("refused: %v", err)
+	}
+	if err := m.refuse(before, f); err != nil {
+		return err
 	}
 	if _, def := pebblestore.Comparer(before.Comparer); !def {
 		return fmt.Errorf("refused: the store uses comparer %q; migrate with the application's own comparer (open the store with the policy below and run db.Compact over the whole key range)", before.Comparer)
@@ -111,10 +168,11 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 		d := rep.Damaged[0]
 		return fmt.Errorf("refused: %d damaged or missing tables, first %06d.sst on L%d: %s", len(rep.Damaged), d.FileNum, d.Level, d.Error)
 	}
-	fmt.Fprintln(stdout, "Before:")
+	fmt.Fprintf(stdout, "%s store (%s); the rewrite uses %s.\nBefore:\n", module.name, module.why, module.name)
 	writeSummary(stdout, rep)
 
-	opts, want, lines := migrateOptions(before, rep, f)
+	p := planOf(before, rep, f)
+	want, line := p.want, m.configure(p)
 	need, avail, err := diskEstimate(dir, before, want, f.reserve)
 	if err != nil {
 		return err
@@ -124,7 +182,7 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	if avail < need {
 		return fmt.Errorf("refused: too little free disk: the rewrite needs up to %s, %s is available", kb(need), kb(avail))
 	}
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	lock, err := m.lock(dir)
 	if err != nil {
 		if held, _ := heldByOther(dir); held {
 			return fmt.Errorf("refused: %s is held by another process (stop it first): %v", dir, firstLine(err))
@@ -132,12 +190,11 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("refused: cannot lock %s: %v", dir, firstLine(err))
 	}
 	defer lock.Close()
-	opts.Lock = lock
-	if err := rewrite(dir, opts, want, f.quiet, stderr); err != nil {
+	if err := rewrite(dir, m, want, f.quiet, stderr); err != nil {
 		return err
 	}
 
-	after, err := pebblestore.Open(dir)
+	after, err := module.open(dir)
 	if err != nil {
 		return err
 	}
@@ -148,60 +205,96 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d tables still carry another filter; run migrate again", left)
 	}
 	fmt.Fprintf(stdout, "\nGo lines to set on every open from now on (Pebble does not restore filter policies from OPTIONS):\n")
-	for _, l := range lines {
-		fmt.Fprintf(stdout, "  %s\n", l)
-	}
+	fmt.Fprintf(stdout, "  %s\n", line)
 	return nil
 }
 
-// migrateOptions returns the options to open the store with, the filter
-// name each level's tables must end up with, and the Go lines the
-// application must run on every open.
-func migrateOptions(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags) (*pebble.Options, [pebblestore.NumLevels]string, []string) {
-	opts := &pebble.Options{Logger: quietLogger{}}
-	var want [pebblestore.NumLevels]string
-	var lines []string
+// migrationV2 rewrites a Pebble v2 store with package tablefilter.
+type migrationV2 struct {
+	opts *pebble.Options
+}
+
+func (*migrationV2) refuse(*pebblestore.Snapshot, *migrateFlags) error { return nil }
+
+func (m *migrationV2) lock(dir string) (io.Closer, error) {
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		return nil, err
+	}
+	m.opts.Lock = lock
+	return lock, nil
+}
+
+// plan is what a migration writes and what it reads meanwhile.
+type plan struct {
+	levels  bool                           // per-level budgets, else uniform
+	budgets [pebblestore.NumLevels]float64 // each level's budget
+	want    [pebblestore.NumLevels]string  // the filter name each level's tables end up with
+	carried []float64                      // the lsmcuckoo budgets the tables carry now
+	bloom   bool                           // some table carries Pebble's bloom filter
+	ratchet bool                           // -ratchet
+	format  uint64                         // the store's format major version
+}
+
+// planOf plans the migration of the store: uniform -bits, or with -levels
+// the budgets LevelBudgets fits to its measured shape. The policy names
+// and the fitted budgets are the same in both Pebbles' adapters.
+func planOf(s *pebblestore.Snapshot, rep *advice.Report, f *migrateFlags) plan {
+	p := plan{levels: f.levels, budgets: uniformOf(f.bits), ratchet: f.ratchet, format: s.FormatVersion}
 	if f.levels {
-		b := tablefilter.LevelBudgets(shapeOf(s), f.bits)
-		tablefilter.SetLevelBudgets(opts, b)
-		parts := make([]string, len(b))
-		for l, x := range b {
-			want[l] = tablefilter.NewPolicy(x).Name()
-			parts[l] = fmtBits(x)
-		}
-		lines = append(lines, fmt.Sprintf("tablefilter.SetLevelBudgets(opts, [7]float64{%s})", strings.Join(parts, ", ")))
-	} else {
-		p := tablefilter.NewPolicy(f.bits)
-		for l := range opts.Levels {
-			opts.Levels[l].FilterPolicy = p
-			want[l] = p.Name()
-		}
-		tablefilter.RegisterPolicies(opts, f.bits)
-		lines = append(lines, fmt.Sprintf("opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s) // levels left unset take L0's", fmtBits(f.bits)))
+		p.budgets = tablefilter.LevelBudgets(shapeOf(s), f.bits)
+	}
+	for l, b := range p.budgets {
+		p.want[l] = tablefilter.NewPolicy(b).Name()
 	}
 	// Every name the tables carry now, so that none is read unfiltered
-	// while the rewrite runs.
-	var budgets []float64
-	bloomSeen := false
+	// while the rewrite runs. A completed migration leaves no table under
+	// the old names, so the application needs only the new policy.
 	for _, n := range rep.Names {
 		switch pebblestore.Kind(n) {
 		case pebblestore.KindLsmcuckoo:
 			if x, ok := pebblestore.LsmcuckooBudget(n); ok {
-				budgets = append(budgets, x)
+				p.carried = append(p.carried, x)
 			}
 		case pebblestore.KindBloom:
-			bloomSeen = true
+			p.bloom = true
 		}
 	}
-	if len(budgets) > 0 {
-		tablefilter.RegisterPolicies(opts, budgets...)
+	return p
+}
+
+// configure sets Pebble v2's options (migration.configure): Options.Levels
+// has seven entries, and a level whose policy is unset takes the one above.
+func (m *migrationV2) configure(p plan) string {
+	opts := &pebble.Options{Logger: quietLogger{}}
+	m.opts = opts
+	line := fmt.Sprintf("tablefilter.SetLevelBudgets(opts, [7]float64{%s})", budgetList(p.budgets))
+	if p.levels {
+		tablefilter.SetLevelBudgets(opts, p.budgets)
+	} else {
+		policy := tablefilter.NewPolicy(p.budgets[0])
+		for l := range opts.Levels {
+			opts.Levels[l].FilterPolicy = policy
+		}
+		tablefilter.RegisterPolicies(opts, p.budgets[0])
+		line = fmt.Sprintf("opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s) // levels left unset take L0's", fmtBits(p.budgets[0]))
 	}
-	if bloomSeen {
+	if len(p.carried) > 0 {
+		tablefilter.RegisterPolicies(opts, p.carried...)
+	}
+	if p.bloom {
 		opts.Filters[pebblestore.BloomName] = bloom.FilterPolicy(10)
 	}
-	// A completed migration leaves no table under the old names, so the
-	// application needs only the new policy.
-	return opts, want, lines
+	return line
+}
+
+// budgetList is the Go literal of seven budgets' elements.
+func budgetList(b [pebblestore.NumLevels]float64) string {
+	parts := make([]string, len(b))
+	for l, x := range b {
+		parts[l] = fmtBits(x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // shapeOf is the store's measured shape: each level's keys and L0's
@@ -278,53 +371,24 @@ func stale(s *pebblestore.Snapshot, want [pebblestore.NumLevels]string) int {
 // removes nothing, but it gives every level a table overlapping every table
 // below, so each table is merged, and so rewritten, on its way down; at the
 // bottom level the unset has nothing beneath it and is dropped.
-func rewrite(dir string, opts *pebble.Options, want [pebblestore.NumLevels]string, quiet bool, stderr io.Writer) error {
-	// Pebble's default answer to a damaged block is Logger.Fatalf. The
-	// checks before the rewrite read no data block, so a damaged one shows
-	// first here: the compaction reading it fails, and the damage is named
-	// in the error the command reports.
-	var corruption struct {
-		sync.Mutex
-		info string
-	}
-	opts.EventListener = &pebble.EventListener{
-		TableCreated: func(pebble.TableCreateInfo) {
-			if tableCreatedHook != nil {
-				tableCreatedHook()
-			}
-		},
-		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			corruption.Lock()
-			defer corruption.Unlock()
-			if corruption.info == "" {
-				corruption.info = info.Path
-				if info.Details != nil {
-					corruption.info += ": " + firstLine(info.Details)
-				}
-			}
-		},
-	}
-	damaged := func(err error) error {
-		corruption.Lock()
-		defer corruption.Unlock()
-		if corruption.info != "" {
-			return fmt.Errorf("stopped: damaged table %s; the store keeps the data it had", corruption.info)
+func rewrite(dir string, m migration, want [pebblestore.NumLevels]string, quiet bool, stderr io.Writer) error {
+	db, err := m.open(dir, func() {
+		if tableCreatedHook != nil {
+			tableCreatedHook()
 		}
-		return err
-	}
-	db, err := pebble.Open(dir, opts)
+	})
 	if err != nil {
 		return fmt.Errorf("open %s: %v", dir, firstLine(err))
 	}
 	closed := false
 	defer func() {
 		if !closed {
-			db.Close()
+			db.close()
 		}
 	}()
 	const rounds = 3
 	for round := 0; round < rounds; round++ {
-		left, _, leftBytes, start, end, err := pending(db, want)
+		left, _, leftBytes, start, end, err := db.pending(want)
 		if err != nil {
 			return err
 		}
@@ -334,55 +398,125 @@ func rewrite(dir string, opts *pebble.Options, want [pebblestore.NumLevels]strin
 		var suffix [16]byte
 		copy(suffix[:], "lsmcuckoo")
 		_, _ = rand.Read(suffix[9:])
-		if err := db.RangeKeyUnset(start, end, suffix[:], pebble.Sync); err != nil {
+		if err := db.unsetRangeKeys(start, end, suffix[:]); err != nil {
 			return fmt.Errorf("mark the key range: %v", firstLine(err))
 		}
 		if err := compactWithProgress(db, want, start, end, leftBytes, quiet, stderr); err != nil {
-			return damaged(err)
+			return err
 		}
 	}
 	closed = true
-	if err := db.Close(); err != nil {
+	if err := db.close(); err != nil {
 		return fmt.Errorf("close %s: %v", dir, firstLine(err))
 	}
 	return nil
 }
 
-// pending returns the tables not yet carrying their level's new filter, the
-// store's table bytes and those of the pending tables, and the store's whole
-// key range [start, end).
-func pending(db *pebble.DB, want [pebblestore.NumLevels]string) (left int, total, leftBytes uint64, start, end []byte, err error) {
+// open opens the store for the rewrite (migration.open).
+func (m *migrationV2) open(dir string, created func()) (migrationDB, error) {
+	// Pebble's default answer to a damaged block is Logger.Fatalf. The
+	// checks before the rewrite read no data block, so a damaged one shows
+	// first here: the compaction reading it fails, and the damage is named
+	// in the error the command reports.
+	db := &dbV2{}
+	m.opts.EventListener = &pebble.EventListener{
+		TableCreated: func(pebble.TableCreateInfo) { created() },
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			db.mu.Lock()
+			defer db.mu.Unlock()
+			if db.corruption == "" {
+				db.corruption = info.Path
+				if info.Details != nil {
+					db.corruption += ": " + firstLine(info.Details)
+				}
+			}
+		},
+	}
+	var err error
+	db.DB, err = pebble.Open(dir, m.opts)
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// dbV2 is a Pebble v2 store open for the rewrite.
+type dbV2 struct {
+	*pebble.DB
+	mu         sync.Mutex
+	corruption string // the first damaged table a compaction met
+}
+
+func (db *dbV2) pending(want [pebblestore.NumLevels]string) (left int, total, leftBytes uint64, start, end []byte, err error) {
 	levels, err := db.SSTables(pebble.WithProperties())
 	if err != nil {
 		return 0, 0, 0, nil, nil, fmt.Errorf("list tables: %v", firstLine(err))
 	}
-	for l, infos := range levels {
-		for _, t := range infos {
-			total += t.Size
-			if t.Properties.FilterPolicyName != want[l] {
+	return sumPending(levels, want, func(t pebble.SSTableInfo) tableFacts {
+		return tableFacts{t.Size, t.Properties.FilterPolicyName, t.Smallest.UserKey, t.Largest.UserKey}
+	})
+}
+
+func (db *dbV2) unsetRangeKeys(start, end, suffix []byte) error {
+	return db.RangeKeyUnset(start, end, suffix, pebble.Sync)
+}
+
+func (db *dbV2) compact(start, end []byte) error {
+	err := db.Compact(context.Background(), start, end, true)
+	if err != nil {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if db.corruption != "" {
+			return stopped{fmt.Sprintf("stopped: damaged table %s; the store keeps the data it had", db.corruption)}
+		}
+	}
+	return err
+}
+
+func (db *dbV2) close() error { return db.Close() }
+
+// stopped is a rewrite stopped by a damaged table, its message complete.
+type stopped struct{ msg string }
+
+func (e stopped) Error() string { return e.msg }
+
+// tableFacts is what migrate needs of one table from either Pebble's
+// SSTables.
+type tableFacts struct {
+	size              uint64
+	filter            string
+	smallest, largest []byte
+}
+
+// sumPending answers migrationDB.pending from the tables of a store, level
+// by level. The largest key is inclusive (or a range's exclusive end, which
+// a successor still covers); its bytewise successor is the first key past
+// it. Both Pebbles' default comparer, the only one migrate rewrites under,
+// orders keys bytewise.
+func sumPending[T any](levels [][]T, want [pebblestore.NumLevels]string, facts func(T) tableFacts) (left int, total, leftBytes uint64, start, end []byte, err error) {
+	for l, tables := range levels {
+		for _, t := range tables {
+			f := facts(t)
+			total += f.size
+			if f.filter != want[l] {
 				left++
-				leftBytes += t.Size
+				leftBytes += f.size
 			}
-			s, e := t.Smallest.UserKey, t.Largest.UserKey
-			if start == nil || pebble.DefaultComparer.Compare(s, start) < 0 {
-				start = append([]byte(nil), s...)
+			if start == nil || bytes.Compare(f.smallest, start) < 0 {
+				start = append([]byte(nil), f.smallest...)
 			}
-			if end == nil || pebble.DefaultComparer.Compare(e, end) > 0 {
-				end = append([]byte(nil), e...)
+			if end == nil || bytes.Compare(f.largest, end) > 0 {
+				end = append([]byte(nil), f.largest...)
 			}
 		}
 	}
-	// The largest key is inclusive (or a range's exclusive end, which a
-	// successor still covers); its bytewise successor is the first key past
-	// it.
-	end = append(end, 0)
-	return left, total, leftBytes, start, end, nil
+	return left, total, leftBytes, start, append(end, 0), nil
 }
 
 // compactWithProgress compacts [start, end) and shows, on stderr, how many of
 // the bytes that were pending (tables not yet carrying their new filter) are
 // done.
-func compactWithProgress(db *pebble.DB, want [pebblestore.NumLevels]string, start, end []byte, pendingBytes uint64, quiet bool, stderr io.Writer) error {
+func compactWithProgress(db migrationDB, want [pebblestore.NumLevels]string, start, end []byte, pendingBytes uint64, quiet bool, stderr io.Writer) error {
 	var bar *progressbar.ProgressBar
 	if !quiet {
 		bar = progressbar.NewOptions64(int64(pendingBytes),
@@ -394,13 +528,16 @@ func compactWithProgress(db *pebble.DB, want [pebblestore.NumLevels]string, star
 		)
 	}
 	finished := make(chan error, 1)
-	go func() { finished <- db.Compact(context.Background(), start, end, true) }()
+	go func() { finished <- db.compact(start, end) }()
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case err := <-finished:
 			if err != nil {
+				if errors.As(err, new(stopped)) {
+					return err
+				}
 				return fmt.Errorf("compact: %v", firstLine(err))
 			}
 			if bar != nil {
@@ -412,7 +549,7 @@ func compactWithProgress(db *pebble.DB, want [pebblestore.NumLevels]string, star
 			if bar == nil {
 				continue
 			}
-			if _, _, left, _, _, err := pending(db, want); err == nil && left <= pendingBytes {
+			if _, _, left, _, _, err := db.pending(want); err == nil && left <= pendingBytes {
 				_ = bar.Set64(int64(pendingBytes - left))
 			}
 		}

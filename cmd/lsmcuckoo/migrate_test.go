@@ -41,19 +41,37 @@ func checkMigrated(t *testing.T, dir string, want func(level int) string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var tables []migratedTable
 	for l, infos := range levels {
 		for _, info := range infos {
-			n++
-			if got := info.Properties.FilterPolicyName; got != want(l) {
-				t.Errorf("L%d table %s: filter %q, want %q", l, info.FileNum, got, want(l))
-			}
-			if info.Properties.NumRangeKeyUnsets != 0 {
-				t.Errorf("L%d table %s keeps %d range-key unsets", l, info.FileNum, info.Properties.NumRangeKeyUnsets)
-			}
+			tables = append(tables, migratedTable{l, info.FileNum.String(), info.Properties.FilterPolicyName, info.Properties.NumRangeKeyUnsets})
 		}
 	}
-	if n == 0 {
+	checkMigratedTables(t, tables, want)
+}
+
+// migratedTable is what checkMigratedTables reads of a table, from either
+// Pebble.
+type migratedTable struct {
+	level  int
+	num    string
+	filter string
+	unsets uint64 // range-key unsets
+}
+
+// checkMigratedTables checks every table carries want(level) and no
+// range-key unset (the migration's marker).
+func checkMigratedTables(t *testing.T, tables []migratedTable, want func(level int) string) {
+	t.Helper()
+	for _, tb := range tables {
+		if tb.filter != want(tb.level) {
+			t.Errorf("L%d table %s: filter %q, want %q", tb.level, tb.num, tb.filter, want(tb.level))
+		}
+		if tb.unsets != 0 {
+			t.Errorf("L%d table %s keeps %d range-key unsets", tb.level, tb.num, tb.unsets)
+		}
+	}
+	if len(tables) == 0 {
 		t.Fatal("no tables")
 	}
 }
@@ -177,6 +195,25 @@ func TestMigrateKilled(t *testing.T) {
 	buildStore(t, dir, storeSpec{keys: 60000, policy: bloomPolicy})
 	before := contents(t, dir, readOptions())
 
+	killMidMigration(t, dir)
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("after SIGKILL: %d entries, before %d", len(after), len(before))
+	}
+	code, out, errs := runCLI("migrate", "-bits", "11", "-quiet", dir)
+	if code != 0 {
+		t.Fatalf("second run: exit %d: %s\n%s", code, errs, out)
+	}
+	name := tablefilter.NewPolicy(11).Name()
+	checkMigrated(t, dir, func(int) string { return name })
+	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatal("contents changed after the second run")
+	}
+}
+
+// killMidMigration runs migrate -bits=11 on dir in a child process and
+// kills it with SIGKILL when the rewrite creates its first table.
+func killMidMigration(t *testing.T, dir string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", "migrate", "-bits="+"11", dir)
 	// The last three arguments are the command's: migrate -bits=11 DIR.
 	cmd.Env = append(os.Environ(), envChild+"=migrate-stall")
@@ -213,18 +250,6 @@ func TestMigrateKilled(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatalf("after SIGKILL: %d entries, before %d", len(after), len(before))
-	}
-	code, out, errs := runCLI("migrate", "-bits", "11", "-quiet", dir)
-	if code != 0 {
-		t.Fatalf("second run: exit %d: %s\n%s", code, errs, out)
-	}
-	name := tablefilter.NewPolicy(11).Name()
-	checkMigrated(t, dir, func(int) string { return name })
-	if after := contents(t, dir, readOptions()); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Fatal("contents changed after the second run")
-	}
 }
 
 // A table whose data block is damaged (which the checks before the rewrite

@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 	case "writer":
 		writerLoop(os.Getenv(envDir))
 		return
+	case "writer1":
+		writerLoopV1(os.Getenv(envDir))
+		return
 	case "fatal":
 		quietLogger{}.Fatalf("MANIFEST %s: %s\ndetails", "000001", "no space left on device")
 	case "migrate-stall":

@@ -53,6 +53,12 @@ func TestLayering(t *testing.T) {
 		// The command's compare measures with the benchmarks' public
 		// filter-level code, and nothing else of bench.
 		{"cmd/lsmcuckoo", []string{module + "/kvdemo", module + "/bench"}, []string{module + "/bench/filterbench", module + "/bench/binaryfuse", module + "/bench/internal/turn", module + "/bench/internal/svgplot"}},
+		// The command's store readers: the Pebble v2 reader links no
+		// Pebble v1; the Pebble v1 reader builds on it (the snapshot, the
+		// probes and the filter-block check are shared) and links no
+		// other engine.
+		{"cmd/lsmcuckoo/internal/pebblestore", []string{pebble, tf + "/pebblev1", module + "/cmd/lsmcuckoo/internal/pebble1store", badger, module + "/kvdemo", module + "/bench"}, []string{pebbleV2}},
+		{"cmd/lsmcuckoo/internal/pebble1store", []string{badger, module + "/cmd/lsmcuckoo/internal/badgerstore", module + "/cmd/lsmcuckoo/internal/kvdemostore", module + "/kvdemo", module + "/bench"}, nil},
 		// The benchmarks' public measurement surface stays filter-level:
 		// no store-level benchmark, no demo store.
 		{"bench/filterbench", []string{module + "/bench/internal/dbbench", module + "/bench/internal/membench", module + "/kvdemo"}, nil},

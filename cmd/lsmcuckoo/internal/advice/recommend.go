@@ -225,9 +225,13 @@ func goLines(r *Report) []string {
 			"// what lsmcuckoo's filter would give on this tree, in a store built on the same table format",
 			"// (package tablefilter/badgerfilter; kvdemo is such a store)."}
 	}
+	api := apiV2
+	if r.PebbleModule == pebblestore.ModuleV1 {
+		api = apiV1
+	}
 	o := r.Recommendation
 	var lines []string
-	lines = append(lines, fmt.Sprintf("// Per level, fitted to %s (or uniform: opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s)):", pathTitle(r.Path), fmtBits(o.UniformBits)))
+	lines = append(lines, fmt.Sprintf("// Per level, fitted to %s (or uniform: %s):", pathTitle(r.Path), fmt.Sprintf(api.uniform, fmtBits(o.UniformBits))))
 	b := o.LevelBits
 	noL6 := b[pebblestore.NumLevels-1] == 0
 	if noL6 {
@@ -245,9 +249,9 @@ func goLines(r *Report) []string {
 	for i, x := range b {
 		parts[i] = fmtBits(x)
 	}
-	lines = append(lines, fmt.Sprintf("tablefilter.SetLevelBudgets(opts, [7]float64{%s})", strings.Join(parts, ", ")))
+	lines = append(lines, fmt.Sprintf("%s.SetLevelBudgets(opts, [7]float64{%s})", api.pkg, strings.Join(parts, ", ")))
 	if noL6 {
-		lines = append(lines, "opts.Levels[6].FilterPolicy = pebble.NoFilterPolicy // DB.Get never reads L6's filters")
+		lines = append(lines, api.noL6)
 	}
 	var budgets []string
 	bloom, unknown := false, []string{}
@@ -270,7 +274,7 @@ func goLines(r *Report) []string {
 		lines = append(lines, "// The filters the store's tables carry now, until compactions rewrite them:")
 	}
 	if len(budgets) > 0 {
-		lines = append(lines, fmt.Sprintf("tablefilter.RegisterPolicies(opts, %s)", strings.Join(budgets, ", ")))
+		lines = append(lines, fmt.Sprintf("%s.RegisterPolicies(opts, %s)", api.pkg, strings.Join(budgets, ", ")))
 	}
 	if bloom {
 		lines = append(lines, fmt.Sprintf("opts.Filters[%q] = bloom.FilterPolicy(10) // any bits per key reads every bloom block", pebblestore.BloomName))
@@ -280,6 +284,29 @@ func goLines(r *Report) []string {
 	}
 	return lines
 }
+
+// goAPI is how the Go lines set filters in one Pebble module's options.
+type goAPI struct {
+	pkg     string // the lsmcuckoo adapter's package name
+	uniform string // one budget on every level, %s the budget
+	noL6    string // no filter on L6
+}
+
+var (
+	apiV2 = goAPI{
+		pkg:     "tablefilter",
+		uniform: "opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s)",
+		noL6:    "opts.Levels[6].FilterPolicy = pebble.NoFilterPolicy // DB.Get never reads L6's filters",
+	}
+	// Pebble v1's Options.Levels is a slice whose missing entries copy
+	// the last, and a nil policy there means no filter; SetLevelBudgets
+	// extends it to seven entries.
+	apiV1 = goAPI{
+		pkg:     "pebblev1",
+		uniform: "opts.Levels = []pebble.LevelOptions{{FilterPolicy: pebblev1.NewPolicy(%s)}}, every level copying it; or set FilterPolicy on each entry you list",
+		noL6:    "opts.Levels[6].FilterPolicy = nil // no filter: DB.Get never reads L6's filters",
+	}
+)
 
 func contains(s []string, x string) bool {
 	for _, y := range s {

@@ -52,18 +52,22 @@ type Damage struct {
 
 // Report is everything inspect prints, and its -json object.
 type Report struct {
-	Format         string   `json:"format"`
-	Dir            string   `json:"dir"`
-	Comparer       string   `json:"comparer"`
-	FormatVersion  uint64   `json:"format_major_version"`
-	ProbesPerTable int      `json:"probes_per_table"`
-	Levels         []Level  `json:"levels"`
-	Damaged        []Damage `json:"damaged,omitempty"`
-	FilterBytes    uint64   `json:"filter_bytes"`
-	Keys           uint64   `json:"keys"`
-	ReadsGet       float64  `json:"reads_per_absent_get"`
-	ReadsSeek      float64  `json:"reads_per_absent_seek"`
-	Path           string   `json:"path"`
+	Format        string `json:"format"`
+	Dir           string `json:"dir"`
+	Comparer      string `json:"comparer"`
+	FormatVersion uint64 `json:"format_major_version"`
+	// PebbleModule is the Pebble module the store was read with, and whose
+	// API the Go lines use; PebbleModuleWhy says how it was chosen.
+	PebbleModule    string   `json:"pebble_module,omitempty"`
+	PebbleModuleWhy string   `json:"pebble_module_reason,omitempty"`
+	ProbesPerTable  int      `json:"probes_per_table"`
+	Levels          []Level  `json:"levels"`
+	Damaged         []Damage `json:"damaged,omitempty"`
+	FilterBytes     uint64   `json:"filter_bytes"`
+	Keys            uint64   `json:"keys"`
+	ReadsGet        float64  `json:"reads_per_absent_get"`
+	ReadsSeek       float64  `json:"reads_per_absent_seek"`
+	Path            string   `json:"path"`
 	// Recommendation spends the store's current filter memory; Saving
 	// matches its current false-positive reads on Path with less.
 	Recommendation Option `json:"recommendation"`
@@ -85,13 +89,15 @@ type Report struct {
 // say).
 func Build(s *pebblestore.Snapshot, probesPerTable int, seed uint64, path string, fallbackBits float64) *Report {
 	r := &Report{
-		Format:         s.Format,
-		getSkipsLast:   s.GetSkipsLast,
-		Dir:            s.Dir,
-		Comparer:       s.Comparer,
-		FormatVersion:  s.FormatVersion,
-		ProbesPerTable: probesPerTable,
-		Path:           path,
+		Format:          s.Format,
+		getSkipsLast:    s.GetSkipsLast,
+		Dir:             s.Dir,
+		Comparer:        s.Comparer,
+		FormatVersion:   s.FormatVersion,
+		PebbleModule:    s.Module,
+		PebbleModuleWhy: s.ModuleWhy,
+		ProbesPerTable:  probesPerTable,
+		Path:            path,
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	names := map[string]bool{}

@@ -57,29 +57,40 @@ func (readOnlyFS) ReuseForWrite(oldname, newname string, _ vfs.DiskWriteCategory
 	return nil, fmt.Errorf("reuse %s: %w", oldname, errWrite)
 }
 
-// List leaves out the write-ahead logs (NNNNNN.log), so that the read-only
-// open replays none. Their keys are in no table and have no filter, so the
-// report needs nothing from them; and while the owner rotates its log, the
-// older log's last write may not be on disk yet beside the new one, which
-// Pebble takes for corruption and refuses to open.
-//
-// It leaves out the OPTIONS files too: Pebble reads the newest one whole
-// into memory to check it, and a damaged one can be any size. The comparer
-// and merger names are taken from it by Names, a line at a time, and the
-// manifest's comparer name prevails.
+// List leaves out what HiddenFromOpen names.
 func (fs readOnlyFS) List(dir string) ([]string, error) {
 	names, err := fs.FS.List(dir)
 	if err != nil {
 		return nil, err
 	}
+	return KeepVisible(names), nil
+}
+
+// KeepVisible drops from a store's file names those a read-only open must
+// not see, in place.
+//
+// The write-ahead logs (NNNNNN.log) are left out, so that the read-only
+// open replays none. Their keys are in no table and have no filter, so the
+// report needs nothing from them; and while the owner rotates its log, the
+// older log's last write may not be on disk yet beside the new one, which
+// Pebble takes for corruption and refuses to open.
+//
+// The OPTIONS files are left out too: Pebble reads the newest one whole
+// into memory to check it, and a damaged one can be any size. The comparer
+// and merger names are taken from it by Names, a line at a time, and the
+// manifest's comparer name prevails.
+func KeepVisible(names []string) []string {
 	kept := names[:0]
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".log") && !strings.HasPrefix(n, "OPTIONS-") {
 			kept = append(kept, n)
 		}
 	}
-	return kept, nil
+	return kept
 }
+
+// ErrWrite is what every mutating call of a read-only file system returns.
+var ErrWrite = errWrite
 
 // MkdirAll succeeds only for a directory that exists already: Pebble calls
 // it for the store's directory, and creating one is a write.

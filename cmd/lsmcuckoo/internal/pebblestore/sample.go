@@ -61,12 +61,12 @@ func SampleKeys(dir string, add func(key []byte)) (*Sample, error) {
 	if cmp == &cockroachkvs.Comparer {
 		schemas = sstable.MakeKeySchemas(&schema, &cockroachkvs.KeySchema)
 	}
-	ro := sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger), KeySchemas: schemas}
+	r := tables{sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger), KeySchemas: schemas}}
 	var paths [NumLevels][]string
 	for l := range v.Levels {
 		it := v.Levels[l].Iter()
 		for f := it.First(); f != nil; f = it.Next() {
-			paths[l] = append(paths[l], filepath.Join(dir, fmt.Sprintf("%06d.sst", uint64(f.TableBacking.DiskFileNum))))
+			paths[l] = append(paths[l], TablePath(dir, uint64(f.TableBacking.DiskFileNum)))
 		}
 	}
 	s := &Sample{Comparer: cmp.Name, SplitKnown: true}
@@ -76,35 +76,41 @@ func SampleKeys(dir string, add func(key []byte)) (*Sample, error) {
 	case cmp == &cockroachkvs.Comparer:
 		split, s.Prefixes, s.SplitHow = cockroachkvs.Split, true, "CockroachDB's Split"
 	default:
-		split, s.SplitHow, s.SplitKnown = inferSplit(paths, ro)
+		split, s.SplitHow, s.SplitKnown = InferSplit(paths, r)
 		s.Prefixes = split != nil
 	}
+	return s, SampleTables(paths, split, r, s, add)
+}
+
+// SampleTables hands add the filter keys of every table in paths, each cut
+// to split(key) if split is set, and records each table's count in s.
+func SampleTables(paths [NumLevels][]string, split func([]byte) int, r TableReader, s *Sample, add func([]byte)) error {
 	for l := range paths {
 		for _, path := range paths[l] {
-			n, err := readKeys(path, ro, split, add)
+			n, err := r.ReadKeys(path, split, add)
 			if errors.Is(err, ErrVanished) {
-				return nil, err
+				return err
 			}
 			if err != nil {
-				return nil, fmt.Errorf("L%d %s: %w", l, filepath.Base(path), oneLine(err))
+				return fmt.Errorf("L%d %s: %w", l, filepath.Base(path), oneLine(err))
 			}
 			s.TableKeys[l] = append(s.TableKeys[l], n)
 		}
 		sort.Ints(s.TableKeys[l])
 	}
-	return s, nil
+	return nil
 }
 
-// inferSplit finds what the filters of a store under an unknown comparer
+// InferSplit finds what the filters of a store under an unknown comparer
 // hold, from the first table whose filter this package reads: nil if they
 // hold whole keys, else the split whose prefixes the filter accepts, with
 // how it splits. known is false if no table's filter can be read or none of
 // the splits tried is accepted.
-func inferSplit(paths [NumLevels][]string, ro sstable.ReaderOptions) (split func([]byte) int, how string, known bool) {
+func InferSplit(paths [NumLevels][]string, r TableReader) (split func([]byte) int, how string, known bool) {
 	for l := range paths {
 		for _, path := range paths[l] {
 			var t Table
-			if err := readTable(path, ro, &t); err != nil || t.Filter == nil {
+			if err := r.ReadTable(path, &t); err != nil || t.Filter == nil {
 				continue
 			}
 			p, ok := policy(t.FilterName)
@@ -112,7 +118,7 @@ func inferSplit(paths [NumLevels][]string, ro sstable.ReaderOptions) (split func
 				continue
 			}
 			var keys [][]byte
-			_, err := readKeys(path, ro, nil, func(k []byte) {
+			_, err := r.ReadKeys(path, nil, func(k []byte) {
 				if len(keys) < 256 {
 					keys = append(keys, append([]byte(nil), k...))
 				}
@@ -178,11 +184,8 @@ func splitCandidates(keys [][]byte) []splitCandidate {
 	return out
 }
 
-// readKeys hands the filter keys of one table to add, each key cut to
-// split(key) if split is set, and returns how many distinct ones the table
-// holds (consecutive equal prefixes are one filter key, as Pebble's filter
-// writer adds them).
-func readKeys(path string, ro sstable.ReaderOptions, split func([]byte) int, add func([]byte)) (int, error) {
+// ReadKeys hands add the filter keys of one table (TableReader.ReadKeys).
+func (r tables) ReadKeys(path string, split func([]byte) int, add func([]byte)) (int, error) {
 	f, err := openTable(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -195,30 +198,50 @@ func readKeys(path string, ro sstable.ReaderOptions, split func([]byte) int, add
 		f.Close()
 		return 0, err
 	}
-	r, err := sstable.NewReader(context.Background(), readable, ro)
+	rd, err := sstable.NewReader(context.Background(), readable, r.ro)
 	if err != nil {
 		readable.Close()
 		return 0, err
 	}
-	defer r.Close()
-	iter, err := r.NewIter(sstable.NoTransforms, nil, nil, sstable.AssertNoBlobHandles)
+	defer rd.Close()
+	iter, err := rd.NewIter(sstable.NoTransforms, nil, nil, sstable.AssertNoBlobHandles)
 	if err != nil {
 		return 0, err
 	}
 	defer iter.Close()
-	var prev []byte
-	n := 0
+	keys := DistinctKeys(split, add)
 	for kv := iter.First(); kv != nil; kv = iter.Next() {
-		k := kv.K.UserKey
-		if split != nil {
-			k = k[:split(k)]
-		}
-		if prev != nil && string(prev) == string(k) {
-			continue
-		}
-		prev = append(prev[:0], k...)
-		n++
-		add(k)
+		keys.Add(kv.K.UserKey)
 	}
-	return n, iter.Error()
+	return keys.N, iter.Error()
+}
+
+// DistinctKeys counts and hands on the filter keys of one table, read in
+// order: consecutive equal keys (the versions of one key, or the keys of
+// one prefix under a Split) are one filter key, as Pebble's filter writer
+// adds them.
+func DistinctKeys(split func([]byte) int, add func([]byte)) *KeyCounter {
+	return &KeyCounter{split: split, add: add}
+}
+
+// KeyCounter is DistinctKeys' state.
+type KeyCounter struct {
+	N     int
+	split func([]byte) int
+	add   func([]byte)
+	prev  []byte
+	any   bool
+}
+
+// Add takes the table's next user key.
+func (c *KeyCounter) Add(k []byte) {
+	if c.split != nil {
+		k = k[:c.split(k)]
+	}
+	if c.any && string(c.prev) == string(k) {
+		return
+	}
+	c.prev, c.any = append(c.prev[:0], k...), true
+	c.N++
+	c.add(k)
 }

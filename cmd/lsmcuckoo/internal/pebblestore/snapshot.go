@@ -10,18 +10,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
-	"github.com/cockroachdb/pebble/v2/sstable/block"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 )
@@ -63,6 +60,11 @@ type Table struct {
 // manifest.
 type Snapshot struct {
 	Format string // "pebble", or another engine's name
+	// Module is the Pebble module whose readers took the snapshot
+	// (ModuleV1 or ModuleV2; "" for another engine), and ModuleWhy how
+	// it was chosen.
+	Module    string
+	ModuleWhy string
 	// GetSkipsLast says a point lookup never consults the last level's
 	// filters (Pebble's DB.Get); L0Each that it consults every L0 table
 	// (Badger), where Pebble consults one per sublevel.
@@ -74,7 +76,8 @@ type Snapshot struct {
 	FormatVersion uint64 // Pebble's format major version
 	Sublevels     int    // L0 sublevels
 	Levels        [NumLevels][]Table
-	// Metrics is Pebble's own view of the same version, for cross-checks.
+	// Metrics is Pebble v2's own view of the same version, for
+	// cross-checks (nil for a snapshot taken with Pebble v1).
 	Metrics *pebble.Metrics
 	// Retries counts the snapshots taken again because a table vanished
 	// (compacted away by the owner) before it was read.
@@ -105,9 +108,23 @@ func IsStore(dir string) bool {
 // refuses to open, and a table written under another merger name refuses to
 // be read.
 func Names(dir string) (comparer, merger string) {
+	newestOptions(dir, func(line string) bool {
+		if v, ok := strings.CutPrefix(line, "comparer="); ok {
+			comparer = v
+		} else if v, ok := strings.CutPrefix(line, "merger="); ok {
+			merger = v
+		}
+		return true
+	})
+	return comparer, merger
+}
+
+// newestOptions hands each line of the newest OPTIONS file, trimmed, to
+// line, a line at a time, until line returns false.
+func newestOptions(dir string, line func(string) bool) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return "", ""
+		return
 	}
 	best, bestNum := "", -1
 	for _, e := range ents {
@@ -118,23 +135,16 @@ func Names(dir string) (comparer, merger string) {
 		}
 	}
 	if best == "" {
-		return "", ""
+		return
 	}
 	f, err := os.Open(filepath.Join(dir, best))
 	if err != nil {
-		return "", ""
+		return
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if v, ok := strings.CutPrefix(line, "comparer="); ok {
-			comparer = v
-		} else if v, ok := strings.CutPrefix(line, "merger="); ok {
-			merger = v
-		}
+	for sc.Scan() && line(strings.TrimSpace(sc.Text())) {
 	}
-	return comparer, merger
 }
 
 // Comparer returns Pebble's default comparer under the given name, and
@@ -143,33 +153,42 @@ func Names(dir string) (comparer, merger string) {
 // the real one's. Listing tables and reading their filters does not compare
 // keys across tables, so a renamed default serves.
 func Comparer(name string) (*pebble.Comparer, bool) {
-	if name == "" || name == pebble.DefaultComparer.Name {
-		return pebble.DefaultComparer, true
-	}
-	c := *pebble.DefaultComparer
-	c.Name = name
-	return &c, false
+	return Renamed(pebble.DefaultComparer, pebble.DefaultComparer.Name, name, func(c *pebble.Comparer, n string) { c.Name = n })
 }
 
 // Merger returns Pebble's default merger under the given name.
 func Merger(name string) *pebble.Merger {
-	if name == "" || name == pebble.DefaultMerger.Name {
-		return pebble.DefaultMerger
+	m, _ := Renamed(pebble.DefaultMerger, pebble.DefaultMerger.Name, name, func(m *pebble.Merger, n string) { m.Name = n })
+	return m
+}
+
+// Renamed returns def if name is "" or defName, and reports so; else a
+// copy of def that rename gives the name. Both Pebble modules' comparers
+// and mergers are renamed this way.
+func Renamed[T any](def *T, defName, name string, rename func(*T, string)) (*T, bool) {
+	if name == "" || name == defName {
+		return def, true
 	}
-	m := *pebble.DefaultMerger
-	m.Name = name
-	return &m
+	c := *def
+	rename(&c, name)
+	return &c, false
 }
 
 // ReadFilters registers in o a policy under every filter name this package
 // can read: Pebble's bloom and lsmcuckoo's names at every half bit.
 func ReadFilters(o *pebble.Options) {
+	tablefilter.RegisterPolicies(o, HalfBitBudgets()...)
+	o.Filters[BloomName] = bloom.FilterPolicy(10)
+}
+
+// HalfBitBudgets is every lsmcuckoo budget on the half-bit grid, whose
+// policy names a reader registers.
+func HalfBitBudgets() []float64 {
 	budgets := make([]float64, 0, 2*tablefilter.MaxBitsPerKey)
 	for b := float64(tablefilter.MinBitsPerKey); b <= tablefilter.MaxBitsPerKey; b += 0.5 {
 		budgets = append(budgets, b)
 	}
-	tablefilter.RegisterPolicies(o, budgets...)
-	o.Filters[BloomName] = bloom.FilterPolicy(10)
+	return budgets
 }
 
 var comparerMismatch = regexp.MustCompile(`comparer name from file "([^"]*)"`)
@@ -274,6 +293,7 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 	cmp, _ := Comparer(comparer)
 	s := &Snapshot{
 		Format:        "pebble",
+		Module:        ModuleV2,
 		GetSkipsLast:  true,
 		Dir:           dir,
 		Comparer:      cmp.Name,
@@ -285,26 +305,17 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 		Sublevels: len(db.DebugCurrentVersion().L0SublevelFiles),
 		Metrics:   m,
 	}
-	ro := sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger)}
 	// The version lists the tables even when a file is missing, where
 	// DB.SSTables fails as a whole: a missing table is reported, not fatal.
 	v := db.DebugCurrentVersion()
+	var files []TableFile
 	for l := range v.Levels {
 		it := v.Levels[l].Iter()
 		for f := it.First(); f != nil; f = it.Next() {
-			t := Table{
-				Level:   l,
-				FileNum: uint64(f.TableBacking.DiskFileNum),
-				Size:    f.Size,
-				Virtual: f.Virtual,
-			}
-			if err := readTable(filepath.Join(dir, fmt.Sprintf("%06d.sst", t.FileNum)), ro, &t); err != nil {
-				t.Damaged = oneLine(err).Error()
-			}
-			s.Levels[l] = append(s.Levels[l], t)
+			files = append(files, TableFile{Level: l, FileNum: uint64(f.TableBacking.DiskFileNum), Size: f.Size, Virtual: f.Virtual})
 		}
-		sort.Slice(s.Levels[l], func(i, j int) bool { return s.Levels[l][i].FileNum < s.Levels[l][j].FileNum })
 	}
+	s.Levels = ReadTables(dir, files, tables{sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger)}})
 	return s, nil
 }
 
@@ -312,29 +323,29 @@ func take(dir, comparer, merger string) (*Snapshot, error) {
 // which bytes are read.
 var openTable = func(path string) (vfs.File, error) { return vfs.Default.Open(path) }
 
-// readTable fills t from the table's properties and reads its filter block.
+// tables reads Pebble v2's table files.
+type tables struct{ ro sstable.ReaderOptions }
+
+// ReadTable fills t from the table's properties and reads its filter block.
 // sstable.NewReader reads the footer, metaindex and properties; Layout adds
 // the index blocks, which hold the filter's handle. No data block is read.
-func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
+func (r tables) ReadTable(path string, t *Table) error {
 	f, err := openTable(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("missing: %s", filepath.Base(path))
-		}
-		return err
+		return MissingTable(path, err)
 	}
 	readable, err := sstable.NewSimpleReadable(f)
 	if err != nil {
 		f.Close()
 		return err
 	}
-	r, err := sstable.NewReader(context.Background(), readable, ro)
+	rd, err := sstable.NewReader(context.Background(), readable, r.ro)
 	if err != nil {
 		readable.Close()
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
-	defer r.Close()
-	p, err := r.ReadPropertiesBlock(context.Background(), nil)
+	defer rd.Close()
+	p, err := rd.ReadPropertiesBlock(context.Background(), nil)
 	if err != nil {
 		return fmt.Errorf("%s: properties: %w", filepath.Base(path), err)
 	}
@@ -343,7 +354,7 @@ func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
 	if t.FilterName == "" {
 		return nil
 	}
-	layout, err := r.Layout()
+	layout, err := rd.Layout()
 	if err != nil {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
@@ -351,27 +362,11 @@ func readTable(path string, ro sstable.ReaderOptions, t *Table) error {
 		if fb.Name != "fullfilter."+t.FilterName {
 			continue
 		}
-		h := fb.Handle
-		if h.Length > 1<<32 {
-			return fmt.Errorf("%s: filter block of %d bytes", filepath.Base(path), h.Length)
-		}
-		// A filter block is stored uncompressed, followed by the
-		// block trailer: a compression byte and a 4-byte checksum.
-		buf := make([]byte, h.Length+block.TrailerLen)
-		if _, err := f.ReadAt(buf, int64(h.Offset)); err != nil {
-			if err == io.EOF {
-				return fmt.Errorf("%s: truncated filter block", filepath.Base(path))
-			}
+		t.Filter, err = ReadFilterBlock(f, path, fb.Handle.Offset, fb.Handle.Length, uint8(rd.BlockReader().ChecksumType()))
+		if err != nil {
 			return err
 		}
-		if err := block.ValidateChecksum(r.BlockReader().ChecksumType(), buf, h); err != nil {
-			return fmt.Errorf("%s: filter block: %w", filepath.Base(path), err)
-		}
-		if buf[h.Length] != 0 {
-			return fmt.Errorf("%s: filter block compressed (type %d)", filepath.Base(path), buf[h.Length])
-		}
-		t.Filter = buf[:h.Length:h.Length]
-		t.FilterOffset = h.Offset
+		t.FilterOffset = fb.Handle.Offset
 		return nil
 	}
 	return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
@@ -407,3 +402,15 @@ func (quietLogger) Fatalf(format string, args ...interface{}) {
 	fmt.Fprintln(os.Stderr, "lsmcuckoo: pebble:", msg)
 	os.Exit(2)
 }
+
+// OneLine keeps the first line of an error (oneLine), for the Pebble v1
+// reader.
+func OneLine(err error) error { return oneLine(err) }
+
+// Vanished marks a failed open because a file the marker named was gone:
+// Retry takes the snapshot again.
+func Vanished(err error) error { return vanishedFile{err} }
+
+// QuietLogger is quietLogger, for the Pebble v1 reader: Pebble v1's Logger
+// has the same methods.
+type QuietLogger = quietLogger
