@@ -21,7 +21,9 @@ import (
 // interleaved round by round (each round starts one probe later). Each is
 // timed as a loop of independent lookups (cold) and one lookup at a time
 // (latency); it reports each probe's median per-round ratio to the bloom
-// filter through its Pebble policy, and its median ns.
+// filter through its Pebble policy, and its median ns. "policy" is
+// tablefilter's Pebble policy over MayContain; the "via-ProbeBMI2" probes
+// put a Go function around the assembly probe instead.
 //
 //	go test ./codec -run X -bench V3ColdParts -benchtime 5x
 func BenchmarkV3ColdParts(b *testing.B) {
@@ -37,6 +39,7 @@ func BenchmarkV3ColdParts(b *testing.B) {
 	}
 	var bp pebble.FilterPolicy = bloom.FilterPolicy(10)
 	var cp pebble.FilterPolicy = partsPolicy{}
+	var cpProbe pebble.FilterPolicy = partsPolicy{viaProbe: true}
 	probes := []struct {
 		name  string
 		bloom bool
@@ -45,7 +48,9 @@ func BenchmarkV3ColdParts(b *testing.B) {
 		{"bloom", true, func(f, k []byte) bool { return bp.MayContain(pebble.TableFilter, f, k) }},
 		{"bloom-trailer+line", true, bloomTrailerLine},
 		{"policy", false, func(f, k []byte) bool { return cp.MayContain(pebble.TableFilter, f, k) }},
+		{"policy-via-ProbeBMI2", false, func(f, k []byte) bool { return cpProbe.MayContain(pebble.TableFilter, f, k) }},
 		{"MayContain", false, MayContain},
+		{"via-ProbeBMI2", false, mayContainViaProbe},
 		{"ProbeBMI2", false, func(f, k []byte) bool { o, _ := linev3.ProbeBMI2(f, k); return o != linev3.Absent }},
 		{"hash+line", false, v3HashLine},
 		{"hash+trailer+line", false, v3HashTrailerLine},
@@ -130,14 +135,29 @@ func warmTrailers(copies [][]byte) {
 	probeSink += int(s)
 }
 
-type partsPolicy struct{}
+// partsPolicy is tablefilter's Pebble policy as far as a lookup goes,
+// with MayContain or (viaProbe) mayContainViaProbe under it.
+type partsPolicy struct{ viaProbe bool }
 
 func (partsPolicy) Name() string { return "parts" }
-func (partsPolicy) MayContain(ftype pebble.FilterType, f, k []byte) bool {
+func (p partsPolicy) MayContain(ftype pebble.FilterType, f, k []byte) bool {
 	if ftype != pebble.TableFilter {
 		return true
 	}
+	if p.viaProbe {
+		return mayContainViaProbe(f, k)
+	}
 	return MayContain(f, k)
+}
+
+// mayContainViaProbe is MayContain as a Go function around
+// linev3.ProbeBMI2: the frame, and the arguments kept across the call for
+// the Go lookups, that linev3.MayContainKey64 saves.
+func mayContainViaProbe(block, key []byte) bool {
+	if o, _ := linev3.ProbeBMI2(block, key); o <= linev3.Maybe {
+		return o == linev3.Maybe
+	}
+	return mayContainGo(block, key)
 }
 func (partsPolicy) NewWriter(pebble.FilterType) pebble.FilterWriter { return nil }
 
