@@ -85,3 +85,44 @@ func TestMayContainKey64MatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// TestMayContainKey64GrowsStack calls MayContain on blocks the assembly
+// hands to Go (versions 1 and 2, and with the assembly off) from fresh
+// goroutines at every stack depth over a few kilobytes, so that some call
+// finds the goroutine's stack full at the Go function the assembly jumps
+// to, whose prologue then grows the stack under a frame the assembly
+// entered by a jump: the answers stay right.
+func TestMayContainKey64GrowsStack(t *testing.T) {
+	defer func(v bool) { linev3.UseBMI2 = v }(linev3.UseBMI2)
+	keys := testkeys.Random(500, 16, 31)
+	blocks := [][]byte{Build(keys, Options{BitsPerKey: 10, Version: 1}), Build(keys, Options{BitsPerKey: 10, Version: 2})}
+	v3 := Build(keys, Options{BitsPerKey: 10})
+	for _, use := range []bool{linev3.UseBMI2, false} {
+		linev3.UseBMI2 = use
+		for depth := range 300 {
+			done := make(chan bool)
+			go func() {
+				ok := true
+				for _, b := range append(blocks, v3) {
+					ok = ok && stackDeep(depth, b, keys[depth%len(keys)])
+				}
+				done <- ok
+			}()
+			if !<-done {
+				t.Fatalf("assembly %v, depth %d: a present key answered absent", use, depth)
+			}
+		}
+	}
+}
+
+// stackDeep calls MayContain under depth frames of about 100 bytes.
+//
+//go:noinline
+func stackDeep(depth int, block, key []byte) bool {
+	var pad [12]uint64
+	if depth == 0 {
+		return MayContain(block, key)
+	}
+	pad[depth%12] = uint64(depth)
+	return stackDeep(depth-1, block, key) && pad[depth%12] == uint64(depth)
+}
