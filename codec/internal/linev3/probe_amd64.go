@@ -13,6 +13,26 @@ package linev3
 //go:noescape
 func ProbeBMI2(block, key []byte) (outcome, x uint64)
 
+// MayContainKey64 is codec.MayContain for processors that run ProbeBMI2
+// (and for the others, through OtherLookup): ProbeBMI2's assembly, its
+// outcome returned as the answer, and for whatever it leaves to the Go
+// lookups (OtherLookup), a jump there with the arguments as they came. In
+// a loop of cold lookups the instructions of a Go function around
+// ProbeBMI2 (its frame, and the arguments kept across the call) cost
+// throughput.
+//
+//go:noescape
+func MayContainKey64(block, key []byte) bool
+
+// OtherLookup is the Go lookup of every version (codec's), which
+// MayContainKey64 hands what its assembly does not settle: set once by
+// codec before any lookup.
+var OtherLookup func(block, key []byte) bool
+
+// mayContainOther is where MayContainKey64's assembly jumps: a Go function
+// of its signature, which an assembly jump can reach.
+func mayContainOther(block, key []byte) bool { return OtherLookup(block, key) }
+
 func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 
 // UseBMI2 reports whether this processor runs ProbeBMI2: POPCNT

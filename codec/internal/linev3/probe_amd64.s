@@ -18,327 +18,10 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 // secondary line's probe (secondaryHas) included: it answers Absent
 // or Maybe only where every check Lookup makes has passed, and
 // Other (with the key hash x) for everything else, which the caller
-// gives to the Go lookups.
-//
-// Registers: SI block, BX length, R8 the line, R9 x, R10 w0,
-// R11 q, R12 r, R13 k, DX Q. No frame (its set-up and tear-down are
-// instructions too): argument slots read already hold the key hash
-// (block_cap), Q+K (key_len) and 64 minus the threshold's width (key_cap);
-// the outcome's slot says which line is being probed (0 primary, 1
-// secondary) until it is written.
+// gives to the Go lookups. No frame: its set-up and tear-down are
+// instructions too.
 TEXT ·ProbeBMI2(SB), NOSPLIT, $0-64
-	// The trailer's cache line is asked for first: its address needs no
-	// hash, and a miss started here overlaps the hashing.
-	MOVQ       block_base+0(FP), AX
-	MOVQ       block_len+8(FP), CX
-	PREFETCHT0 -36(AX)(CX*1)
-	// The key hash, as keyhash.MulHash computes it: x and y are the key's
-	// first and last 8 bytes (4 for 4..7 bytes; three bytes folded into x
-	// for 1..3); a longer key folds 16 bytes per multiply into an
-	// accumulator, and its last 16 bytes are x and y^accumulator.
-	MOVQ key_base+24(FP), SI
-	MOVQ key_len+32(FP), BX
-	CMPQ BX, $16
-	JA   hashlong
-	CMPQ BX, $8
-	JB   hashshort
-	MOVQ (SI), AX
-	MOVQ -8(SI)(BX*1), DX
-	JMP  hashfold
-
-hashshort:
-	CMPQ    BX, $4
-	JB      hashtiny
-	MOVLQZX (SI), AX
-	MOVLQZX -4(SI)(BX*1), DX
-	JMP     hashfold
-
-hashtiny:
-	XORL    AX, AX
-	XORL    DX, DX
-	TESTQ   BX, BX
-	JZ      hashfold
-	MOVBQZX (SI), AX
-	SHLQ    $16, AX
-	MOVQ    BX, CX
-	SHRQ    $1, CX
-	MOVBQZX (SI)(CX*1), CX
-	SHLQ    $8, CX
-	ORQ     CX, AX
-	MOVBQZX -1(SI)(BX*1), CX
-	ORQ     CX, AX
-	JMP     hashfold
-
-hashlong:
-	// acc = n^K2, then acc = fold(word0^K0, word1^acc^K1) for each 16
-	// bytes while more than 16 remain.
-	MOVQ BX, R8
-	MOVQ $0x3c6ef372fe94f82b, R9
-	XORQ R9, R8                  // acc
-	LEAQ -16(SI)(BX*1), R10      // the last 16 bytes
-	MOVQ $0x6a09e667f3bcc909, R11
-	MOVQ $0xbb67ae8584caa73b, R12
-
-hashloop:
-	MOVQ (SI), AX
-	XORQ R11, AX
-	MOVQ 8(SI), DX
-	XORQ R8, DX
-	XORQ R12, DX
-	MULQ DX
-	XORQ DX, AX
-	MOVQ AX, R8
-	ADDQ $16, SI
-	CMPQ SI, R10
-	JB   hashloop
-	MOVQ (R10), AX
-	MOVQ 8(R10), DX
-	XORQ R8, DX
-
-hashfold:
-	// h = fold(fold(x^K0, y^K1)^K2, n^K3), fold(a, b) = hi^lo of a·b.
-	MOVQ $0x6a09e667f3bcc909, CX
-	XORQ CX, AX
-	MOVQ $0xbb67ae8584caa73b, CX
-	XORQ CX, DX
-	MULQ DX
-	XORQ DX, AX
-	MOVQ $0x3c6ef372fe94f82b, CX
-	XORQ CX, AX
-	MOVQ $0xa54ff53a5f1d36f1, DX
-	XORQ BX, DX
-	MULQ DX
-	XORQ DX, AX
-	MOVQ AX, DI                  // h
-	MOVQ AX, block_cap+16(FP)
-
-	MOVQ $0, outcome+48(FP)      // the primary line's probe
-	MOVQ block_base+0(FP), SI
-	MOVQ block_len+8(FP), BX
-	CMPQ BX, $104
-	JB   other
-	// A version-2 block (its trailer's version byte): the Go lookup, at
-	// once, with the key hash.
-	CMPB -32(SI)(BX*1), $2
-	JEQ  other
-
-	// The primary line from the key hash and the block's length alone:
-	// (h·LineMultiplier)>>32 · ((n-40)/64) >> 32.
-	MOVQ  $0xd6e8feb86659fd93, AX
-	IMULQ DI, AX
-	SHRQ  $32, AX
-	LEAQ  -40(BX), CX
-	SHRQ  $6, CX
-	IMULQ CX, AX
-	SHRQ  $32, AX
-	SHLQ  $6, AX
-	LEAQ  (SI)(AX*1), R8
-	PREFETCHT0 (R8)              // the line's miss starts before the trailer's checks
-
-	// The trailer: both copies agree and the id word is version 3's.
-	LEAQ -36(SI)(BX*1), R9
-	MOVQ 0(R9), R10
-	MOVQ 8(R9), R11
-	MOVQ 16(R9), AX
-	XORQ R10, AX
-	MOVQ 24(R9), CX
-	XORQ R11, CX
-	ANDQ CX, AX
-	CMPQ AX, $-1
-	JNE  other
-
-	// The id word (version 3's id, byte 5 and the shape) is checked once
-	// per distinct word: the checks are a function of the word alone, and
-	// CheckedW0 remembers words that passed, one per slot chosen by a
-	// hash of the word.
-	MOVQ  $0x9e3779b97f4a7c15, AX
-	IMULQ R10, AX
-	SHRQ  $59, AX
-	LEAQ  ·CheckedW0(SB), DI
-	LEAQ  (DI)(AX*8), DI         // the word's slot
-	MOVQ  R10, R12
-	SHRQ  $40, R12
-	ANDQ  $31, R12               // r
-	MOVQ  R10, R13
-	SHRQ  $48, R13
-	ANDQ  $0xff, R13             // K
-	MOVQ  R10, DX
-	SHRQ  $56, DX                // Q
-	LEAQ  (DX)(R13*1), AX        // Q+K
-	CMPQ  R10, (DI)
-	JNE   checkw0
-
-checkedw0:
-	MOVQ AX, key_len+32(FP)      // Q+K
-	BSRQ DX, CX
-	XORQ $63, CX
-	MOVQ CX, key_cap+40(FP)      // 64 - len(Q)
-
-	// The length the line count implies (at least one line: the length
-	// is at least 104).
-	MOVL R11, AX
-	SHLQ $6, AX
-	ADDQ $40, AX
-	CMPQ AX, BX
-	JNE  other
-
-	// x = frame.Position(h, frame.Multiplier(seed)); q from its bits 16..31.
-	MOVQ  R11, AX
-	SHRQ  $32, AX
-	INCQ  AX
-	MOVQ  $0x9e3779b97f4a7c15, CX
-	IMULQ CX, AX
-	ORQ   $1, AX
-	IMULQ block_cap+16(FP), AX
-	MOVQ  AX, R9
-	SHRQ  $32, R9
-	XORQ  AX, R9                 // x
-	MOVQ  R9, R11
-	SHRQ  $16, R11
-	MOVWQZX R11, R11
-	IMULQ DX, R11
-	SHRQ  $16, R11               // q
-
-	// pos: the header bit after the q-th zero (0 for q = 0). The zero is
-	// the j-th (j = q-1, from 0) of the inverted header words z0, z1, z2:
-	// in word z0 if j < c0, z1 if j < c0+c1, else z2, where it is the
-	// jj-th; the word, jj and the word's first bit (base) are chosen by
-	// conditional moves, not branches (which word it is depends on the
-	// key: a branch would mispredict about every other lookup). PDEP then
-	// puts a bit at the word's jj-th set bit.
-probeline:
-	XORL    AX, AX
-	TESTQ   R11, R11
-	JZ      haspos
-	LEAQ    -1(R11), AX          // j
-	MOVQ    0(R8), SI            // the word, w0 until another is chosen
-	MOVQ    SI, BX
-	NOTQ    BX
-	POPCNTQ BX, BX               // c0
-	MOVQ    8(R8), DX
-	NOTQ    DX
-	POPCNTQ DX, DX
-	ADDQ    BX, DX               // c0+c1
-	XORL    CX, CX               // the word's index
-	MOVQ    AX, DI
-	SUBQ    BX, DI               // j - c0
-	CMPQ    BX, R11              // carry: j >= c0
-	CMOVQCS 8(R8), SI
-	CMOVQCS DI, AX
-	ADCQ    $0, CX
-	LEAQ    -1(R11), DI
-	SUBQ    DX, DI               // j - (c0+c1)
-	CMPQ    DX, R11              // carry: j >= c0+c1
-	CMOVQCS 16(R8), SI
-	CMOVQCS DI, AX               // jj
-	ADCQ    $0, CX
-	NOTQ    SI
-	SHLQ    $6, CX               // the word's first bit
-	CMPQ    AX, $64
-	JAE     other
-	MOVL    $1, BX
-	SHLXQ   AX, BX, BX
-	PDEPQ   SI, BX, BX
-	TZCNTQ  BX, AX
-	JCS     other                // fewer zeros than quotients: not a block we wrote
-	LEAQ    1(CX)(AX*1), AX      // pos
-
-haspos:
-	// run: the ones from pos, read from one unaligned load.
-	MOVQ   AX, BX
-	SHRQ   $3, BX
-	ANDQ   $31, BX
-	MOVQ   (R8)(BX*1), BX
-	MOVQ   AX, CX
-	ANDQ   $7, CX
-	SHRXQ  CX, BX, BX
-	NOTQ   BX
-	TZCNTQ BX, BX                // run
-	// pos+run < Q+K, pos-q+run <= K, run·r <= 56.
-	LEAQ   (AX)(BX*1), CX
-	CMPQ   CX, key_len+32(FP)
-	JAE    other
-	MOVQ   AX, DI
-	SUBQ   R11, DI               // the run's first slot
-	LEAQ   (DI)(BX*1), CX
-	CMPQ   CX, R13
-	JA     other
-	IMULQ  R12, BX               // nb
-	CMPQ   BX, $56
-	JA     other
-
-	// The remainders of the run against the key's: a SWAR compare of
-	// r-bit lanes, those past the run masked off.
-	IMULQ  R12, DI
-	ADDQ   key_len+32(FP), DI    // off
-	MOVQ   DI, CX
-	SHRQ   $3, CX
-	ANDQ   $63, CX
-	MOVQ   (R8)(CX*1), AX
-	ANDQ   $7, DI
-	SHRXQ  DI, AX, AX            // rw
-	LEAQ   ·lanes(SB), CX
-	MOVQ   (CX)(R12*8), CX       // lo
-	BZHIQ  R12, R9, DI           // x & (1<<r - 1)
-	IMULQ  CX, DI
-	XORQ   DI, AX                // v
-	MOVQ   AX, DI
-	SUBQ   CX, DI
-	ANDNQ  DI, AX, AX            // (v-lo) &^ v
-	LEAQ   -1(R12), DI
-	SHLXQ  DI, CX, CX            // lane tops
-	ANDQ   CX, AX
-	BZHIQ  BX, AX, AX            // the run's lanes only
-	JNZ    maybe
-
-	// Not in this line: absent if it is the secondary line, or if q is
-	// below the primary line's threshold (no key of a q this low
-	// overflowed).
-	CMPQ  outcome+48(FP), $0
-	JNE   absent
-	MOVQ  56(R8), AX
-	MOVQ  key_cap+40(FP), CX
-	SHRXQ CX, AX, AX
-	CMPQ  R11, AX
-	JB    absent
-
-	// The secondary line, as secondaryHas finds it: position hash
-	// x2 = keyhash.Mix(x, frame.SecondarySalt), its line (x2>>32)·lines>>32,
-	// its quotient and remainder as the primary's; then the same probe.
-	MOVQ  $1, outcome+48(FP)     // the secondary line's probe
-	MOVQ  $0x7eab76c4a261aa4f, AX // (frame.SecondarySalt+1)·0x9e3779b97f4a7c15
-	ADDQ  R9, AX
-	MOVQ  AX, CX
-	SHRQ  $30, CX
-	XORQ  CX, AX
-	MOVQ  $0xbf58476d1ce4e5b9, CX
-	IMULQ CX, AX
-	MOVQ  AX, CX
-	SHRQ  $27, CX
-	XORQ  CX, AX
-	MOVQ  $0x94d049bb133111eb, CX
-	IMULQ CX, AX
-	MOVQ  AX, R9
-	SHRQ  $31, R9
-	XORQ  AX, R9                 // x2
-	MOVQ  block_len+8(FP), AX
-	SUBQ  $40, AX
-	SHRQ  $6, AX                 // lines
-	MOVQ  R9, CX
-	SHRQ  $32, CX
-	IMULQ CX, AX
-	SHRQ  $32, AX
-	SHLQ  $6, AX
-	MOVQ  block_base+0(FP), R8
-	ADDQ  AX, R8                 // the secondary line
-	MOVQ  key_len+32(FP), DX
-	SUBQ  R13, DX                // Q
-	MOVQ  R9, R11
-	SHRQ  $16, R11
-	MOVWQZX R11, R11
-	IMULQ DX, R11
-	SHRQ  $16, R11               // q
-	JMP   probeline
+#include "probe_body_amd64.h"
 
 absent:
 	MOVQ $0, outcome+48(FP)
@@ -350,39 +33,39 @@ maybe:
 	MOVQ $0, x+56(FP)
 	RET
 
-checkw0:
-	// id and byte 5 (hash kind, always-maybe and seeded-lines bits 0)
-	MOVQ  $0xffffffffff, CX
-	ANDQ  R10, CX
-	CMPQ  CX, ·IDWord(SB)
-	JNE   other
-	MOVQ  $0xe00000000000, CX
-	TESTQ CX, R10
-	JNE   other
-	// the shape: 1 <= r <= 16, K >= 1, Q >= 1, Q+K <= 192,
-	// Q + K + K·r + len(Q) <= 512
-	LEAQ  -1(R12), CX
-	CMPQ  CX, $16
-	JAE   other
-	TESTQ R13, R13
-	JZ    other
-	TESTQ DX, DX
-	JZ    other
-	CMPQ  AX, $192
-	JA    other
-	BSRQ  DX, CX
-	INCQ  CX
-	MOVQ  R13, SI
-	IMULQ R12, SI
-	ADDQ  AX, SI
-	ADDQ  CX, SI
-	CMPQ  SI, $512
-	JA    other
-	MOVQ  R10, (DI)              // remembered
-	JMP   checkedw0
-
 other:
 	MOVQ $2, outcome+48(FP)
-	MOVQ block_cap+16(FP), AX
-	MOVQ AX, x+56(FP)
+	MOVQ X0, x+56(FP)
 	RET
+
+// func MayContainKey64(block, key []byte) bool
+//
+// ProbeBMI2's body answering as codec.MayContain: where the probe does
+// not settle the lookup (another version, a damaged block, or a processor
+// without UseBMI2), it jumps to mayContainOther with its arguments as
+// they came, so that a caller pays for one call, not two.
+TEXT ·MayContainKey64(SB), NOSPLIT, $0-49
+	CMPB ·UseBMI2(SB), $0
+	JEQ  other
+	// Only a version-3 trailer's version byte goes on (version 2 is
+	// looked up in Go, which hashes the key itself).
+	MOVQ block_base+0(FP), AX
+	MOVQ block_len+8(FP), CX
+	CMPQ CX, $104
+	JB   other
+	CMPB -32(AX)(CX*1), $2
+	JEQ  other
+#define PROBE_CHECKED_VERSION
+#include "probe_body_amd64.h"
+#undef PROBE_CHECKED_VERSION
+
+absent:
+	MOVB $0, ret+48(FP)
+	RET
+
+maybe:
+	MOVB $1, ret+48(FP)
+	RET
+
+other:
+	JMP ·mayContainOther(SB)
