@@ -314,11 +314,11 @@ func TestUnknownVersionAnswersMaybe(t *testing.T) {
 		block := Build(keys, Options{Version: v})
 		bad := bytes.Clone(block)
 		if v == 1 {
-			bad[4] = FormatVersion + 1
+			bad[4] = NewestVersion + 1
 		} else {
 			// A consistent trailer of a future version.
 			n := len(bad)
-			bad[n-32] = FormatVersion + 1
+			bad[n-32] = NewestVersion + 1
 			bad[n-16] = ^bad[n-32]
 		}
 		for _, k := range testkeys.Absent(1000, 2) {
