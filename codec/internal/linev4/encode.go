@@ -111,13 +111,27 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 		e.crowded = true
 		return nil, Stats{}, false
 	}
+	// The keys sent on take their places by count first, as in version
+	// 3, so that most lines are solved once; a key whose equation then
+	// contradicts its line's is sent on, and the lines that change are
+	// solved again.
 	limit := int(frame.EvictionsPerKey*float64(n)) + 64
+	overflowed := len(e.queue)
+	for len(e.queue) > 0 {
+		if !e.placeQueue(limit) {
+			return nil, Stats{}, false
+		}
+		overflowed += len(e.queue)
+	}
+	for _, ln := range e.dirty {
+		e.mark[ln] = false
+	}
+	e.dirty = e.dirty[:0]
 	for ln := range lines {
 		if !e.solveLine(ln) {
 			return nil, Stats{}, false
 		}
 	}
-	overflowed := 0
 	for len(e.queue) > 0 {
 		overflowed += len(e.queue)
 		if !e.placeQueue(limit) {
@@ -292,14 +306,6 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		binary.LittleEndian.PutUint64(l[i*8:], w[i])
 	}
 	return true
-}
-
-// mask is the n low bits.
-func mask(n uint32) uint64 {
-	if n >= 64 {
-		return ^uint64(0)
-	}
-	return 1<<n - 1
 }
 
 // put ORs v into the line's words at bit off.

@@ -37,9 +37,14 @@ const (
 	// MaxHeight is the most rows a column has: a column is one 64-bit
 	// word, and a key's coefficients one word of its hash.
 	MaxHeight = 64
-	// MaxColumns is the most full columns a line has: fingerprint bits
-	// 0..15 hold the full columns' bits and the extra column's.
-	MaxColumns = 15
+	// MaxColumns is the most full columns a line has: a fingerprint has
+	// 32 bits, for the full columns and the extra column.
+	MaxColumns = 31
+	// MaxExtra is the most rows the extra column has: its coefficients
+	// stay clear of the coefficient word's top 16 bits, which are
+	// fingerprint bits 16..31 (only used when the full columns have at
+	// most 31 rows).
+	MaxExtra = 48
 	// ThresholdBits is the width of each line's threshold field, at the
 	// top of the line.
 	ThresholdBits = 6
@@ -48,8 +53,8 @@ const (
 	NoThreshold = 1<<ThresholdBits - 1
 	// ColumnBits is the room the columns have in a line.
 	ColumnBits = frame.LineBits - ThresholdBits
-	// Byte 5 of the trailer: bits 0..3 r, bit 4 zero, bit 5 the hash
-	// kind, bit 6 always maybe, bit 7 seeded lines.
+	// Byte 5 of the trailer: bits 0..4 r, bit 5 the hash kind, bit 6
+	// always maybe, bit 7 seeded lines.
 	KindShift       = 5
 	FlagAlwaysMaybe = 1 << 6
 	FlagSeededLines = 1 << 7
@@ -62,7 +67,7 @@ const (
 
 // Shape is how every line of a version-4 filter is cut.
 type Shape struct {
-	R uint32 // full columns: fingerprint bits every key is checked on, 1..15
+	R uint32 // full columns: fingerprint bits every key is checked on, 1..31
 	M uint32 // rows of each column, 1..64: coefficient bits
 	// U, 0..255: a key whose share byte is below U is also checked on the
 	// extra column, of Extra() rows, in the bits the full columns leave.
@@ -70,12 +75,12 @@ type Shape struct {
 }
 
 // Extra is the extra column's rows: the bits the full columns leave,
-// at most MaxHeight; 0 when U is 0.
+// at most MaxExtra; 0 when U is 0.
 func (s Shape) Extra() uint32 {
 	if s.U == 0 {
 		return 0
 	}
-	return min(MaxHeight, ColumnBits-s.R*s.M)
+	return min(MaxExtra, ColumnBits-s.R*s.M)
 }
 
 // Valid reports whether the shape fits a line.
@@ -122,14 +127,11 @@ func Read(block []byte, h *Header) bool {
 // reports whether they describe a well-formed block.
 func parse(w0, w1 uint64, n int, h *Header) bool {
 	b5 := uint8(w0 >> 40)
-	h.Shape = Shape{R: uint32(b5 & 15), M: uint32(uint8(w0 >> 48)), U: uint32(uint8(w0 >> 56))}
+	h.Shape = Shape{R: uint32(b5 & 31), M: uint32(uint8(w0 >> 48)), U: uint32(uint8(w0 >> 56))}
 	h.Kind = b5 >> KindShift & 1
 	h.AlwaysMaybe = b5&FlagAlwaysMaybe != 0
 	h.SeededLines = b5&FlagSeededLines != 0
 	h.Lines, h.Seed = uint32(w1), uint32(w1>>32)
-	if b5&16 != 0 {
-		return false
-	}
 	if h.AlwaysMaybe {
 		return b5 == FlagAlwaysMaybe|h.Kind<<KindShift && h.Shape == Shape{} && h.Lines == 0 && n == frame.TrailerSize
 	}
@@ -147,15 +149,20 @@ func Line(z, lines uint64) uint64 { return (z >> 32) * lines >> 32 }
 // Parts are what a key's position hash x says inside a line: the
 // fingerprint f (bit j for full column j, bit r for the extra column),
 // the share byte u, the priority p and the coefficients c. None shares a
-// hash bit with another or with the line (bits 32..63).
+// hash bit with another or with the line (bits 32..63): f's bits 16..31
+// are c's top 16 bits, which are coefficients of no column (a shape with
+// more than 16 columns has at most 31 rows, and the extra column at most
+// MaxExtra).
 type Parts struct {
 	F, U, P, C uint64
 }
 
-// PartsOf is Parts of position hash x: f bits 0..15, u bits 16..23, p
-// from bits 24..31 by multiply-shift onto [0, NoThreshold), c a mix of x.
+// PartsOf is Parts of position hash x: f bits 0..15 from x's bits
+// 0..15, u bits 16..23, p from bits 24..31 by multiply-shift onto [0,
+// NoThreshold), c a mix of x, and f bits 16..31 c's bits 48..63.
 func PartsOf(x uint64) Parts {
-	return Parts{F: x & 0xffff, U: x >> 16 & 0xff, P: (x >> 24 & 0xff) * NoThreshold >> 8, C: keyhash.Mix(x, CoefficientSalt)}
+	c := keyhash.Mix(x, CoefficientSalt)
+	return Parts{F: x&0xffff | c>>48<<16, U: x >> 16 & 0xff, P: (x >> 24 & 0xff) * NoThreshold >> 8, C: c}
 }
 
 // Priority is PartsOf(x).P alone.
@@ -165,49 +172,23 @@ func Priority(x uint64) uint64 { return (x >> 24 & 0xff) * NoThreshold >> 8 }
 // its secondary line (its line, and its parts there).
 func Secondary(x uint64) uint64 { return keyhash.Mix(x, frame.SecondarySalt) }
 
-// words reads the line's eight words, and a zero ninth, so that a column
-// at any bit offset is two shifts of neighbouring words.
-func words(l []byte) (w [9]uint64) {
-	for i := range 8 {
-		w[i] = binary.LittleEndian.Uint64(l[i*8:])
-	}
-	return w
-}
-
-// column is the n-bit field at bit off of the line's words.
-func column(w *[9]uint64, off, n uint32) uint64 {
-	i, s := off>>6&7, off&63
-	v := w[i] >> s
-	if s != 0 {
-		v |= w[i+1] << (64 - s)
-	}
-	if n < 64 {
-		v &= 1<<n - 1
-	}
-	return v
-}
-
 // Threshold is the line's threshold field.
 func Threshold(l []byte) uint64 {
 	return binary.LittleEndian.Uint64(l[frame.LineBytes-8:]) >> (64 - ThresholdBits)
 }
 
-// LineHas reports whether the line l (64 bytes) solves the equations of
-// a key of parts k: every full column, and, in the key's primary line
-// (primary true), the extra column when the key's share byte is below U.
-// A key's equation in its secondary line leaves the extra column out:
-// the few keys a line receives from their secondary line are the ones
-// it must hold, and the extra column's small system could contradict
-// them.
+// LineHas reports whether the line l (64 bytes and at least 8 after it:
+// the next line or the trailer) solves the equations of a key of parts k:
+// every full column, and, in the key's primary line (primary true), the
+// extra column when the key's share byte is below U. A key's equation in
+// its secondary line leaves the extra column out: the few keys a line
+// receives from their secondary line are the ones it must hold, and the
+// extra column's small system could contradict them.
 func LineHas(l []byte, k *Parts, s *Shape, primary bool) bool {
-	w := words(l)
-	c := k.C
-	if s.M < 64 {
-		c &= 1<<s.M - 1
-	}
+	c := k.C & mask(s.M)
 	var got uint64
 	for j := uint32(0); j < s.R; j++ {
-		got |= uint64(bits.OnesCount64(c&column(&w, j*s.M, s.M))&1) << j
+		got |= uint64(bits.OnesCount64(c&field(l, j*s.M, s.M))&1) << j
 	}
 	if got != k.F&(1<<s.R-1) {
 		return false
@@ -216,12 +197,24 @@ func LineHas(l []byte, k *Parts, s *Shape, primary bool) bool {
 		return true
 	}
 	e := s.Extra()
-	ce := k.C
-	if e < 64 {
-		ce &= 1<<e - 1
-	}
-	return uint64(bits.OnesCount64(ce&column(&w, s.R*s.M, e))&1) == k.F>>s.R&1
+	return uint64(bits.OnesCount64(k.C&field(l, s.R*s.M, e))&1) == k.F>>s.R&1
 }
+
+// field is the n-bit field (n ≤ 64) at bit off (< 512) of line l, which
+// must have 8 bytes after the field's first byte, and 16 for a field
+// longer than 57 bits: one load from the field's first byte holds 57 of
+// its bits from any offset.
+func field(l []byte, off, n uint32) uint64 {
+	i, sh := off>>3&63, off&7
+	v := binary.LittleEndian.Uint64(l[i:]) >> sh
+	if n+sh > 64 {
+		v |= uint64(l[i+8]) << (64 - sh)
+	}
+	return v & mask(n)
+}
+
+// mask is the n low bits, n ≤ 64.
+func mask(n uint32) uint64 { return ^uint64(0) >> (64 - n) }
 
 // Lookup answers a lookup of key hash h (of the given kind) in block.
 // isV4 is false when block has no well-formed version-4 trailer.
@@ -241,7 +234,7 @@ func Lookup(block []byte, h uint64, kind uint8) (maybe, isV4 bool) {
 	if hd.SeededLines {
 		z = x
 	}
-	l := block[Line(z, lines)*frame.LineBytes:][:frame.LineBytes]
+	l := block[Line(z, lines)*frame.LineBytes:]
 	k := PartsOf(x)
 	if LineHas(l, &k, &hd.Shape, true) {
 		return true, true
@@ -251,7 +244,7 @@ func Lookup(block []byte, h uint64, kind uint8) (maybe, isV4 bool) {
 	}
 	x2 := Secondary(x)
 	k2 := PartsOf(x2)
-	return LineHas(block[Line(x2, lines)*frame.LineBytes:][:frame.LineBytes], &k2, &hd.Shape, false), true
+	return LineHas(block[Line(x2, lines)*frame.LineBytes:], &k2, &hd.Shape, false), true
 }
 
 // Info is what Decode reports of a version-4 block.
@@ -279,9 +272,9 @@ func Decode(block []byte, h *Header) (Info, error) {
 	}
 	used := s.R*s.M + s.Extra()
 	for ln := 0; ln < int(h.Lines); ln++ {
-		w := words(block[ln*frame.LineBytes:])
+		l := block[ln*frame.LineBytes:]
 		for off := used; off < ColumnBits; off += 64 {
-			if v := column(&w, off, min(64, ColumnBits-off)); v != 0 {
+			if v := field(l, off, min(64, ColumnBits-off)); v != 0 {
 				return Info{}, fmt.Errorf("%w: line %d: bits set past the columns", frame.ErrCorrupt, ln)
 			}
 		}

@@ -81,7 +81,7 @@ func shapeFor(lam float64, one bool, rFixed uint32) (best Shape, bestK uint32, o
 			}
 			s := Shape{R: r, M: m}
 			if e := ColumnBits - r*m; e > extraSlack {
-				e = min(e, MaxHeight)
+				e = min(e, MaxExtra)
 				s.U = uint32(min(255, math.Floor(256*float64(e-extraSlack)/float64(k))))
 				if one {
 					s.U = uint32(min(255, math.Floor(256*float64(e-extraSlack)/lam)))

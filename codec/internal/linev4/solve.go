@@ -10,7 +10,7 @@ import (
 // elimination against the rows of its set bits.
 type basis struct {
 	row  [MaxHeight]uint64
-	rhs  [MaxHeight]uint16
+	rhs  [MaxHeight]uint32
 	have uint64 // pivots held
 }
 
@@ -21,7 +21,7 @@ func (b *basis) add(c, f uint64) (pivot int, ok bool) {
 	for c != 0 {
 		p := bits.TrailingZeros64(c)
 		if b.have>>p&1 == 0 {
-			b.row[p], b.rhs[p] = c, uint16(f)
+			b.row[p], b.rhs[p] = c, uint32(f)
 			b.have |= 1 << p
 			return p, true
 		}
