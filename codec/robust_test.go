@@ -17,6 +17,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev4"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -45,7 +46,7 @@ func (c goldenCase) build() []byte {
 	return b.Finish(nil)
 }
 
-func goldenCases(version int) []goldenCase {
+func goldenCases(version int) (cases []goldenCase) {
 	h32 := make([]uint32, 300)
 	for i := range h32 {
 		h32[i] = uint32(i) * 2654435761
@@ -67,7 +68,21 @@ func goldenCases(version int) []goldenCase {
 	// default plan came to keep second-line reads rare; the default's own
 	// follow (a writer's choice of shape, which every reader reads).
 	pin := func(o Options) Options { o.Version = version; o.Densest = version == 3; return o }
-	cases := []goldenCase{
+	if version == 4 {
+		// Version 4 shares the corpus too, and adds a block with the
+		// seeded-lines flag.
+		o := Options{BitsPerKey: 10, Hash: HashHost32, Seed: 9, Version: 4}
+		lines := uint64(v4PlanFor(o, 300).Lines)
+		var crowded []uint32
+		for i := uint32(0); len(crowded) < 300; i++ {
+			h := i * 2654435761
+			if linev4.Line(frame.Position(uint64(h), linev4.LineMultiplier), lines) == 0 {
+				crowded = append(crowded, h)
+			}
+		}
+		defer func() { cases = append(cases, goldenCase{"host32-crowded-seed9", nil, o, crowded}) }()
+	}
+	cases = []goldenCase{
 		{"empty-seed1", nil, pin(Options{Seed: 1}), nil},
 		{"one-key-seed1", [][]byte{[]byte("lsmcuckoo")}, pin(Options{Seed: 1}), nil},
 		{"seq100-bpk10-seed2", testkeys.Sequential("user", 0, 100), pin(Options{BitsPerKey: 10, Seed: 2}), nil},
@@ -101,7 +116,7 @@ func goldenCases(version int) []goldenCase {
 }
 
 func TestGoldenBlocks(t *testing.T) {
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		testGoldenBlocks(t, v)
 	}
 }
@@ -111,7 +126,7 @@ func testGoldenBlocks(t *testing.T, version int) {
 	for _, c := range goldenCases(version) {
 		got := c.build()
 		path := filepath.Join(dir, c.name+".bin")
-		if *update && version == FormatVersion {
+		if *update && (version == FormatVersion || version == NewestVersion) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +161,7 @@ func testGoldenBlocks(t *testing.T, version int) {
 		if f.Info().Version != version || f.Info().Keys != len(c.keys)+len(c.h32) {
 			t.Fatalf("%s: %d keys recorded", c.name, f.Info().Keys)
 		}
-		if strings.Contains(c.name, "crowded") != f.Info().V3.SeededLines {
+		if strings.Contains(c.name, "crowded") != (f.Info().V3.SeededLines || f.Info().V4.SeededLines) {
 			t.Fatalf("%s: seeded lines %v", c.name, f.Info().V3.SeededLines)
 		}
 	}
@@ -401,7 +416,7 @@ func FuzzBuildNoFalseNegatives(f *testing.F) {
 }
 
 func FuzzMayContain(f *testing.F) {
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		for _, c := range goldenCases(v) {
 			f.Add(c.build(), []byte("user0000000007"))
 		}
