@@ -439,6 +439,11 @@ func FuzzMayContain(f *testing.F) {
 			if info.Keys != 0 || info.V2.Lines+info.V3.Lines != 0 || len(block) != frame.TrailerSize {
 				t.Fatalf("decoded nonsense: %+v", info)
 			}
+		case info.Version == 4:
+			s := linev4.Shape{R: uint32(info.V4.Columns), M: uint32(info.V4.Height), U: uint32(info.V4.ExtraShare)}
+			if !s.Valid() || info.V4.Lines < 1 || len(block) != info.V4.Lines*frame.LineBytes+frame.TrailerSize {
+				t.Fatalf("decoded nonsense: %+v", info)
+			}
 		case info.Version == 3:
 			s := linev3.Shape{R: uint32(info.V3.RemainderBits), K: uint32(info.V3.LineCapacity), Q: uint32(info.V3.Quotients)}
 			if !s.Valid() || info.V3.Lines < 1 || info.Keys > info.V3.Lines*info.V3.LineCapacity || len(block) != info.V3.Lines*frame.LineBytes+frame.TrailerSize {
@@ -454,7 +459,7 @@ func FuzzMayContain(f *testing.F) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add(Build(testkeys.Sequential("d", 0, 50), Options{Version: 1}))
-	for _, v := range []int{2, 3} {
+	for _, v := range []int{2, 3, 4} {
 		f.Add(Build(testkeys.Sequential("d", 0, 50), Options{Seed: 1, Version: v}))
 		f.Add(Build(testkeys.Sequential("d", 0, 5000), Options{Seed: 2, BitsPerKey: 16, Version: v}))
 		f.Add(Build(testkeys.Sequential("d", 0, 3000), Options{Seed: 3, BitsPerKey: 6, Version: v}))

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
 // CrowdedShare is the share of keys overflowing their primary lines past
@@ -20,6 +21,7 @@ type Encoder struct {
 	k       uint32 // line capacity
 	lines   uint32
 	seeded  bool
+	seed    uint32
 	repeats int // repeats dropped since Start, over every attempt
 	crowded bool
 	// keys holds every line's primary keys, line after line (start[ln] is
@@ -30,15 +32,20 @@ type Encoder struct {
 	keys  []uint64
 	start []uint32
 	kept  []uint16
-	// sec holds, k per line, the secondary position hashes of the keys
-	// placed in each line from their secondary line; nsec counts them.
-	sec   []uint64
-	nsec  []uint16
-	thr   []uint8
-	queue []uint64 // position hashes of keys bound for their secondary lines
-	dirty []uint32 // lines to solve again
-	mark  []bool
-	moves int
+	// sec holds, k per line, the position hashes of the keys a line must
+	// hold whatever its threshold: keys placed there from their secondary
+	// line, and (pinned) keys returned to their primary line because their
+	// equation contradicted their secondary line's. nsec counts them.
+	sec     []uint64
+	pinned  []bool
+	nsec    []uint16
+	thr     []uint8
+	queue   []uint64 // position hashes of keys bound for their secondary lines
+	returns []uint64 // position hashes of keys bound back to their primary lines
+	mInv    uint64   // the inverse of the seed's multiplier: a key hash from its position hash
+	dirty   []uint32 // lines to solve again
+	mark    []bool
+	moves   int
 	// rankFailures counts keys whose equation contradicted their line's.
 	rankFailures int
 	blk          []byte
@@ -88,7 +95,7 @@ func AlwaysMaybe(dst []byte, kind uint8, seed uint32) []byte {
 // (the caller reseeds, grows, or seeds the lines). The pages are left as
 // they were.
 func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed uint32, seededLines bool, p Plan, lines uint32) ([]byte, Stats, bool) {
-	e.shape, e.k, e.lines, e.seeded = p.Shape, max(p.K, 1), lines, seededLines
+	e.shape, e.k, e.lines, e.seeded, e.seed = p.Shape, max(p.K, 1), lines, seededLines, seed
 	e.crowded, e.moves, e.rankFailures = false, 0, 0
 	m := frame.Multiplier(seed)
 	size := int(lines)*frame.LineBytes + frame.TrailerSize
@@ -99,10 +106,12 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	e.nsec = frame.Resize(e.nsec, int(lines))
 	e.thr = frame.Resize(e.thr, int(lines))
 	e.sec = frame.Resize(e.sec, int(lines)*int(e.k))
+	e.pinned = frame.Resize(e.pinned, int(lines)*int(e.k))
+	e.mInv = keyhash.ModInverse(m)
 	e.mark = frame.Resize(e.mark, int(lines))
 	clear(e.nsec)
 	clear(e.mark)
-	e.queue, e.dirty = e.queue[:0], e.dirty[:0]
+	e.queue, e.returns, e.dirty = e.queue[:0], e.returns[:0], e.dirty[:0]
 	for ln := range lines {
 		e.primary(ln)
 	}
@@ -132,9 +141,9 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 			return nil, Stats{}, false
 		}
 	}
-	for len(e.queue) > 0 {
+	for len(e.queue)+len(e.returns) > 0 {
 		overflowed += len(e.queue)
-		if !e.placeQueue(limit) {
+		if !e.placeQueue(limit) || !e.placeReturns(limit) {
 			return nil, Stats{}, false
 		}
 		dirty := e.dirty
@@ -223,41 +232,77 @@ func (e *Encoder) primary(ln uint32) {
 // secondary keys, or the moves pass limit.
 func (e *Encoder) placeQueue(limit int) bool {
 	L := uint64(e.lines)
-	k := uint32(e.k)
 	q := e.queue
 	e.queue = nil
 	var next []uint64
 	for _, x := range q {
-		x2 := Secondary(x)
-		ln := uint32(Line(x2, L))
-		if uint32(e.kept[ln])+uint32(e.nsec[ln]) >= k {
-			if e.kept[ln] == 0 || e.moves >= limit {
-				e.queue = q[:0]
-				return false
-			}
-			e.moves++
-			e.kept[ln]--
-			v := bits.RotateLeft64(e.keys[e.start[ln]+uint32(e.kept[ln])], -32)
-			e.thr[ln] = min(e.thr[ln], uint8(Priority(v)))
-			next = append(next, v)
-		}
-		e.sec[ln*k+uint32(e.nsec[ln])] = x2
-		e.nsec[ln]++
-		if !e.mark[ln] {
-			e.mark[ln] = true
-			e.dirty = append(e.dirty, ln)
+		if !e.hold(uint32(Line(Secondary(x), L)), x, false, limit, &next) {
+			e.queue = q[:0]
+			return false
 		}
 	}
 	e.queue = append(q[:0], next...)
 	return true
 }
 
-// solveLine solves line ln's equations, its secondary keys' first and
-// then its stored primary keys' in priority order, and writes its columns
-// into the block. A primary key whose equation contradicts the line's
-// leaves it: it is queued for its secondary line and lowers the
-// threshold. It reports false when a secondary key's equation
-// contradicts the line's (its key has no other place).
+// placeReturns places the keys whose equations contradicted their
+// secondary lines' back in their primary lines, pinned there: such a key's
+// priority is at or past its primary line's threshold, so a lookup reads
+// both lines, and a pinned key is never sent on again. A full line makes
+// room as for a key sent on. It reports false as placeQueue does.
+func (e *Encoder) placeReturns(limit int) bool {
+	L := uint64(e.lines)
+	lm := uint64(LineMultiplier)
+	if e.seeded {
+		lm = frame.Multiplier(e.seed)
+	}
+	for _, x := range e.returns {
+		h := frame.Unposition(x, e.mInv)
+		if !e.hold(uint32(Line(h*lm, L)), x, true, limit, &e.queue) {
+			return false
+		}
+	}
+	e.returns = e.returns[:0]
+	return true
+}
+
+// hold makes line ln hold the key of position hash x (pinned: in its
+// primary line, else in its secondary line): in a free place, or in the
+// place of the line's stored primary key of the highest priority, which
+// is appended to next and lowers the line's threshold to its priority.
+// The line is marked to be solved again. It reports false when the line
+// is full of keys it must hold, or the moves pass limit.
+func (e *Encoder) hold(ln uint32, x uint64, pinned bool, limit int, next *[]uint64) bool {
+	k := uint32(e.k)
+	if uint32(e.kept[ln])+uint32(e.nsec[ln]) >= k {
+		if e.kept[ln] == 0 || e.moves >= limit {
+			return false
+		}
+		e.moves++
+		e.kept[ln]--
+		v := bits.RotateLeft64(e.keys[e.start[ln]+uint32(e.kept[ln])], -32)
+		e.thr[ln] = min(e.thr[ln], uint8(Priority(v)))
+		*next = append(*next, v)
+	}
+	e.sec[ln*k+uint32(e.nsec[ln])] = x
+	e.pinned[ln*k+uint32(e.nsec[ln])] = pinned
+	e.nsec[ln]++
+	if !e.mark[ln] {
+		e.mark[ln] = true
+		e.dirty = append(e.dirty, ln)
+	}
+	return true
+}
+
+// solveLine solves line ln's equations, those of the keys it must hold
+// first and then its stored primary keys' in priority order, and writes
+// its columns into the block. A primary key whose equation contradicts the
+// line's leaves it: it is queued for its secondary line and lowers the
+// threshold. A secondary key whose equation contradicts those before it
+// (keys of this line's secondaries only: they are few, but with few rows
+// their equations meet) is queued to return to its primary line. It
+// reports false when a pinned key's equation contradicts the line's (its
+// key has no other place).
 func (e *Encoder) solveLine(ln uint32) bool {
 	s := &e.shape
 	var main, extra basis
@@ -273,10 +318,20 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		}
 		return ok
 	}
-	for _, x2 := range e.sec[ln*e.k : ln*e.k+uint32(e.nsec[ln])] {
-		if !add(x2, false) {
+	base := ln * e.k
+	for j := uint32(0); j < uint32(e.nsec[ln]); {
+		x, pinned := e.sec[base+j], e.pinned[base+j]
+		if pinned && !add(x, true) {
 			return false
 		}
+		if pinned || add(Secondary(x), false) {
+			j++
+			continue
+		}
+		last := base + uint32(e.nsec[ln]) - 1
+		e.sec[base+j], e.pinned[base+j] = e.sec[last], e.pinned[last]
+		e.nsec[ln]--
+		e.returns = append(e.returns, x)
 	}
 	seg := e.keys[e.start[ln]:e.start[ln+1]]
 	for i := 0; i < int(e.kept[ln]); {

@@ -19,6 +19,18 @@ const Slack = 1
 // planned to check in a full line.
 const extraSlack = 2
 
+// MaxSecondShare is the largest modelled share of negative lookups
+// reading a second line that a plan of several lines may have. Lines
+// fuller than that give a slightly lower modelled rate, but so many of
+// their keys go to secondary lines that a line's secondary keys' own
+// equations come to contradict each other (an attempt then fails), and a
+// lookup that reads a second line waits for a second cache miss.
+const MaxSecondShare = 0.2
+
+// oneLineSpare is the rows past its keys a one-line filter's columns
+// keep, where the line has them.
+const oneLineSpare = 5
+
 // Capacity is the most keys the builder plans a line of shape s to hold.
 func Capacity(s Shape) uint32 { return max(1, s.M-min(s.M-1, Slack)) }
 
@@ -64,7 +76,10 @@ func shapeFor(lam float64, one bool, rFixed uint32) (best Shape, bestK uint32, o
 	for m := uint32(1); m <= MaxHeight; m++ {
 		k := Capacity(Shape{M: m})
 		if one {
-			if float64(k) < lam {
+			// A one-line filter's keys have no other line: spare rows
+			// keep their equations independent (n equations in n+6
+			// unknowns are, but for about 1.5%).
+			if float64(k) < lam || float64(k) < lam+oneLineSpare && m < MaxHeight {
 				continue
 			}
 			share[m] = 0
@@ -74,6 +89,9 @@ func shapeFor(lam float64, one bool, rFixed uint32) (best Shape, bestK uint32, o
 				continue
 			}
 			share[m] = secondShare(k, lam)
+			if share[m] > MaxSecondShare {
+				continue
+			}
 		}
 		for r := uint32(1); r <= MaxColumns && r*m <= ColumnBits; r++ {
 			if rFixed != 0 && r != rFixed {
