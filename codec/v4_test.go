@@ -23,24 +23,28 @@ import (
 // buildExactV4 builds a version-4 block at any budget, even one at which
 // the builder writes version 3's densest layout instead.
 func buildExactV4(keys [][]byte, o Options) ([]byte, BuildStats) {
-	o.Version = NewestVersion
-	b := NewBuilder(o)
-	b.exactVersion = true
-	for _, k := range keys {
-		b.Add(k)
-	}
-	blk := b.Finish(nil)
-	return blk, b.Stats()
+	return buildV4(o, func(b *Builder) {
+		for _, k := range keys {
+			b.Add(k)
+		}
+	})
 }
 
 // buildHashesV4 is buildHashes for an exact version-4 build.
 func buildHashesV4(o Options, hashes []uint64) ([]byte, BuildStats) {
+	return buildV4(o, func(b *Builder) {
+		for _, h := range hashes {
+			b.addHash(h)
+		}
+	})
+}
+
+// buildV4 builds an exact version-4 block of what add adds.
+func buildV4(o Options, add func(b *Builder)) ([]byte, BuildStats) {
 	o.Version = NewestVersion
 	b := NewBuilder(o)
 	b.exactVersion = true
-	for _, h := range hashes {
-		b.addHash(h)
-	}
+	add(b)
 	block := b.Finish(nil)
 	return block, b.Stats()
 }
@@ -245,80 +249,6 @@ func TestV4NeighboursShareSecondaries(t *testing.T) {
 	block, st := buildHashesV4(o, hashes)
 	mustHoldHashesV4(t, "neighbours", block, hashes, HashKey64)
 	t.Logf("stats %+v", st)
-}
-
-// TestV4ExactHashCollisions repeats hashes in and out of order, for both
-// hash kinds: each distinct hash is stored once, and every one is held.
-func TestV4ExactHashCollisions(t *testing.T) {
-	r := rand.New(rand.NewPCG(23, 24))
-	var hashes []uint64
-	for range 20_000 {
-		hashes = append(hashes, r.Uint64())
-	}
-	hot := []uint64{hashes[0], hashes[1], hashes[2]}
-	var stream []uint64
-	for i, h := range hashes {
-		stream = append(stream, h, hot[i%3])
-		if i%7 == 0 {
-			stream = append(stream, hashes[i/2])
-		}
-	}
-	for _, kind := range []HashKind{HashKey64, HashHost32} {
-		in, want := stream, hashes
-		if kind == HashHost32 {
-			in, want = nil, nil
-			seen := map[uint64]bool{}
-			for _, h := range stream {
-				in = append(in, uint64(uint32(h)))
-				if !seen[uint64(uint32(h))] {
-					seen[uint64(uint32(h))] = true
-					want = append(want, uint64(uint32(h)))
-				}
-			}
-		}
-		block, st := buildHashesV4(Options{BitsPerKey: 10, Seed: 5, Hash: kind}, in)
-		info := mustHoldHashesV4(t, fmt.Sprintf("collisions kind %d", kind), block, want, kind)
-		if st.Keys != len(want) || info.Keys != len(want) {
-			t.Fatalf("kind %d: %d keys stored (block says %d) for %d distinct hashes", kind, st.Keys, info.Keys, len(want))
-		}
-	}
-}
-
-// TestV4DuplicatesAnyOrder: the same distinct keys in several orders, each
-// several times, store exactly the distinct keys in the block the distinct
-// keys alone take.
-func TestV4DuplicatesAnyOrder(t *testing.T) {
-	r := rand.New(rand.NewPCG(25, 26))
-	for _, n := range []int{1, 2, 3, 57, 1000, 30_000} {
-		distinct := make([]uint64, n)
-		for i := range distinct {
-			distinct[i] = r.Uint64()
-		}
-		base, _ := buildHashesV4(Options{BitsPerKey: 10, Seed: 8}, distinct)
-		var consecutive, roundRobin []uint64
-		for _, h := range distinct {
-			consecutive = append(consecutive, h, h, h)
-		}
-		for range 3 {
-			roundRobin = append(roundRobin, distinct...)
-		}
-		shuffled := slices.Clone(roundRobin)
-		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		for _, c := range []struct {
-			name   string
-			stream []uint64
-		}{{"consecutive", consecutive}, {"round robin", roundRobin}, {"shuffled", shuffled}} {
-			name := fmt.Sprintf("n=%d %s", n, c.name)
-			block, st := buildHashesV4(Options{BitsPerKey: 10, Seed: 8}, c.stream)
-			info := mustHoldHashesV4(t, name, block, distinct, HashKey64)
-			if info.Keys != n || st.Keys != n {
-				t.Fatalf("%s: %d keys stored, want %d", name, info.Keys, n)
-			}
-			if len(block) != len(base) {
-				t.Errorf("%s: %d bytes, the distinct keys alone take %d", name, len(block), len(base))
-			}
-		}
-	}
 }
 
 // TestV4TinyTables builds 0 to 3 keys, and a one-line filter's worth of
