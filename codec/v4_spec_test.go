@@ -148,28 +148,7 @@ func TestFormatSpecMatchesCodeV4(t *testing.T) {
 				t.Fatalf("%s: line %d has unused bits set", name, ln)
 			}
 		}
-		for _, k := range keys {
-			if !spec.contains(specMulHash(k)) {
-				t.Fatalf("%s: spec reader misses %q", name, k)
-			}
-		}
-		for _, h := range h32 {
-			if !spec.contains(uint64(h)) {
-				t.Fatalf("%s: spec reader misses host hash %#x", name, h)
-			}
-		}
-		for i, k := range probes {
-			if len(h32) > 0 {
-				h := uint32(i)*2654435761 + 1
-				if spec.contains(uint64(h)) != MayContainHash32(block, h) {
-					t.Fatalf("%s: spec and code disagree on %#x", name, h)
-				}
-				continue
-			}
-			if spec.contains(specMulHash(k)) != MayContain(block, k) {
-				t.Fatalf("%s: spec and code disagree on %q", name, k)
-			}
-		}
+		specAgrees(t, name, block, spec.contains, keys, h32, probes)
 	}
 	for _, c := range goldenCases(4) {
 		block, err := os.ReadFile(filepath.Join("..", "testdata", "codec", "v4", c.name+".bin"))
