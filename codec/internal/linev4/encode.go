@@ -100,7 +100,10 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	m := frame.Multiplier(seed)
 	size := int(lines)*frame.LineBytes + frame.TrailerSize
 	out, blk := frame.GrowBytes(dst, size)
+	// The block is the caller's: the encoder, kept across builds, must
+	// not keep it alive.
 	e.blk = blk
+	defer func() { e.blk = nil }()
 	e.sortByLine(pages, n, m)
 	e.kept = frame.Resize(e.kept, int(lines))
 	e.nsec = frame.Resize(e.nsec, int(lines))
