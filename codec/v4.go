@@ -17,7 +17,7 @@ const NewestVersion = linev4.Version
 // v4Serves reports whether a version-4 request is served by a version-4
 // block: where version 4's modelled rate for a large filter is lower than
 // version 3's densest plan's (or, with FalsePositiveRate, its block
-// smaller). Below about 8.4 bits per key no version-4 line holds its keys
+// smaller). Below about 8.3 bits per key no version-4 line holds its keys
 // at the budget; there version 3's densest layout (or version 2, as
 // version 3 chooses) is written, which every version-4 reader reads. The
 // choice is made for a large filter, so that a table of any size at one

@@ -137,7 +137,7 @@ func TestV4KeyShapes(t *testing.T) {
 }
 
 // TestV4VersionChoice: Options.Version 4 writes version 4 where its
-// modelled rate is lower than version 3's densest plan's (from about 8.4
+// modelled rate is lower than version 3's densest plan's (from about 8.3
 // bits per key up), and version 3 (or, at a few bits per key, version 2)
 // where it is not; every block holds its keys.
 func TestV4VersionChoice(t *testing.T) {
