@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -358,4 +359,82 @@ func TestV4ReseedKeepsEveryKey(t *testing.T) {
 	if info.V4.Lines != int(frame.AttemptLines(planned, 2)) {
 		t.Fatalf("third attempt used %d lines, plan %d", info.V4.Lines, planned)
 	}
+}
+
+// TestV4AdversarialOwnSecondary aims keys, under the pinned seed, at line
+// 0 as both their primary line (fixed hash) and their secondary line,
+// among random keys: far more than a line holds, with no other line to go
+// to under this seed. The build must move on (fresh seeds, seeded lines,
+// more lines) and hold every key, within the size cap, or answer "maybe".
+func TestV4AdversarialOwnSecondary(t *testing.T) {
+	const seed = 0x77
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, aimedN := range []int{60, 300} {
+		o := Options{BitsPerKey: 10, Seed: seed}
+		n := 5000
+		p := v4PlanFor(o, n)
+		hashes := make([]uint64, 0, n)
+		for range n - aimedN {
+			hashes = append(hashes, r.Uint64())
+		}
+		hashes = append(hashes, craftV3(t, aimedN, inFixedLines(r, p.Lines, 1), func(h uint64) bool {
+			x := frame.Position(h, frame.Multiplier(seed))
+			return linev4.Line(linev4.Secondary(x), uint64(p.Lines)) == 0
+		})...)
+		name := fmt.Sprintf("%d aimed", aimedN)
+		block, st := buildHashesV4(o, hashes)
+		mustHoldHashesV4(t, name, block, hashes, HashKey64)
+		if !st.Fallback && float64(len(block)) > frame.SizeCap(p.Lines)*frame.LineBytes+frame.TrailerSize {
+			t.Errorf("%s: %d bytes, past the size cap of a %d-line plan", name, len(block), p.Lines)
+		}
+		if st.Reseeds > frame.Attempts {
+			t.Errorf("%s: %d reseeds", name, st.Reseeds)
+		}
+	}
+}
+
+// FuzzV4BuildCraftedHashes builds version-4 blocks from key hashes the
+// fuzzer shapes directly: each 8 bytes of data is a fixed line hash (mode
+// bit 0 clear: the fuzzer picks the keys' primary lines, as anyone can) or
+// a seeded position hash under the pinned seed (set: it picks secondary
+// lines, priorities, share bytes and fingerprint bits too, as one who knows
+// the seed can), inverted to the key hash. Repeats and equal hashes come
+// for free. Whatever the hashes: the block decodes, holds every key
+// (through the lookup and FORMAT.md's reader), and is within the size cap
+// of its plan or the always-maybe block.
+func FuzzV4BuildCraftedHashes(f *testing.F) {
+	f.Add([]byte{0, 10}, bytes.Repeat([]byte{1, 2, 3, 4, 5, 6, 7, 8}, 64))
+	f.Add([]byte{1, 12}, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2}, 100))
+	f.Add([]byte{0, 16}, make([]byte, 8*300))
+	f.Add([]byte{1, 30}, []byte("0123456789abcdef0123456789abcdefzzzzzzzz"))
+	f.Fuzz(func(t *testing.T, mode, data []byte) {
+		if len(mode) < 2 || len(data) > 8*20_000 {
+			return
+		}
+		const seed = 0x77
+		o := Options{BitsPerKey: float64(mode[1]%48) + 1, Seed: seed}
+		inv := keyhash.ModInverse(linev4.LineMultiplier)
+		if mode[0]&1 == 1 {
+			inv = keyhash.ModInverse(frame.Multiplier(seed))
+		}
+		var hashes []uint64
+		for i := 0; i+8 <= len(data); i += 8 {
+			hashes = append(hashes, frame.Unposition(binary.LittleEndian.Uint64(data[i:]), inv))
+		}
+		block, st := buildHashesV4(o, hashes)
+		info := mustHoldHashesV4(t, "crafted", block, hashes, HashKey64)
+		distinct := map[uint64]bool{}
+		for _, h := range hashes {
+			distinct[h] = true
+		}
+		if !info.AlwaysMaybe {
+			p := v4PlanFor(o, len(hashes))
+			if float64(len(block)) > frame.SizeCap(p.Lines)*frame.LineBytes+frame.TrailerSize {
+				t.Fatalf("%d distinct hashes: %d bytes, past the size cap of a %d-line plan (stats %+v)", len(distinct), len(block), p.Lines, st)
+			}
+			if info.Keys != len(distinct) {
+				t.Fatalf("%d keys stored for %d distinct hashes", info.Keys, len(distinct))
+			}
+		}
+	})
 }
