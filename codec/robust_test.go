@@ -350,7 +350,7 @@ func TestUnknownVersionAnswersMaybe(t *testing.T) {
 func TestMayContainDoesNotAllocate(t *testing.T) {
 	keys := testkeys.Random(10_000, 16, 4)
 	probe := append(testkeys.Absent(100, 5), keys[:100]...)
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		block := Build(keys, Options{Version: v})
 		i := 0
 		if a := testing.AllocsPerRun(1000, func() {
@@ -366,7 +366,7 @@ func TestMayContainDoesNotAllocate(t *testing.T) {
 func TestUnalignedBlock(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 8)
 	absent := testkeys.Absent(2000, 9)
-	for _, v := range []int{2, 3} {
+	for _, v := range []int{2, 3, 4} {
 		block := Build(keys, Options{Version: v})
 		for shift := 1; shift < 64; shift++ {
 			buf := make([]byte, len(block)+shift)
