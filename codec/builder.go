@@ -59,8 +59,8 @@ type Options struct {
 	// Version selects the block format: 0 or 3 for version 3 (one cache
 	// line per lookup, quotient lines, the default), 4 for version 4 (one
 	// cache line per lookup, lines that solve a linear system, the lowest
-	// rate: where version 3's densest layout filters better, below about
-	// 8.3 bits per key, version 4 writes that), 2 for version 2 (one
+	// rate: where version 3's densest layout or version 2 filters better,
+	// below about 4.2 bits per key, version 4 writes that), 2 for version 2 (one
 	// cache line per lookup, buckets of semi-sorted fingerprints), 1 for
 	// the denser version-1 layout whose lookups read an offset table and
 	// then the buckets. Any other value also builds FormatVersion: a

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev4"
 )
@@ -17,9 +18,9 @@ const NewestVersion = linev4.Version
 // v4Serves reports whether a version-4 request is served by a version-4
 // block: where version 4's modelled rate for a large filter is lower than
 // version 3's densest plan's (or, with FalsePositiveRate, its block
-// smaller). Below about 8.3 bits per key no version-4 line holds its keys
-// at the budget; there version 3's densest layout (or version 2, as
-// version 3 chooses) is written, which every version-4 reader reads. The
+// smaller), and than version 2's. Below about 4.2 bits per key no
+// version-4 line holds its keys at the budget; there version 3's densest
+// layout (or version 2, as version 3 chooses) is written, which every version-4 reader reads. The
 // choice is made for a large filter, so that a table of any size at one
 // setting gets one version.
 func v4Serves(o *Options) bool {
@@ -31,7 +32,7 @@ func v4Serves(o *Options) bool {
 	p4, ok := linev4.PlanFor(&sz, n)
 	p3 := linev3.PlanFor(&sz, n)
 	f4 := linev4.ExpectedFPR(p4.Shape, float64(n)/float64(p4.Lines), p4.K)
-	f3 := linev3.ExpectedFPR(p3.Shape, float64(n)/float64(p3.Lines))
+	f3 := min(linev3.ExpectedFPR(p3.Shape, float64(n)/float64(p3.Lines)), linev2.PlannedFPR(&sz, n))
 	v4 := ok && f4 < f3
 	if t := o.FalsePositiveRate; ok && t > 0 && !math.IsNaN(t) {
 		meets4, meets3 := f4 <= t, f3 <= t

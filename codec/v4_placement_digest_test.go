@@ -15,7 +15,7 @@ import (
 // filters large enough to overflow many lines, so that speed work on the
 // builder can show it writes the same bytes. Change it only together with
 // a deliberate change of planning or placement, and say so in the commit.
-const v4PlacementDigest = "18e1e5fff73062f6fc1f78eb62fcf3871a1225da5faf75058e48f77ea86b5fed"
+const v4PlacementDigest = "f17adc2c9ff75dcab3a2b84a2d7ab4ea0793fbfda5ba2d3ff3f184690472b5a5"
 
 // v4PlacementCorpus builds version-4 blocks under pinned seeds: several
 // sizes and budgets, non-consecutive repeats, false-positive targets, a

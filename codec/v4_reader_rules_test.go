@@ -90,7 +90,7 @@ func TestV4TrailerRulesAnswerMaybe(t *testing.T) {
 		{"zero lines of a valid shape", resealV2(normal, func(id []byte) { binary.LittleEndian.PutUint32(id[8:], 0) })},
 		{"r = 0", resealV2(normal, shape(0, 50, 0))},
 		{"M = 0", resealV2(normal, shape(9, 0, 0))},
-		{"M = 65", resealV2(normal, shape(7, 65, 0))},
+		{"M = 129", resealV2(normal, shape(3, 129, 0))},
 		{"r·M = 507", resealV2(normal, shape(13, 39, 0))},
 		{"r·M = 506 with an extra column", resealV2(normal, shape(11, 46, 1))},
 		{"a line's bytes between lines and trailer", resealV2(withGap(normal, frame.LineBytes), func([]byte) {})},
@@ -121,8 +121,8 @@ func TestV4TrailerRulesAnswerMaybe(t *testing.T) {
 		}
 	}
 	// The constraints' edges themselves are valid shapes.
-	for _, sh := range []linev4.Shape{{R: 11, M: 46}, {R: 1, M: 64, U: 255}, {R: 31, M: 16, U: 255}, {R: 2, M: 253}} {
-		if sh.Valid() != (sh.M <= 64) {
+	for _, sh := range []linev4.Shape{{R: 11, M: 46}, {R: 1, M: 128, U: 255}, {R: 31, M: 16, U: 255}, {R: 2, M: 129}, {R: 2, M: 253}} {
+		if sh.Valid() != (sh.M <= 128) {
 			t.Errorf("shape %+v: Valid() = %v", sh, sh.Valid())
 		}
 	}
@@ -133,7 +133,7 @@ func TestV4TrailerRulesAnswerMaybe(t *testing.T) {
 // checksum: Decode must reject the block, and a lookup must not panic.
 func TestV4DecodeRejectsUnusedBits(t *testing.T) {
 	keys := testkeys.Random(3000, 16, 44)
-	for _, o := range []Options{{BitsPerKey: 10, Seed: 3}, {BitsPerKey: 9.5, Seed: 3}, {BitsPerKey: 19.67, Seed: 3}} {
+	for _, o := range []Options{{BitsPerKey: 10, Seed: 3}, {BitsPerKey: 9.5, Seed: 3}, {BitsPerKey: 19.67, Seed: 3}, {BitsPerKey: 6, Seed: 3}} {
 		block := v4Block(t, keys, o)
 		var h linev4.Header
 		linev4.Read(block, &h)

@@ -52,7 +52,7 @@ func newSpecV4(t *testing.T, b []byte) *specV4 {
 	if uint64(n) != 64*r.lines+40 || r.lines == 0 {
 		t.Fatalf("length %d does not match FORMAT.md's 64·L+40", n)
 	}
-	if r.r < 1 || r.m < 1 || r.m > 64 || r.r*r.m > 506 || (r.u > 0 && r.r*r.m == 506) {
+	if r.r < 1 || r.m < 1 || r.m > 128 || r.r*r.m > 506 || (r.u > 0 && r.r*r.m == 506) {
 		t.Fatalf("shape r=%d M=%d U=%d breaks FORMAT.md's constraints", r.r, r.m, r.u)
 	}
 	if r.u > 0 {
@@ -63,12 +63,16 @@ func newSpecV4(t *testing.T, b []byte) *specV4 {
 
 func (r *specV4) bit(off uint64) uint64 { return uint64(r.b[off/8] >> (off % 8) & 1) }
 
-// parity is the XOR over rows i < rows of coefficient bit i AND the
-// line's bit at off+i.
-func (r *specV4) parity(off, rows, c uint64) uint64 {
+// parity is the XOR over rows i < rows of coefficient bit i (bit i of c
+// below 64, bit i−64 of c1 from there) AND the line's bit at off+i.
+func (r *specV4) parity(off, rows, c, c1 uint64) uint64 {
 	p := uint64(0)
 	for i := uint64(0); i < rows; i++ {
-		p ^= c >> i & 1 & r.bit(off+i)
+		ci := c >> i & 1
+		if i >= 64 {
+			ci = c1 >> (i - 64) & 1
+		}
+		p ^= ci & r.bit(off+i)
 	}
 	return p
 }
@@ -80,15 +84,16 @@ func (r *specV4) line(z uint64) uint64 { return (z >> 32) * r.lines >> 32 }
 // below U.
 func (r *specV4) solves(ln, x uint64, primary bool) bool {
 	c := specMix(x, 0xc0eff1c1)
+	c1 := specMix(x, 0xc0eff1c2)
 	f := x&0xffff | c>>48<<16
 	base := ln * 512
 	for j := uint64(0); j < r.r; j++ {
-		if r.parity(base+j*r.m, r.m, c) != f>>j&1 {
+		if r.parity(base+j*r.m, r.m, c, c1) != f>>j&1 {
 			return false
 		}
 	}
 	if primary && x>>16&0xff < r.u {
-		return r.parity(base+r.r*r.m, r.e, c) == f>>r.r&1
+		return r.parity(base+r.r*r.m, r.e, c, c1) == f>>r.r&1
 	}
 	return true
 }
@@ -170,7 +175,7 @@ func TestFormatSpecMatchesCodeV4(t *testing.T) {
 		}
 	}
 	var settings []Options
-	for bpk := 8.5; bpk <= 48; bpk += 0.5 {
+	for bpk := 4.5; bpk <= 48; bpk += 0.5 {
 		settings = append(settings, Options{BitsPerKey: bpk})
 	}
 	settings = append(settings, Options{FalsePositiveRate: 0.3}, Options{FingerprintBits: 5}, Options{FingerprintBits: 16}, Options{BitsPerKey: 4})
@@ -185,7 +190,7 @@ func TestFormatSpecMatchesCodeV4(t *testing.T) {
 			extra++
 		}
 	}
-	for _, r := range []int{5, 8, 9, 12, 15, 16, 17, 20, 31} {
+	for _, r := range []int{3, 5, 7, 8, 9, 12, 15, 16, 17, 20, 31} {
 		if !columns[r] {
 			t.Errorf("no block of %d columns was checked", r)
 		}

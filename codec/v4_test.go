@@ -138,15 +138,15 @@ func TestV4KeyShapes(t *testing.T) {
 }
 
 // TestV4VersionChoice: Options.Version 4 writes version 4 where its
-// modelled rate is lower than version 3's densest plan's (from about 8.3
-// bits per key up), and version 3 (or, at a few bits per key, version 2)
-// where it is not; every block holds its keys.
+// modelled rate is lower than version 3's densest plan's (from about 4.2
+// bits per key up), and version 2 where it is not; every block holds its
+// keys.
 func TestV4VersionChoice(t *testing.T) {
 	keys := testkeys.Random(20_000, 16, 3)
 	for _, c := range []struct {
 		bpk  float64
 		want int
-	}{{4, 2}, {7, 3}, {9.5, 4}, {10, 4}, {12, 4}, {16, 4}, {19.67, 4}, {40, 4}} {
+	}{{4, 2}, {5, 4}, {7, 4}, {8, 4}, {9.5, 4}, {10, 4}, {12, 4}, {16, 4}, {19.67, 4}, {40, 4}} {
 		b := NewBuilder(Options{BitsPerKey: c.bpk, Version: NewestVersion})
 		for _, k := range keys {
 			b.Add(k)

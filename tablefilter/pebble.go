@@ -91,8 +91,8 @@ func NewDensestPolicy(bitsPerKey float64) Policy {
 // about r bits per key for a rate of 2^-r where version 3's quotient lines
 // spend about two more (codec/FORMAT.md). Like the densest layout, its
 // lines are full, and a good share of negative lookups read a second line.
-// At budgets where version 3's densest layout filters better (below about
-// 8.3 bits per key) it writes that, under the same
+// At budgets where version 3's densest layout or version 2 filters better
+// (below about 4.2 bits per key) it writes that, under the same
 // name. Only a reader of this release reads version-4 blocks (an older
 // one answers "maybe" for them); every Policy reads them.
 func NewV4Policy(bitsPerKey float64) Policy {

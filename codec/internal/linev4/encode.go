@@ -49,6 +49,7 @@ type Encoder struct {
 	// rankFailures counts keys whose equation contradicted their line's.
 	rankFailures int
 	blk          []byte
+	wide         wideBasis // solveLine's system for columns of over 64 rows
 }
 
 // Stats describes the block Encode appended.
@@ -309,14 +310,29 @@ func (e *Encoder) hold(ln uint32, x uint64, pinned bool, limit int, next *[]uint
 func (e *Encoder) solveLine(ln uint32) bool {
 	s := &e.shape
 	var main, extra basis
-	mm, em := mask(s.M), mask(s.Extra())
+	var wide *wideBasis // the full columns' system when they have over 64 rows
+	if s.M > 64 {
+		wide = &e.wide
+		*wide = wideBasis{}
+	}
+	mm, em, hm := mask(s.M), mask(s.Extra()), mask(s.M-min(s.M, 64))
 	rm := uint64(1)<<s.R - 1
 	add := func(x uint64, primary bool) bool {
 		k := PartsOf(x)
-		p, ok := main.add(k.C&mm, k.F&rm)
+		var p int
+		var ok bool
+		if wide != nil {
+			p, ok = wide.add(k.C, keyhash.Mix(x, CoefficientSalt2)&hm, k.F&rm)
+		} else {
+			p, ok = main.add(k.C&mm, k.F&rm)
+		}
 		if ok && primary && k.U < uint64(s.U) {
 			if _, ok = extra.add(k.C&em, k.F>>s.R&1); !ok {
-				main.drop(p)
+				if wide != nil {
+					wide.drop(p)
+				} else {
+					main.drop(p)
+				}
 			}
 		}
 		return ok
@@ -352,13 +368,21 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		e.thr[ln] = min(e.thr[ln], uint8(Priority(x)))
 		e.queue = append(e.queue, x)
 	}
-	var cols [MaxColumns + 1]uint64
-	main.solve(cols[:s.R])
+	var cols, hi [MaxColumns + 1]uint64
+	if wide != nil {
+		wide.solve(cols[:s.R], hi[:s.R])
+	} else {
+		main.solve(cols[:s.R])
+	}
 	extra.solve(cols[s.R : s.R+1])
 	var w [9]uint64
-	for j := uint32(0); j <= s.R; j++ {
+	for j := uint32(0); j < s.R; j++ {
 		put(&w, j*s.M, cols[j])
+		if wide != nil {
+			put(&w, j*s.M+64, hi[j])
+		}
 	}
+	put(&w, s.R*s.M, cols[s.R])
 	l := e.blk[int(ln)*frame.LineBytes:]
 	for i := range 8 {
 		binary.LittleEndian.PutUint64(l[i*8:], w[i])

@@ -34,9 +34,10 @@ import (
 const Version = 4
 
 const (
-	// MaxHeight is the most rows a column has: a column is one 64-bit
-	// word, and a key's coefficients one word of its hash.
-	MaxHeight = 64
+	// MaxHeight is the most rows a column has: a column is at most two
+	// 64-bit words, and a key's coefficients two words of its hash (the
+	// second only for columns of more than 64 rows).
+	MaxHeight = 128
 	// MaxColumns is the most full columns a line has: a fingerprint has
 	// 32 bits, for the full columns and the extra column.
 	MaxColumns = 31
@@ -61,14 +62,16 @@ const (
 	// LineMultiplier is the fixed line hash's odd multiplier (version 3's:
 	// the primary line needs nothing from the trailer).
 	LineMultiplier = 0xd6e8_feb8_6659_fd93
-	// CoefficientSalt derives a key's coefficients from its position hash.
-	CoefficientSalt = 0xc0ef_f1c1
+	// CoefficientSalt derives a key's coefficients from its position hash:
+	// rows 0..63, and with CoefficientSalt2 rows 64..127.
+	CoefficientSalt  = 0xc0ef_f1c1
+	CoefficientSalt2 = 0xc0ef_f1c2
 )
 
 // Shape is how every line of a version-4 filter is cut.
 type Shape struct {
 	R uint32 // full columns: fingerprint bits every key is checked on, 1..31
-	M uint32 // rows of each column, 1..64: coefficient bits
+	M uint32 // rows of each column, 1..128: coefficient bits
 	// U, 0..255: a key whose share byte is below U is also checked on the
 	// extra column, of Extra() rows, in the bits the full columns leave.
 	U uint32
@@ -155,6 +158,7 @@ func Line(z, lines uint64) uint64 { return (z >> 32) * lines >> 32 }
 // MaxExtra).
 type Parts struct {
 	F, U, P, C uint64
+	X          uint64 // the position hash, whose second coefficient word a column of over 64 rows needs
 }
 
 // PartsOf is Parts of position hash x: f bits 0..15 from x's bits
@@ -162,7 +166,7 @@ type Parts struct {
 // NoThreshold), c a mix of x, and f bits 16..31 c's bits 48..63.
 func PartsOf(x uint64) Parts {
 	c := keyhash.Mix(x, CoefficientSalt)
-	return Parts{F: x&0xffff | c>>48<<16, U: x >> 16 & 0xff, P: (x >> 24 & 0xff) * NoThreshold >> 8, C: c}
+	return Parts{F: x&0xffff | c>>48<<16, U: x >> 16 & 0xff, P: (x >> 24 & 0xff) * NoThreshold >> 8, C: c, X: x}
 }
 
 // Priority is PartsOf(x).P alone.
@@ -185,13 +189,23 @@ func Threshold(l []byte) uint64 {
 // receives from their secondary line are the ones it must hold, and the
 // extra column's small system could contradict them.
 func LineHas(l []byte, k *Parts, s *Shape, primary bool) bool {
-	c := k.C & mask(s.M)
 	// Column by column, stopping at the first that fails: an absent key
 	// fails each with probability 1/2, so a negative lookup reads two
 	// columns on average, whatever r.
-	for j, f := uint32(0), k.F; j < s.R; j, f = j+1, f>>1 {
-		if uint64(bits.OnesCount64(c&field(l, j*s.M, s.M)))&1 != f&1 {
-			return false
+	if s.M > 64 {
+		c1 := keyhash.Mix(k.X, CoefficientSalt2) & mask(s.M-64)
+		for j, f := uint32(0), k.F; j < s.R; j, f = j+1, f>>1 {
+			v := bits.OnesCount64(k.C&field(l, j*s.M, 64)) + bits.OnesCount64(c1&field(l, j*s.M+64, s.M-64))
+			if uint64(v)&1 != f&1 {
+				return false
+			}
+		}
+	} else {
+		c := k.C & mask(s.M)
+		for j, f := uint32(0), k.F; j < s.R; j, f = j+1, f>>1 {
+			if uint64(bits.OnesCount64(c&field(l, j*s.M, s.M)))&1 != f&1 {
+				return false
+			}
 		}
 	}
 	if !primary || k.U >= uint64(s.U) {
@@ -214,8 +228,13 @@ func field(l []byte, off, n uint32) uint64 {
 	return v & mask(n)
 }
 
-// mask is the n low bits, n ≤ 64.
-func mask(n uint32) uint64 { return ^uint64(0) >> (64 - n) }
+// mask is the n low bits (all 64 for n ≥ 64).
+func mask(n uint32) uint64 {
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return ^uint64(0) >> (64 - n)
+}
 
 // Lookup answers a lookup of key hash h (of the given kind) in block.
 // isV4 is false when block has no well-formed version-4 trailer.

@@ -144,7 +144,7 @@ const maxBudget = 48
 // it: the lines the budget buys, and the shape of lowest modelled rate for
 // their keys per line. With a target rate it takes the smallest budget
 // whose plan meets it. ok is false when the budget is too small for any
-// line to hold its keys (below about 8.3 bits per key); the plan is then
+// line to hold its keys (below about 4.2 bits per key); the plan is then
 // the fewest lines that hold them.
 func PlanFor(o *frame.Sizing, d int) (Plan, bool) {
 	n := float64(max(d, 1))

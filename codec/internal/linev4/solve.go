@@ -9,8 +9,8 @@ import (
 // (one bit per column). A key's equation joins it by Gaussian
 // elimination against the rows of its set bits.
 type basis struct {
-	row  [MaxHeight]uint64
-	rhs  [MaxHeight]uint32
+	row  [64]uint64
+	rhs  [64]uint32
 	have uint64 // pivots held
 }
 
@@ -52,6 +52,63 @@ func (b *basis) solve(cols []uint64) {
 		for j := range cols {
 			bit := (v>>j ^ uint64(bits.OnesCount64(c&cols[j]))) & 1
 			cols[j] |= bit << p
+		}
+	}
+}
+
+// wideBasis is basis for columns of more than 64 rows: a row is two
+// words, the pivot the lowest set bit of both.
+type wideBasis struct {
+	row  [MaxHeight][2]uint64
+	rhs  [MaxHeight]uint32
+	have [2]uint64
+}
+
+// add is basis.add for coefficients c (rows 0..63) and c1 (64..127).
+func (b *wideBasis) add(c, c1, f uint64) (pivot int, ok bool) {
+	for c|c1 != 0 {
+		p := bits.TrailingZeros64(c)
+		if c == 0 {
+			p = 64 + bits.TrailingZeros64(c1)
+		}
+		if b.have[p>>6]>>(p&63)&1 == 0 {
+			b.row[p], b.rhs[p] = [2]uint64{c, c1}, uint32(f)
+			b.have[p>>6] |= 1 << (p & 63)
+			return p, true
+		}
+		c ^= b.row[p][0]
+		c1 ^= b.row[p][1]
+		f ^= uint64(b.rhs[p])
+	}
+	return -1, f == 0
+}
+
+// drop removes the row of pivot p, which add returned last.
+func (b *wideBasis) drop(p int) {
+	if p >= 0 {
+		b.have[p>>6] &^= 1 << (p & 63)
+	}
+}
+
+// solve is basis.solve: cols[j] and hi[j] are column j's rows 0..63 and
+// 64..127.
+func (b *wideBasis) solve(cols, hi []uint64) {
+	clear(cols)
+	clear(hi)
+	for w := 1; w >= 0; w-- {
+		for h := b.have[w]; h != 0; {
+			q := 63 - bits.LeadingZeros64(h)
+			h &^= 1 << q
+			p := w*64 + q
+			r, v := b.row[p], uint64(b.rhs[p])
+			for j := range cols {
+				bit := (v>>j ^ uint64(bits.OnesCount64(r[0]&cols[j])+bits.OnesCount64(r[1]&hi[j]))) & 1
+				if w == 0 {
+					cols[j] |= bit << q
+				} else {
+					hi[j] |= bit << q
+				}
+			}
 		}
 	}
 }
