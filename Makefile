@@ -5,14 +5,15 @@ PKGS := ./...
 .PHONY: test demo bench report-quick fuzz vet fmt-check
 
 ## test: everything CI runs: formatting, vet, unit/integration tests with
-## the race detector, and the fuzz targets' seed corpora. dynamic, bench and
-## kvdemo run a second time without -race: their long single-goroutine tests
+## the race detector, and the fuzz targets' seed corpora. dynamic, bench,
+## kvdemo and codec's version-4 tests run a second time without -race: their long single-goroutine tests
 ## (model histories, whole Pebble trees, index sizing) skip themselves under
 ## the race detector (internal/race), which has nothing to find in them and
 ## slows them tenfold or more.
 test: fmt-check vet
 	$(GO) test -race -timeout 20m $(PKGS)
 	$(GO) test -timeout 10m ./dynamic ./bench/... ./kvdemo
+	$(GO) test -timeout 10m -run 'V4' ./codec
 
 ## demo: the main job, end to end: kvdemo loads 1M keys into four stores
 ## (cuckoo, global, bloom, none) and compares point lookups (see README).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -61,6 +62,7 @@ func v4PlacementCorpus() []byte {
 }
 
 func TestV4PlacementDigest(t *testing.T) {
+	race.SkipLong(t)
 	if got := fmt.Sprintf("%x", v4PlacementCorpus()); got != v4PlacementDigest {
 		t.Errorf("version-4 blocks of the placement corpus changed: digest %s, want %s", got, v4PlacementDigest)
 	}

@@ -31,7 +31,7 @@ func TestV4EveryTrailerBitFlip(t *testing.T) {
 	keys := testkeys.Random(3000, 16, 12)
 	for _, o := range []Options{{BitsPerKey: 10}, {BitsPerKey: 16}, {BitsPerKey: 48}, {FalsePositiveRate: 0.001}} {
 		o.Seed = 77
-		testV4TrailerFlips(t, fmt.Sprintf("%+v", o), v4Block(t, keys, o), keys)
+		testV4TrailerFlips(t, fmt.Sprintf("%+v", o), v4Block(t, keys, o), keys[:300])
 	}
 	testV4TrailerFlips(t, "always-maybe", linev4.AlwaysMaybe(nil, 0, 7), keys[:50])
 }

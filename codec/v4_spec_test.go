@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -161,6 +162,25 @@ func TestFormatSpecMatchesCodeV4(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(c.name, block, c.keys, c.h32, absent)
+	}
+	// A few shapes here; every width in TestFormatSpecMatchesCodeV4Large.
+	keys := testkeys.Random(3000, 16, 81)
+	for _, bpk := range []float64{4.5, 6, 10, 19.67, 48} {
+		block, _ := buildExactV4(keys, Options{BitsPerKey: bpk, Seed: 21})
+		check(fmt.Sprintf("bpk %v", bpk), block, keys, nil, absent)
+	}
+}
+
+// TestFormatSpecMatchesCodeV4Large checks large version-4 filters
+// against the specification reader: many absent probes at several
+// budgets, seeded lines, host hashes.
+func TestFormatSpecMatchesCodeV4Large(t *testing.T) {
+	race.SkipLong(t)
+	absent := testkeys.Absent(2000, 79)
+	check := func(name string, block []byte, keys [][]byte, h32 []uint32, probes [][]byte) {
+		t.Helper()
+		spec := newSpecV4(t, block)
+		specAgrees(t, name, block, spec.contains, keys, h32, probes)
 	}
 	// Keys of every length 0..40 (MulHash's branches), at budgets that give
 	// 1 to 31 columns, with and without the extra column.

@@ -81,8 +81,19 @@ func v4PlanFor(o Options, n int) linev4.Plan {
 }
 
 func TestV4NoFalseNegatives(t *testing.T) {
+	testV4NoFalseNegatives(t, []int{0, 1, 2, 3, 10, 57, 63, 64, 100, 1000})
+}
+
+// TestV4NoFalseNegativesLarge is TestV4NoFalseNegatives at 10k and 100k
+// keys, where it also holds each rate to its model.
+func TestV4NoFalseNegativesLarge(t *testing.T) {
+	race.SkipLong(t)
+	testV4NoFalseNegatives(t, []int{10_000, 100_000})
+}
+
+func testV4NoFalseNegatives(t *testing.T, sizes []int) {
 	absent := testkeys.Absent(100_000, 5)
-	for _, n := range []int{0, 1, 2, 3, 10, 57, 63, 64, 100, 1000, 10_000, 100_000} {
+	for _, n := range sizes {
 		for _, bpk := range []float64{4, 8, 9.5, 10, 12, 14.26, 16, 19.67, 30, 48} {
 			keys := testkeys.Random(n, 16, uint64(n)+7)
 			block, st := buildExactV4(keys, Options{BitsPerKey: bpk, Seed: 99})
@@ -123,7 +134,17 @@ func TestV4NoFalseNegativesMillion(t *testing.T) {
 }
 
 func TestV4KeyShapes(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 7, 100, 1000, 10_000} {
+	testV4KeyShapes(t, []int{1, 2, 3, 7, 100, 1000})
+}
+
+// TestV4KeyShapesLarge is TestV4KeyShapes at 10k keys.
+func TestV4KeyShapesLarge(t *testing.T) {
+	race.SkipLong(t)
+	testV4KeyShapes(t, []int{10_000})
+}
+
+func testV4KeyShapes(t *testing.T, sizes []int) {
+	for _, n := range sizes {
 		for _, set := range testkeys.Shapes(n) {
 			for _, o := range []Options{{BitsPerKey: 9.6}, {BitsPerKey: 12}, {BitsPerKey: 16}, {FalsePositiveRate: 0.001}, {FingerprintBits: 9}} {
 				name := fmt.Sprintf("n=%d/%s/%+v", n, set.Name, o)
@@ -142,7 +163,7 @@ func TestV4KeyShapes(t *testing.T) {
 // bits per key up), and version 2 where it is not; every block holds its
 // keys.
 func TestV4VersionChoice(t *testing.T) {
-	keys := testkeys.Random(20_000, 16, 3)
+	keys := testkeys.Random(5_000, 16, 3)
 	for _, c := range []struct {
 		bpk  float64
 		want int
