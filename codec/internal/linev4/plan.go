@@ -193,20 +193,11 @@ func PlanFor(o *frame.Sizing, d int) (Plan, bool) {
 // 40-byte trailer is over 5% of its budget, may exceed the budget by the
 // trailer. ok is false when no shape holds the keys per line.
 func forBudget(bpk, n float64, r uint32) (Plan, bool) {
-	trailer := float64(frame.TrailerSize * 8)
-	if trailer > 0.05*bpk*n {
-		trailer = 0
-	}
-	perLine := frame.LineBits / bpk
-	need := max(1, math.Ceil(n/perLine))
-	if need > 1 && need*frame.LineBits+trailer <= 1.05*bpk*n {
+	perLine, need, large, lines := frame.BudgetLines(bpk, n)
+	if large {
 		if s, k, ok := largeShape(perLine, r); ok {
-			return Plan{s, uint32(need), k}, true
+			return Plan{s, need, k}, true
 		}
-	}
-	lines := uint32(max(1, min(need, math.Floor((1.05*bpk*n-trailer)/frame.LineBits))))
-	if float64(lines)*frame.LineBits+trailer > 1.05*bpk*n || lines == 1 {
-		lines = uint32(max(1, math.Floor((bpk*n-trailer)/frame.LineBits)))
 	}
 	s, k, ok := shapeFor(n/float64(lines), lines == 1, r)
 	if lines == 1 {
