@@ -36,6 +36,9 @@ fuzz:
 	$(GO) test ./codec -run XXX -fuzz FuzzV3TrailerDamage -fuzztime 30s
 	$(GO) test ./codec -run XXX -fuzz FuzzV3LineContents -fuzztime 30s
 	$(GO) test ./codec -run XXX -fuzz FuzzV3BuildCraftedHashes -fuzztime 30s
+	$(GO) test ./codec -run XXX -fuzz FuzzV4TrailerDamage -fuzztime 30s
+	$(GO) test ./codec -run XXX -fuzz FuzzV4LineContents -fuzztime 30s
+	$(GO) test ./codec -run XXX -fuzz FuzzV4BuildCraftedHashes -fuzztime 30s
 	$(GO) test ./codec -run XXX -fuzz FuzzBuildOptions -fuzztime 30s
 	$(GO) test ./tablefilter -run XXX -fuzz FuzzPolicyFromName -fuzztime 30s
 	$(GO) test ./kvdemo -run XXX -fuzz FuzzScanLog -fuzztime 30s

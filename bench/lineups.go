@@ -87,7 +87,7 @@ func fuseFamilies(keys [][]byte) []filterbench.Family {
 		size := filterBytes(binaryfuse.NewPolicy(w), keys)
 		fams = append(fams, filterbench.BinaryFuse(w),
 			filterbench.Cuckoo(budgetWithin(func(b float64) pebble.FilterPolicy { return tablefilter.NewPolicy(b) }, keys, size)),
-			filterbench.CuckooDensest(budgetWithin(func(b float64) pebble.FilterPolicy { return tablefilter.NewDensestPolicy(b) }, keys, size)))
+			filterbench.CuckooDensest(budgetWithin(func(b float64) pebble.FilterPolicy { return tablefilter.NewV4Policy(b) }, keys, size)))
 		if b := int(math.Round(float64(8*size) / float64(len(keys)))); b != 10 {
 			fams = append(fams, filterbench.PebbleBloom(b))
 		}

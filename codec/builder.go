@@ -9,6 +9,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/bucket"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev4"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
@@ -56,7 +57,10 @@ type Options struct {
 	// it is a programming error, not a property of the keys.
 	Hash HashKind
 	// Version selects the block format: 0 or 3 for version 3 (one cache
-	// line per lookup, quotient lines, the default), 2 for version 2 (one
+	// line per lookup, quotient lines, the default), 4 for version 4 (one
+	// cache line per lookup, lines that solve a linear system, the lowest
+	// rate: where version 3's densest layout or version 2 filters better,
+	// below about 4.2 bits per key, version 4 writes that), 2 for version 2 (one
 	// cache line per lookup, buckets of semi-sorted fingerprints), 1 for
 	// the denser version-1 layout whose lookups read an offset table and
 	// then the buckets. Any other value also builds FormatVersion: a
@@ -123,6 +127,7 @@ type scratch struct {
 	v1     blockv1.Encoder
 	v2     linev2.Encoder
 	v3     linev3.Encoder
+	v4     linev4.Encoder
 }
 
 var (
@@ -184,7 +189,7 @@ func NewBuilder(o Options) *Builder {
 	if o.FingerprintBits != 0 {
 		o.FingerprintBits = min(max(o.FingerprintBits, bucket.MinFPBits), bucket.MaxFPBits)
 	}
-	if o.Version != 1 && o.Version != 2 {
+	if o.Version != 1 && o.Version != 2 && o.Version != NewestVersion {
 		o.Version = FormatVersion
 	}
 	return &Builder{opts: o, blockKeys: blockv1.DefaultBlockKeys, maxLoad: blockv1.DefaultMaxLoad}
@@ -298,6 +303,15 @@ func (b *Builder) Finish(dst []byte) []byte {
 		b.Reset()
 	}()
 	var w writer
+	if b.opts.Version == NewestVersion {
+		if b.exactVersion || v4Serves(&b.opts) {
+			return b.finish(dst, &v4Writer{})
+		}
+		// Version 3's densest layout serves the request (v4Serves).
+		o := b.opts
+		defer func() { b.opts = o }()
+		b.opts.Version, b.opts.Densest = FormatVersion, true
+	}
 	switch {
 	case b.opts.Version == 1:
 		w = &v1Writer{}

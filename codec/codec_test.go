@@ -254,11 +254,11 @@ func TestBuilderWrongHashKindPanicsClearly(t *testing.T) {
 }
 
 // TestUnknownVersionOptionBuildsDefault: Options.Version names no format
-// this package writes (4, -1): the builder writes FormatVersion, as
+// this package writes (5, -1): the builder writes FormatVersion, as
 // documented, and the block holds every key.
 func TestUnknownVersionOptionBuildsDefault(t *testing.T) {
 	keys := testkeys.Random(2_000, 16, 6)
-	for _, v := range []int{-1, 4, 99} {
+	for _, v := range []int{-1, NewestVersion + 1, 99} {
 		block := Build(keys, Options{Version: v})
 		if info := mustInfo(t, block); info.Version != FormatVersion {
 			t.Errorf("Options.Version %d built version %d, want %d", v, info.Version, FormatVersion)

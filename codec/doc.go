@@ -49,13 +49,16 @@
 //
 // The default writer writes version 2 instead where version 3 would filter
 // worse (a budget of a few bits per key); Options.Version asks for an
-// older format. Format version 2 cuts each line into buckets of four
+// older format, or for version 4, the lowest rate for a budget: each line
+// the solution of its keys' linear equations over GF(2), about r bits per
+// key for a rate of 2^-r where version 3 spends about two more, at the
+// price of more negative lookups reading a second line. Format version 2 cuts each line into buckets of four
 // semi-sorted fingerprints (Fan, Andersen, Kaminsky and Mitzenmacher,
 // "Cuckoo Filter: Practically Better Than Bloom") with overflow bits, and
 // places keys by a breadth-first search for moves inside a line. Format
 // version 1 is the denser layout with an offset table and variable-size
 // blocks; its lookups read two dependent cache lines. FormatVersion lists
-// what each version adds. All three versions are read forever; the byte
+// what each version adds. All four versions are read forever; the byte
 // formats are specified in FORMAT.md beside this file, with the
 // compatibility promise, and each version's layout, lookup, checks and
 // encoder live in an internal package of their own, so that a change to

@@ -22,6 +22,11 @@ var _ = [1]struct{}{}[HashKey64^frame.HashKey64|HashHost32^frame.HashHost32|(Def
 //     runs, then remainders) with one overflow threshold, in the same
 //     trailer frame, the primary line computable before the trailer is
 //     read (denser than version 2 at 7 bits per key and more).
+//   - 4: each line the solution of its keys' linear equations over GF(2)
+//     (r columns of M bits and a partial column), with version 3's
+//     threshold and trailer frame: a rate of about 2^-r for r bits per
+//     key plus the lines' slack; written on request (Options.Version 4,
+//     NewestVersion).
 //
 // The default writer writes version 2 where version 3 would filter worse
 // (a budget of a few bits per key); Options.Version asks for 1 or 2.

@@ -8,6 +8,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev4"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 )
 
@@ -20,6 +21,8 @@ func mayContainGo(block, key []byte) bool {
 	var maybe, ok bool
 	if frame.TrailerSays(block, linev2.Version) {
 		maybe, ok = linev2.Lookup(block, h, frame.HashKey64)
+	} else if frame.TrailerSays(block, linev4.Version) {
+		maybe, ok = linev4.Lookup(block, h, frame.HashKey64)
 	} else {
 		maybe, ok = linev3.Lookup(block, h, frame.HashKey64)
 	}
@@ -38,6 +41,9 @@ func mayContainGo(block, key []byte) bool {
 func linedLookup(block []byte, h uint64, kind HashKind) (maybe, ok bool) {
 	if frame.TrailerSays(block, linev2.Version) {
 		return linev2.Lookup(block, h, uint8(kind))
+	}
+	if frame.TrailerSays(block, linev4.Version) {
+		return linev4.Lookup(block, h, uint8(kind))
 	}
 	return linev3.Lookup(block, h, uint8(kind))
 }
@@ -66,6 +72,16 @@ type Filter struct {
 // or ErrVersion for a block of a version this package does not know, and
 // say what is wrong.
 func Decode(block []byte) (*Filter, error) {
+	var h4 linev4.Header
+	if linev4.Read(block, &h4) {
+		in, err := linev4.Decode(block, &h4)
+		if err != nil {
+			return nil, err
+		}
+		info := commonInfo(4, in.Common)
+		info.V4 = v4Info(in)
+		return &Filter{block: block, info: info}, nil
+	}
 	var h3 linev3.Header
 	if linev3.Read(block, &h3) {
 		in, err := linev3.Decode(block, &h3)
@@ -87,8 +103,8 @@ func Decode(block []byte) (*Filter, error) {
 		info.V2 = V2Info{Lines: in.Lines, WideLines: in.WideLines, Buckets: in.Buckets, FingerprintBits: in.FingerprintBits, Load: in.Load}
 		return &Filter{block: block, info: info}, nil
 	}
-	if n := len(block); n >= frame.TrailerSize && binary.LittleEndian.Uint32(block[n-36:]) == frame.MagicWord && block[n-32] > FormatVersion {
-		return nil, fmt.Errorf("%w %d (this reader knows 1, 2 and 3)", ErrVersion, block[n-32])
+	if n := len(block); n >= frame.TrailerSize && binary.LittleEndian.Uint32(block[n-36:]) == frame.MagicWord && block[n-32] > NewestVersion {
+		return nil, fmt.Errorf("%w %d (this reader knows 1 to 4)", ErrVersion, block[n-32])
 	}
 	in, err := blockv1.Decode(block)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev4"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
@@ -45,7 +46,7 @@ func (c goldenCase) build() []byte {
 	return b.Finish(nil)
 }
 
-func goldenCases(version int) []goldenCase {
+func goldenCases(version int) (cases []goldenCase) {
 	h32 := make([]uint32, 300)
 	for i := range h32 {
 		h32[i] = uint32(i) * 2654435761
@@ -67,7 +68,21 @@ func goldenCases(version int) []goldenCase {
 	// default plan came to keep second-line reads rare; the default's own
 	// follow (a writer's choice of shape, which every reader reads).
 	pin := func(o Options) Options { o.Version = version; o.Densest = version == 3; return o }
-	cases := []goldenCase{
+	if version == 4 {
+		// Version 4 shares the corpus too, and adds a block with the
+		// seeded-lines flag.
+		o := Options{BitsPerKey: 10, Hash: HashHost32, Seed: 9, Version: 4}
+		lines := uint64(v4PlanFor(o, 300).Lines)
+		var crowded []uint32
+		for i := uint32(0); len(crowded) < 300; i++ {
+			h := i * 2654435761
+			if linev4.Line(frame.Position(uint64(h), linev4.LineMultiplier), lines) == 0 {
+				crowded = append(crowded, h)
+			}
+		}
+		defer func() { cases = append(cases, goldenCase{"host32-crowded-seed9", nil, o, crowded}) }()
+	}
+	cases = []goldenCase{
 		{"empty-seed1", nil, pin(Options{Seed: 1}), nil},
 		{"one-key-seed1", [][]byte{[]byte("lsmcuckoo")}, pin(Options{Seed: 1}), nil},
 		{"seq100-bpk10-seed2", testkeys.Sequential("user", 0, 100), pin(Options{BitsPerKey: 10, Seed: 2}), nil},
@@ -101,7 +116,7 @@ func goldenCases(version int) []goldenCase {
 }
 
 func TestGoldenBlocks(t *testing.T) {
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		testGoldenBlocks(t, v)
 	}
 }
@@ -111,7 +126,7 @@ func testGoldenBlocks(t *testing.T, version int) {
 	for _, c := range goldenCases(version) {
 		got := c.build()
 		path := filepath.Join(dir, c.name+".bin")
-		if *update && version == FormatVersion {
+		if *update && (version == FormatVersion || version == NewestVersion) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +161,7 @@ func testGoldenBlocks(t *testing.T, version int) {
 		if f.Info().Version != version || f.Info().Keys != len(c.keys)+len(c.h32) {
 			t.Fatalf("%s: %d keys recorded", c.name, f.Info().Keys)
 		}
-		if strings.Contains(c.name, "crowded") != f.Info().V3.SeededLines {
+		if strings.Contains(c.name, "crowded") != (f.Info().V3.SeededLines || f.Info().V4.SeededLines) {
 			t.Fatalf("%s: seeded lines %v", c.name, f.Info().V3.SeededLines)
 		}
 	}
@@ -314,11 +329,11 @@ func TestUnknownVersionAnswersMaybe(t *testing.T) {
 		block := Build(keys, Options{Version: v})
 		bad := bytes.Clone(block)
 		if v == 1 {
-			bad[4] = FormatVersion + 1
+			bad[4] = NewestVersion + 1
 		} else {
 			// A consistent trailer of a future version.
 			n := len(bad)
-			bad[n-32] = FormatVersion + 1
+			bad[n-32] = NewestVersion + 1
 			bad[n-16] = ^bad[n-32]
 		}
 		for _, k := range testkeys.Absent(1000, 2) {
@@ -335,7 +350,7 @@ func TestUnknownVersionAnswersMaybe(t *testing.T) {
 func TestMayContainDoesNotAllocate(t *testing.T) {
 	keys := testkeys.Random(10_000, 16, 4)
 	probe := append(testkeys.Absent(100, 5), keys[:100]...)
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		block := Build(keys, Options{Version: v})
 		i := 0
 		if a := testing.AllocsPerRun(1000, func() {
@@ -351,7 +366,7 @@ func TestMayContainDoesNotAllocate(t *testing.T) {
 func TestUnalignedBlock(t *testing.T) {
 	keys := testkeys.Random(5000, 16, 8)
 	absent := testkeys.Absent(2000, 9)
-	for _, v := range []int{2, 3} {
+	for _, v := range []int{2, 3, 4} {
 		block := Build(keys, Options{Version: v})
 		for shift := 1; shift < 64; shift++ {
 			buf := make([]byte, len(block)+shift)
@@ -401,7 +416,7 @@ func FuzzBuildNoFalseNegatives(f *testing.F) {
 }
 
 func FuzzMayContain(f *testing.F) {
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		for _, c := range goldenCases(v) {
 			f.Add(c.build(), []byte("user0000000007"))
 		}
@@ -424,6 +439,11 @@ func FuzzMayContain(f *testing.F) {
 			if info.Keys != 0 || info.V2.Lines+info.V3.Lines != 0 || len(block) != frame.TrailerSize {
 				t.Fatalf("decoded nonsense: %+v", info)
 			}
+		case info.Version == 4:
+			s := linev4.Shape{R: uint32(info.V4.Columns), M: uint32(info.V4.Height), U: uint32(info.V4.ExtraShare)}
+			if !s.Valid() || info.V4.Lines < 1 || len(block) != info.V4.Lines*frame.LineBytes+frame.TrailerSize {
+				t.Fatalf("decoded nonsense: %+v", info)
+			}
 		case info.Version == 3:
 			s := linev3.Shape{R: uint32(info.V3.RemainderBits), K: uint32(info.V3.LineCapacity), Q: uint32(info.V3.Quotients)}
 			if !s.Valid() || info.V3.Lines < 1 || info.Keys > info.V3.Lines*info.V3.LineCapacity || len(block) != info.V3.Lines*frame.LineBytes+frame.TrailerSize {
@@ -439,7 +459,7 @@ func FuzzMayContain(f *testing.F) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add(Build(testkeys.Sequential("d", 0, 50), Options{Version: 1}))
-	for _, v := range []int{2, 3} {
+	for _, v := range []int{2, 3, 4} {
 		f.Add(Build(testkeys.Sequential("d", 0, 50), Options{Seed: 1, Version: v}))
 		f.Add(Build(testkeys.Sequential("d", 0, 5000), Options{Seed: 2, BitsPerKey: 16, Version: v}))
 		f.Add(Build(testkeys.Sequential("d", 0, 3000), Options{Seed: 3, BitsPerKey: 6, Version: v}))

@@ -553,6 +553,35 @@ func (r *specV3) contains(h uint64) bool {
 // fresh blocks of many shapes and key lengths, against the specification
 // reader: it finds every key, agrees with MayContain on absent probes,
 // and reads from each line's header exactly the keys the trailer counts.
+// specAgrees checks a specification reader's contains on block: it finds
+// every key (or host hash), and answers as the package's lookup on the
+// probes (for host-hash blocks, on hashes derived from the probes' index).
+func specAgrees(t *testing.T, name string, block []byte, contains func(h uint64) bool, keys [][]byte, h32 []uint32, probes [][]byte) {
+	t.Helper()
+	for _, k := range keys {
+		if !contains(specMulHash(k)) {
+			t.Fatalf("%s: spec reader misses %q", name, k)
+		}
+	}
+	for _, h := range h32 {
+		if !contains(uint64(h)) {
+			t.Fatalf("%s: spec reader misses host hash %#x", name, h)
+		}
+	}
+	for i, k := range probes {
+		if len(h32) > 0 {
+			h := uint32(i)*2654435761 + 1
+			if contains(uint64(h)) != MayContainHash32(block, h) {
+				t.Fatalf("%s: spec and code disagree on %#x", name, h)
+			}
+			continue
+		}
+		if contains(specMulHash(k)) != MayContain(block, k) {
+			t.Fatalf("%s: spec and code disagree on %q", name, k)
+		}
+	}
+}
+
 func TestFormatSpecMatchesCodeV3(t *testing.T) {
 	race.SkipLong(t)
 	absent := testkeys.Absent(2000, 79)
@@ -575,28 +604,7 @@ func TestFormatSpecMatchesCodeV3(t *testing.T) {
 		if want := uint64(binary.LittleEndian.Uint32(block[len(block)-40:])); stored != want {
 			t.Fatalf("%s: the headers hold %d keys, the trailer says %d", name, stored, want)
 		}
-		for _, k := range keys {
-			if !spec.contains(specMulHash(k)) {
-				t.Fatalf("%s: spec reader misses %q", name, k)
-			}
-		}
-		for _, h := range h32 {
-			if !spec.contains(uint64(h)) {
-				t.Fatalf("%s: spec reader misses host hash %#x", name, h)
-			}
-		}
-		for i, k := range probes {
-			if len(h32) > 0 {
-				h := uint32(i)*2654435761 + 1
-				if spec.contains(uint64(h)) != MayContainHash32(block, h) {
-					t.Fatalf("%s: spec and code disagree on %#x", name, h)
-				}
-				continue
-			}
-			if spec.contains(specMulHash(k)) != MayContain(block, k) {
-				t.Fatalf("%s: spec and code disagree on %q", name, k)
-			}
-		}
+		specAgrees(t, name, block, spec.contains, keys, h32, probes)
 	}
 	for _, c := range goldenCases(3) {
 		block, err := os.ReadFile(filepath.Join("..", "testdata", "codec", "v3", c.name+".bin"))

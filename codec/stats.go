@@ -22,6 +22,7 @@ type Info struct {
 	V1 V1Info
 	V2 V2Info
 	V3 V3Info
+	V4 V4Info
 }
 
 // V1Info is the layout of a version-1 block.
@@ -64,6 +65,7 @@ type BuildStats struct {
 	V1 V1Stats
 	V2 V2Stats
 	V3 V3Stats
+	V4 V4Stats
 }
 
 // V1Stats is what a version-1 build did.

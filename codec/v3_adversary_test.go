@@ -391,8 +391,32 @@ func testV3AdversarialOwnSecondary(t *testing.T, densest bool) {
 
 // TestV3ExactHashCollisions: keys whose 64-bit hashes are equal are one key
 // to the filter; repeats in any order, however many, take one slot, and
-// the block's keys count the distinct hashes.
+// the block's keys count the distinct hashes. Version 4 the same.
 func TestV3ExactHashCollisions(t *testing.T) {
+	for _, v := range []int{3, 4} {
+		testExactHashCollisions(t, v)
+	}
+}
+
+// linedBuild and linedHold are version v's buildHashes and
+// mustHoldHashes, for the tests versions 3 and 4 share.
+func linedBuild(v int, o Options, hashes []uint64) ([]byte, BuildStats) {
+	if v == 4 {
+		return buildHashesV4(o, hashes)
+	}
+	o.Version = 3
+	return buildHashes(o, hashes)
+}
+
+func linedHold(v int, t *testing.T, name string, block []byte, hashes []uint64, kind HashKind) Info {
+	t.Helper()
+	if v == 4 {
+		return mustHoldHashesV4(t, name, block, hashes, kind)
+	}
+	return mustHoldHashesV3(t, name, block, hashes, kind)
+}
+
+func testExactHashCollisions(t *testing.T, v int) {
 	r := rand.New(rand.NewPCG(23, 24))
 	var hashes []uint64
 	for range 20_000 {
@@ -419,8 +443,8 @@ func TestV3ExactHashCollisions(t *testing.T) {
 				}
 			}
 		}
-		block, st := buildHashes(Options{BitsPerKey: 10, Seed: 5, Version: 3, Hash: kind}, in)
-		info := mustHoldHashesV3(t, fmt.Sprintf("collisions kind %d", kind), block, want, kind)
+		block, st := linedBuild(v, Options{BitsPerKey: 10, Seed: 5, Hash: kind}, in)
+		info := linedHold(v, t, fmt.Sprintf("v%d collisions kind %d", v, kind), block, want, kind)
 		if st.Keys != len(want) || info.Keys != len(want) {
 			t.Fatalf("kind %d: %d slots used (block says %d) for %d distinct hashes", kind, st.Keys, info.Keys, len(want))
 		}
@@ -430,15 +454,22 @@ func TestV3ExactHashCollisions(t *testing.T) {
 // TestV3DuplicatesAnyOrder adds the same distinct keys in several orders,
 // each key several times (consecutive, round robin, shuffled, reversed):
 // every order stores exactly the distinct keys, holds every one, and is
-// planned for them (the same size as the distinct keys alone).
+// planned for them (the same size as the distinct keys alone). Version 4
+// the same.
 func TestV3DuplicatesAnyOrder(t *testing.T) {
+	for _, v := range []int{3, 4} {
+		testDuplicatesAnyOrder(t, v)
+	}
+}
+
+func testDuplicatesAnyOrder(t *testing.T, v int) {
 	r := rand.New(rand.NewPCG(25, 26))
 	for _, n := range []int{1, 2, 3, 57, 1000, 30_000} {
 		distinct := make([]uint64, n)
 		for i := range distinct {
 			distinct[i] = r.Uint64()
 		}
-		base, _ := buildHashes(Options{BitsPerKey: 10, Seed: 8, Version: 3}, distinct)
+		base, _ := linedBuild(v, Options{BitsPerKey: 10, Seed: 8}, distinct)
 		var consecutive, roundRobin []uint64
 		for _, h := range distinct {
 			consecutive = append(consecutive, h, h, h)
@@ -454,9 +485,9 @@ func TestV3DuplicatesAnyOrder(t *testing.T) {
 			name   string
 			stream []uint64
 		}{{"consecutive", consecutive}, {"round robin", roundRobin}, {"shuffled", shuffled}, {"reversed", reversed}} {
-			name := fmt.Sprintf("n=%d %s", n, c.name)
-			block, st := buildHashes(Options{BitsPerKey: 10, Seed: 8, Version: 3}, c.stream)
-			info := mustHoldHashesV3(t, name, block, distinct, HashKey64)
+			name := fmt.Sprintf("v%d n=%d %s", v, n, c.name)
+			block, st := linedBuild(v, Options{BitsPerKey: 10, Seed: 8}, c.stream)
+			info := linedHold(v, t, name, block, distinct, HashKey64)
 			if info.Keys != n || st.Keys != n {
 				t.Fatalf("%s: %d keys stored, want %d", name, info.Keys, n)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev2"
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev4"
 )
 
 // smallBudgetPrefersV2 reports whether a version-3 request is served by a
@@ -59,7 +60,8 @@ var lastVersionChoice atomic.Pointer[versionChoice]
 // PlannedFPR is the false-positive rate that a filter of keys distinct
 // keys, built with o, is planned to have, in the format o.Version selects
 // (0 or 3: version 3, or version 2 where the builder writes it instead
-// at a small budget; 2: version 2; 1 is modelled as version 2, whose
+// at a small budget; 4: version 4, or version 3's densest layout where
+// the builder writes that instead; 2: version 2; 1 is modelled as version 2, whose
 // bucket rate it shares within a few percent): from the shape and load the
 // builder will choose, before any block exists. It is the rate model for
 // callers that choose a budget without building a filter (per-level
@@ -71,6 +73,13 @@ func PlannedFPR(o Options, keys int) float64 {
 		return 0
 	}
 	sz := frame.Sizing{BitsPerKey: o.BitsPerKey, FalsePositiveRate: o.FalsePositiveRate, FingerprintBits: o.FingerprintBits, Densest: o.Densest}
+	if o.Version == NewestVersion {
+		if v4Serves(&o) {
+			p, _ := linev4.PlanFor(&sz, keys)
+			return linev4.ExpectedFPR(p.Shape, float64(keys)/float64(p.Lines), p.K)
+		}
+		o.Version, o.Densest, sz.Densest = FormatVersion, true, true
+	}
 	if o.Version != 1 && o.Version != 2 {
 		o.Version = FormatVersion
 		if !smallBudgetPrefersV2(&o) {

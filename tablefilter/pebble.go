@@ -84,6 +84,22 @@ func NewDensestPolicy(bitsPerKey float64) Policy {
 	return Policy{pebblecore.New(bitsPerKey, codec.FormatVersion, true)}
 }
 
+// NewV4Policy is NewPolicy for codec format version 4, named
+// "lsmcuckoo.v4.bpk=<bits>": the lowest false-positive rate lsmcuckoo
+// writes for a budget. Each 64-byte line holds its keys as the solution
+// of a linear system over GF(2) rather than as fingerprints, which spends
+// about r bits per key for a rate of 2^-r where version 3's quotient lines
+// spend about two more (codec/FORMAT.md). Like the densest layout, its
+// lines are full, and a good share of negative lookups read a second line.
+// At budgets where version 3's densest layout or version 2 filters better
+// (below about 4.2 bits per key) it writes that, under the same
+// name. Only a reader of this release reads version-4 blocks (an older
+// one answers "maybe" for them); every Policy reads them.
+func NewV4Policy(bitsPerKey float64) Policy {
+	pebblecore.CheckBitsPerKey("tablefilter", bitsPerKey)
+	return Policy{pebblecore.New(bitsPerKey, codec.NewestVersion, false)}
+}
+
 // NewV1Policy is NewPolicy for codec format version 1, named
 // "lsmcuckoo.v1.bpk=<bits>": a layout without lines, whose lookup reads two
 // dependent cache lines (an offset table, then the buckets). It is what

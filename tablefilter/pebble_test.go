@@ -68,6 +68,11 @@ func TestPebbleNameRoundTrip(t *testing.T) {
 	if got := NewV1Policy(10).Name(); got != "lsmcuckoo.v1.bpk=10" {
 		t.Errorf("NewV1Policy(10).Name() = %q", got)
 	}
+	if p := NewV4Policy(10); p.Name() != "lsmcuckoo.v4.bpk=10" || p.Version() != 4 {
+		t.Errorf("NewV4Policy(10) is %q, version %d", p.Name(), p.Version())
+	} else if q, ok := PolicyFromName(p.Name()); !ok || q != pebble.FilterPolicy(p) {
+		t.Errorf("PolicyFromName(%q) = %v, %v", p.Name(), q, ok)
+	}
 	if got := (Policy{}).Name(); got != "lsmcuckoo.v3.bpk=10" || (Policy{}).BitsPerKey() != codec.DefaultBitsPerKey {
 		t.Errorf("zero Policy is %q, %v bits/key; want the default", got, (Policy{}).BitsPerKey())
 	}
@@ -77,7 +82,7 @@ func TestPebbleNameRoundTrip(t *testing.T) {
 	for _, bad := range []string{
 		"", "lsmcuckoo", "lsmcuckoo.v1.bpk=", "lsmcuckoo.v1.bpk=10.0", "lsmcuckoo.v1.bpk=010",
 		"lsmcuckoo.v1.bpk=1e1", "lsmcuckoo.v1.bpk=3", "lsmcuckoo.v1.bpk=65", "lsmcuckoo.v1.bpk=NaN",
-		"lsmcuckoo.v1.bpk=+Inf", "lsmcuckoo.v1.bpk=10x", "lsmcuckoo.v4.bpk=10", "lsmcuckoo.v1.bpk=10 ",
+		"lsmcuckoo.v1.bpk=+Inf", "lsmcuckoo.v1.bpk=10x", "lsmcuckoo.v5.bpk=10", "lsmcuckoo.v4.densest.bpk=10", "lsmcuckoo.v1.bpk=10 ",
 		"lsmcuckoo.v2.bpk=10.0", "lsmcuckoo.v2.bpk=3", "lsmcuckoo.v0.bpk=10", "lsmcuckoo.v2.bpk=",
 		"lsmcuckoo.v3.bpk=10.0", "lsmcuckoo.v3.bpk=65", "lsmcuckoo.v3.bpk=", "lsmcuckoo.v03.bpk=10",
 		"lsmcuckoo.v2.densest.bpk=10", "lsmcuckoo.v1.densest.bpk=10", "lsmcuckoo.v3.densest.bpk=10.0",
@@ -110,7 +115,8 @@ func TestPebbleRegisterPolicies(t *testing.T) {
 	want := []string{"lsmcuckoo.v1.bpk=10", "lsmcuckoo.v1.bpk=12", "lsmcuckoo.v1.bpk=16",
 		"lsmcuckoo.v2.bpk=10", "lsmcuckoo.v2.bpk=12", "lsmcuckoo.v2.bpk=16",
 		"lsmcuckoo.v3.bpk=10", "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v3.bpk=16",
-		"lsmcuckoo.v3.densest.bpk=10", "lsmcuckoo.v3.densest.bpk=12", "lsmcuckoo.v3.densest.bpk=16"}
+		"lsmcuckoo.v3.densest.bpk=10", "lsmcuckoo.v3.densest.bpk=12", "lsmcuckoo.v3.densest.bpk=16",
+		"lsmcuckoo.v4.bpk=10", "lsmcuckoo.v4.bpk=12", "lsmcuckoo.v4.bpk=16"}
 	var got []string
 	for name, p := range o.Filters {
 		if p.Name() != name {
@@ -304,7 +310,7 @@ func TestPebbleMayContainMalformed(t *testing.T) {
 		cases[fmt.Sprintf("v2 trailer byte n-%d flipped", back)] = b
 	}
 	next := slices.Clone(block)
-	next[len(next)-32] = codec.FormatVersion + 1
+	next[len(next)-32] = codec.NewestVersion + 1
 	next[len(next)-16] = ^next[len(next)-32]
 	cases["next format version"] = next
 	v1 := pebbleBuild(NewV1Policy(10), keys)
@@ -1451,7 +1457,7 @@ func FuzzPolicyFromName(f *testing.F) {
 			t.Fatalf("PolicyFromName(%q) returned a policy named %q", name, p.Name())
 		}
 		q := p.(Policy)
-		if !pebblecore.ValidBitsPerKey(q.BitsPerKey()) || q.Version() < 1 || q.Version() > codec.FormatVersion {
+		if !pebblecore.ValidBitsPerKey(q.BitsPerKey()) || q.Version() < 1 || q.Version() > codec.NewestVersion {
 			t.Fatalf("PolicyFromName(%q) = %+v", name, q)
 		}
 		keys := [][]byte{[]byte("a"), []byte(name), {}}
@@ -1480,7 +1486,7 @@ func TestParseFilterPolicy(t *testing.T) {
 		t.Errorf(`ParseFilterPolicy("none") = %v, %v; want pebble.NoFilterPolicy`, got, err)
 	}
 	for _, name := range []string{"", "rocksdb.BuiltinBloomFilter", "lsmcuckoo.v2.bpk=10.0", "lsmcuckoo.v2.bpk=3",
-		"lsmcuckoo.v3.bpk=10.0", "lsmcuckoo.v3.bpk=65", "lsmcuckoo.v4.bpk=10", "None"} {
+		"lsmcuckoo.v3.bpk=10.0", "lsmcuckoo.v3.bpk=65", "lsmcuckoo.v5.bpk=10", "None"} {
 		got, err := ParseFilterPolicy(name)
 		if err == nil || got != nil {
 			t.Errorf("ParseFilterPolicy(%q) = %v, %v; want an error", name, got, err)

@@ -62,12 +62,14 @@ func Cuckoo(bitsPerKey float64) Family {
 		Policy: tablefilter.NewPolicy(bitsPerKey)}
 }
 
-// CuckooDensest is Cuckoo with the densest layout
-// (tablefilter.NewDensestPolicy): fuller lines, a lower false-positive
-// rate, more negative lookups reading a second line.
+// CuckooDensest is Cuckoo with the densest layout lsmcuckoo writes
+// (tablefilter.NewV4Policy: format version 4, or version 3's densest
+// layout at the budgets where that filters better): full lines, the
+// lowest false-positive rate, more negative lookups reading a second
+// line.
 func CuckooDensest(bitsPerKey float64) Family {
 	return Family{Name: fmt.Sprintf("lsmcuckoo-densest/%g", bitsPerKey), Kind: "lsmcuckoo-densest", Param: bitsPerKey,
-		Policy: tablefilter.NewDensestPolicy(bitsPerKey)}
+		Policy: tablefilter.NewV4Policy(bitsPerKey)}
 }
 
 // PebbleBloom is Pebble's table bloom filter (github.com/cockroachdb/pebble/v2/bloom).

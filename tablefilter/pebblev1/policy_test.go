@@ -41,7 +41,7 @@ func TestNameRoundTrip(t *testing.T) {
 			t.Errorf("PolicyFromName(%q) = %v, %v", name, p, ok)
 		}
 	}
-	for _, bad := range []string{"", "lsmcuckoo.v3.bpk=10.0", "lsmcuckoo.v3.bpk=3", "lsmcuckoo.v4.bpk=10",
+	for _, bad := range []string{"", "lsmcuckoo.v3.bpk=10.0", "lsmcuckoo.v3.bpk=3", "lsmcuckoo.v5.bpk=10",
 		"lsmcuckoo.v2.densest.bpk=10", "rocksdb.BuiltinBloomFilter", "none"} {
 		if p, ok := PolicyFromName(bad); ok {
 			t.Errorf("PolicyFromName(%q) = %v, want rejection", bad, p)
@@ -89,7 +89,8 @@ func TestRegisterPolicies(t *testing.T) {
 	o := &pebble.Options{Filters: old}
 	RegisterPolicies(o, 10, 12)
 	want := []string{"lsmcuckoo.v1.bpk=10", "lsmcuckoo.v1.bpk=12", "lsmcuckoo.v2.bpk=10", "lsmcuckoo.v2.bpk=12",
-		"lsmcuckoo.v3.bpk=10", "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v3.densest.bpk=10", "lsmcuckoo.v3.densest.bpk=12", "other"}
+		"lsmcuckoo.v3.bpk=10", "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v3.densest.bpk=10", "lsmcuckoo.v3.densest.bpk=12",
+		"lsmcuckoo.v4.bpk=10", "lsmcuckoo.v4.bpk=12", "other"}
 	got := slices.Sorted(func(yield func(string) bool) {
 		for name := range o.Filters {
 			if !yield(name) {

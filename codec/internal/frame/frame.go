@@ -239,3 +239,26 @@ func DecodeTrailer(block []byte, kind uint8, seed uint32, alwaysMaybe bool) (Com
 	c.BitsPerKey = BitsPerKey(uint64(n), c.Keys)
 	return c, nil
 }
+
+// BudgetLines is how versions 3 and 4 spend bpk bits per key on n keys:
+// a large filter's lines receive perLine = LineBits/bpk keys, and the
+// keys need that many lines; large reports whether those lines cost at
+// most 5% over the budget (so that a small filter keeps a large one's
+// shape and rate). Otherwise lines is the count the budget buys: as many
+// as 5% over it buys, or, where that is none or one, as many as it buys.
+// A tiny filter, whose 40-byte trailer is over 5% of its budget, may
+// exceed the budget by the trailer.
+func BudgetLines(bpk, n float64) (perLine float64, need uint32, large bool, lines uint32) {
+	trailer := float64(TrailerSize * 8)
+	if trailer > 0.05*bpk*n {
+		trailer = 0
+	}
+	perLine = LineBits / bpk
+	needF := max(1, math.Ceil(n/perLine))
+	large = needF > 1 && needF*LineBits+trailer <= 1.05*bpk*n
+	lines = uint32(max(1, min(needF, math.Floor((1.05*bpk*n-trailer)/LineBits))))
+	if float64(lines)*LineBits+trailer > 1.05*bpk*n || lines == 1 {
+		lines = uint32(max(1, math.Floor((bpk*n-trailer)/LineBits)))
+	}
+	return perLine, uint32(needF), large, lines
+}

@@ -196,24 +196,15 @@ func PlanFor(o *frame.Sizing, d int) Plan {
 	// the trailer. ok is false when no shape holds the keys per line.
 	forBudget := func(bpk float64) (Plan, bool) {
 		densest := o.Densest || bpk < balancedMinBudget
-		trailer := float64(frame.TrailerSize * 8)
-		if trailer > 0.05*bpk*n {
-			trailer = 0
-		}
-		perLine := frame.LineBits / bpk
-		need := max(1, math.Ceil(n/perLine))
-		if need > 1 && need*frame.LineBits+trailer <= 1.05*bpk*n {
+		perLine, need, large, lines := frame.BudgetLines(bpk, n)
+		if large {
 			if s, ok := ShapeFor(perLine, 2, r); ok {
-				return Plan{largeShape(s, perLine, r, densest), uint32(need)}, true
+				return Plan{largeShape(s, perLine, r, densest), need}, true
 			}
 		}
 		// Fewer lines than a large filter's rate needs: as many as 5%
 		// over the budget buys, filled up to hardLoad if that keeps the
 		// rate lower (the model counts the second-line reads it adds).
-		lines := uint32(max(1, min(need, math.Floor((1.05*bpk*n-trailer)/frame.LineBits))))
-		if float64(lines)*frame.LineBits+trailer > 1.05*bpk*n || lines == 1 {
-			lines = uint32(max(1, math.Floor((bpk*n-trailer)/frame.LineBits)))
-		}
 		lam := n / float64(lines)
 		s, ok := ShapeFor(lam, lines, r)
 		if ok && lines > 1 {

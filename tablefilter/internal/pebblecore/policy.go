@@ -60,7 +60,7 @@ func NamePrefix(version int, densest bool) string {
 var Writers = [...]struct {
 	Version int
 	Densest bool
-}{{1, false}, {2, false}, {codec.FormatVersion, false}, {codec.FormatVersion, true}}
+}{{1, false}, {2, false}, {codec.FormatVersion, false}, {codec.FormatVersion, true}, {codec.NewestVersion, false}}
 
 // Policy is the host-neutral policy: a budget, the format version it
 // writes and its layout. It is a small comparable value; the zero value is
@@ -170,7 +170,7 @@ func ParseError(pkg, name, none string) error {
 
 // Family returns, for a budget, a policy under each name a release has
 // written for it, one per writer in Writers' order: versions 1 and 2, then
-// version 3 (the default) and its densest layout. Registering all of them
+// version 3 (the default) and its densest layout, then version 4. Registering all of them
 // is what keeps a store upgraded from earlier versions reading its tables
 // with their filters. It panics on an invalid budget, naming pkg.
 func Family(pkg string, bitsPerKey float64) [len(Writers)]Policy {

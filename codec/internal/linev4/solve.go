@@ -1,0 +1,114 @@
+package linev4
+
+import (
+	"math/bits"
+)
+
+// basis is a system of equations over GF(2) in echelon form: the row of
+// pivot b has its lowest set bit at b, and rhs[b] is its right-hand side
+// (one bit per column). A key's equation joins it by Gaussian
+// elimination against the rows of its set bits.
+type basis struct {
+	row  [64]uint64
+	rhs  [64]uint32
+	have uint64 // pivots held
+}
+
+// add adds the equation c·S = f. It returns the pivot it took, or -1 when
+// the equation follows from the rows already held (c reduced to zero), and
+// ok false when it contradicts them: then nothing changed.
+func (b *basis) add(c, f uint64) (pivot int, ok bool) {
+	for c != 0 {
+		p := bits.TrailingZeros64(c)
+		if b.have>>p&1 == 0 {
+			b.row[p], b.rhs[p] = c, uint32(f)
+			b.have |= 1 << p
+			return p, true
+		}
+		c ^= b.row[p]
+		f ^= uint64(b.rhs[p])
+	}
+	return -1, f == 0
+}
+
+// drop removes the row of pivot p, which add returned last.
+func (b *basis) drop(p int) {
+	if p >= 0 {
+		b.have &^= 1 << p
+	}
+}
+
+// solve writes a solution into cols (column j holds bit j of every
+// unknown): back-substitution from the highest pivot down, the unknowns
+// of no pivot zero. A row's bits above its pivot are unknowns already
+// solved, so bit j of its pivot's unknown is rhs bit j XOR the parity of
+// the row AND column j.
+func (b *basis) solve(cols []uint64) {
+	clear(cols)
+	for h := b.have; h != 0; {
+		p := 63 - bits.LeadingZeros64(h)
+		h &^= 1 << p
+		c, v := b.row[p], uint64(b.rhs[p])
+		for j := range cols {
+			bit := (v>>j ^ uint64(bits.OnesCount64(c&cols[j]))) & 1
+			cols[j] |= bit << p
+		}
+	}
+}
+
+// wideBasis is basis for columns of more than 64 rows: a row is two
+// words, the pivot the lowest set bit of both.
+type wideBasis struct {
+	row  [MaxHeight][2]uint64
+	rhs  [MaxHeight]uint32
+	have [2]uint64
+}
+
+// add is basis.add for coefficients c (rows 0..63) and c1 (64..127).
+func (b *wideBasis) add(c, c1, f uint64) (pivot int, ok bool) {
+	for c|c1 != 0 {
+		p := bits.TrailingZeros64(c)
+		if c == 0 {
+			p = 64 + bits.TrailingZeros64(c1)
+		}
+		if b.have[p>>6]>>(p&63)&1 == 0 {
+			b.row[p], b.rhs[p] = [2]uint64{c, c1}, uint32(f)
+			b.have[p>>6] |= 1 << (p & 63)
+			return p, true
+		}
+		c ^= b.row[p][0]
+		c1 ^= b.row[p][1]
+		f ^= uint64(b.rhs[p])
+	}
+	return -1, f == 0
+}
+
+// drop removes the row of pivot p, which add returned last.
+func (b *wideBasis) drop(p int) {
+	if p >= 0 {
+		b.have[p>>6] &^= 1 << (p & 63)
+	}
+}
+
+// solve is basis.solve: cols[j] and hi[j] are column j's rows 0..63 and
+// 64..127.
+func (b *wideBasis) solve(cols, hi []uint64) {
+	clear(cols)
+	clear(hi)
+	for w := 1; w >= 0; w-- {
+		for h := b.have[w]; h != 0; {
+			q := 63 - bits.LeadingZeros64(h)
+			h &^= 1 << q
+			p := w*64 + q
+			r, v := b.row[p], uint64(b.rhs[p])
+			for j := range cols {
+				bit := (v>>j ^ uint64(bits.OnesCount64(r[0]&cols[j])+bits.OnesCount64(r[1]&hi[j]))) & 1
+				if w == 0 {
+					cols[j] |= bit << q
+				} else {
+					hi[j] |= bit << q
+				}
+			}
+		}
+	}
+}
