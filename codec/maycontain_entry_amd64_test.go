@@ -27,7 +27,8 @@ func TestMayContainKey64MatchesGo(t *testing.T) {
 	}
 	var blocks []block
 	for _, o := range []Options{{BitsPerKey: 10}, {BitsPerKey: 10, Densest: true}, {BitsPerKey: 3},
-		{BitsPerKey: 10, Version: 2}, {BitsPerKey: 10, Version: 1}, {BitsPerKey: 10, Hash: HashHost32}} {
+		{BitsPerKey: 10, Version: 2}, {BitsPerKey: 10, Version: 1}, {BitsPerKey: 10, Version: 4},
+		{BitsPerKey: 16, Version: 4}, {BitsPerKey: 10, Hash: HashHost32}} {
 		o.Seed = 9
 		var b []byte
 		if o.Hash == HashHost32 {
@@ -95,7 +96,8 @@ func TestMayContainKey64MatchesGo(t *testing.T) {
 func TestMayContainKey64GrowsStack(t *testing.T) {
 	defer func(v bool) { linev3.UseBMI2 = v }(linev3.UseBMI2)
 	keys := testkeys.Random(500, 16, 31)
-	blocks := [][]byte{Build(keys, Options{BitsPerKey: 10, Version: 1}), Build(keys, Options{BitsPerKey: 10, Version: 2})}
+	blocks := [][]byte{Build(keys, Options{BitsPerKey: 10, Version: 1}), Build(keys, Options{BitsPerKey: 10, Version: 2}),
+		Build(keys, Options{BitsPerKey: 10, Version: 4})}
 	v3 := Build(keys, Options{BitsPerKey: 10})
 	for _, use := range []bool{linev3.UseBMI2, false} {
 		linev3.UseBMI2 = use
