@@ -240,9 +240,10 @@ func (t *Tuner) record(k ledgerKey, distinct uint64) {
 // full. Counted at half its fullest share, L0's surplus at its fullest
 // and its absence once drained put the tree over and under the average
 // by the same amount: half of L0's surplus at its fullest. So L0's target
-// is held to l0Swing of the average over that half share above the
-// levels below it, and the tree's live average stays within l0Swing of
-// the average asked, however full L0 is and whatever the fit chose.
+// is held at most l0Swing × avg / (half its fullest share) above the
+// average target of the levels below, and L0's filling and draining move
+// the tree's live average by at most l0Swing of the average asked,
+// whatever the fit chose, as long as L0 is no fuller than l0Full.
 func targetsFor(shape LevelShape, budgets [NumLevels]float64, avg, l0Full float64) [NumLevels]float64 {
 	var below, spend float64
 	for l, w := range shape.Keys {
@@ -289,7 +290,8 @@ const maxL0Share = 0.5
 
 // ModelL0 tells the tuner how full L0 gets: runs sublevels (the store's
 // L0CompactionThreshold) of about runBytes each (its memtable size, until
-// a refit measures L0's sublevels). It is called before the store opens.
+// a refit measures L0's sublevels). It is called before the store opens;
+// a tuner never told takes L0's fullest to be L0 as each refit finds it.
 func (t *Tuner) ModelL0(runs, runBytes float64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
