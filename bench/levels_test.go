@@ -32,7 +32,7 @@ func TestLevelTargetsRatios(t *testing.T) {
 	for _, want := range []string{
 		"`" + dbbench.LevelsAtFuse + "` ÷ `" + dbbench.FuseFitted + "`: filter bytes 1.00×; FP reads per absent prefix seek 0.50×, per absent Get 0.50×",
 		"per read 2.00×",
-		"10.00 bits/key below L0, 0.0% off",
+		"10.00 bits/key over the whole tree, 0.0% off",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("section lacks %q:\n%s", want, out)

@@ -20,10 +20,15 @@ import (
 //     DB.SSTables with properties; L0's sublevels from DB.Metrics);
 //   - the fit's budgets, points of the half-bit grid, name the tables;
 //     each level's target, what its filters are to spend, is its budget
-//     scaled so that the levels below L0 spend the average exactly over
-//     their live keys (L0's tables, to which the fit gives wide budgets,
-//     live only until a compaction carries their keys down, and spend
-//     their own budget on top while they live);
+//     scaled so that the whole tree spends the average over its live
+//     keys, with L0 counted at half its share of the keys at its fullest
+//     (L0CompactionThreshold sublevels of the size L0's sublevels were
+//     last measured at, of MemTableSize until then): L0 fills and drains,
+//     so the tree is over the average while L0 is fuller than that and
+//     under it while L0 is emptier; and L0's target, to which the fit
+//     gives a wide budget (a lookup meets every sublevel), is held close
+//     enough to the levels below that this swing stays within 1% of the
+//     average, as long as L0 holds no more than that many sublevels;
 //   - each level owes what its live tables spend under its target
 //     (tables written under an earlier allocation, tables a compaction
 //     moved down without rewriting them, small tables' filters rounded
@@ -84,6 +89,8 @@ func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBu
 	pebblecore.CheckBitsPerKey("tablefilter", avgBitsPerKey)
 	budgets := LevelBudgets(ModelLevelShape(opts), avgBitsPerKey)
 	a := &AdaptiveBudgets{pebblecore.NewAdaptive("tablefilter", avgBitsPerKey, budgets)}
+	runs, runBytes := l0Model(opts)
+	a.core.Tuner.ModelL0(runs, runBytes)
 	for l := range opts.Levels {
 		opts.Levels[l].FilterPolicy = adaptivePolicy{a.core.Tuner, l}
 	}

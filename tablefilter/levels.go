@@ -48,6 +48,16 @@ func ModelLevelShape(opts *pebble.Options) LevelShape {
 		float64(o.MemTableSize), float64(max(o.LBaseMaxBytes, 1))))
 }
 
+// l0Model returns how full opts let L0 get: L0CompactionThreshold
+// sublevels of about MemTableSize bytes each, Pebble's defaults for unset
+// fields; opts is not modified.
+func l0Model(opts *pebble.Options) (runs, runBytes float64) {
+	o := opts.Clone()
+	o.Filters = nil // as in ModelLevelShape
+	o.EnsureDefaults()
+	return float64(o.L0CompactionThreshold), float64(o.MemTableSize)
+}
+
 // MeasuredLevelShape is the shape of a live store, from DB.Metrics: the
 // bytes of each level's tables and L0's sublevel count.
 func MeasuredLevelShape(m *pebble.Metrics) LevelShape {

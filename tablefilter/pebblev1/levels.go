@@ -38,21 +38,29 @@ func ModelLevelShape(opts *pebble.Options) LevelShape {
 	// the event listener, and wraps a nil FS in a disk-health checker that
 	// runs a goroutine: take the defaults from options of our own.
 	d := (&pebble.Options{FS: vfs.Default}).EnsureDefaults()
-	mult, runs := opts.Experimental.LevelMultiplier, opts.L0CompactionThreshold
-	mem, lbase := opts.MemTableSize, opts.LBaseMaxBytes
+	mult, lbase := opts.Experimental.LevelMultiplier, opts.LBaseMaxBytes
+	runs, mem := l0Model(opts, d)
 	if mult <= 0 {
 		mult = d.Experimental.LevelMultiplier
 	}
+	if lbase <= 0 {
+		lbase = d.LBaseMaxBytes
+	}
+	return LevelShape(pebblecore.ModelShape(mult, runs, float64(mem), float64(lbase)))
+}
+
+// l0Model returns how full opts let L0 get: L0CompactionThreshold
+// sublevels of about MemTableSize bytes each, d's (Pebble's defaults) for
+// unset fields.
+func l0Model(opts, d *pebble.Options) (runs int, mem uint64) {
+	runs, mem = opts.L0CompactionThreshold, opts.MemTableSize
 	if runs <= 0 {
 		runs = d.L0CompactionThreshold
 	}
 	if mem <= 0 {
 		mem = d.MemTableSize
 	}
-	if lbase <= 0 {
-		lbase = d.LBaseMaxBytes
-	}
-	return LevelShape(pebblecore.ModelShape(mult, runs, float64(mem), float64(lbase)))
+	return runs, mem
 }
 
 // MeasuredLevelShape is the shape of a live store, from DB.Metrics: the

@@ -170,8 +170,9 @@ func (t Tree) BitsPerKey() float64 {
 }
 
 // BitsPerKeyBelowL0 is the tree's filter bits per key over the levels
-// below L0, the average the self-tuning setup holds (its L0 spends on
-// top: tablefilter.AdaptiveBudgets).
+// below L0, whose keys stay in the tree when L0 drains (the self-tuning
+// setup holds the average over the whole tree as L0 fills and drains:
+// tablefilter.AdaptiveBudgets).
 func (t Tree) BitsPerKeyBelowL0() float64 {
 	var bytes, keys uint64
 	for _, li := range t.Levels[1:] {

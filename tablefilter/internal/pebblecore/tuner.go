@@ -47,7 +47,9 @@ type Tuner struct {
 	ring     []ledgerKey          // the ledger's keys, oldest overwritten first
 	next     int
 
-	mu sync.Mutex // serialises refits
+	mu         sync.Mutex // serialises refits
+	l0Runs     float64    // L0's sublevels at its fullest (ModelL0); under mu
+	l0RunBytes float64    // the bytes of one L0 sublevel; under mu
 }
 
 // debts is what each level's live filters owe (see Tuner): their
@@ -223,34 +225,102 @@ func (t *Tuner) record(k ledgerKey, distinct uint64) {
 }
 
 // targetsFor scales budgets, a grid allocation, so that they spend avg
-// bits per key over the levels below L0 of shape (over L0 while nothing
-// lies below it, and unscaled for an empty shape): the grid seldom spends
-// an average exactly, and a level's target need not be a grid point.
+// bits per key over the whole tree of shape, L0 counted at half l0Full
+// (its share of the keys at its fullest) rather than at the keys it holds
+// now; over L0 alone while nothing lies below it, and unscaled for
+// an empty shape. The grid seldom spends an average exactly, and a
+// level's target need not be a grid point.
 //
-// L0's tables live only until a compaction carries their keys into Lbase,
-// and the fit gives them wide budgets (a lookup meets every L0 sublevel):
-// holding the average over them too would lower every level's target
-// while L0 is full, and leave the tree under the average once L0 drains.
-// So the average holds over the levels keys stay on, and L0's small share
-// of the keys spends its own budget on top while it lives.
-func targetsFor(shape LevelShape, budgets [NumLevels]float64, avg float64) [NumLevels]float64 {
-	var k, s float64
-	for pass := 0; pass < 2 && k == 0; pass++ {
-		for l, w := range shape.Keys {
-			if (pass == 0) == (l > 0) && w > 0 && !math.IsInf(w, 0) {
-				k, s = k+w, s+w*budgets[l]
-			}
+// L0's keys come and go: flushes fill it and a compaction carries them
+// into Lbase, and the fit gives its tables wide budgets (a lookup meets
+// every L0 sublevel). Counting L0 at the keys it holds now would lower
+// every level's target while L0 is full, for tables that outlive L0's,
+// and leave the tree under the average once L0 drains; leaving it out
+// would put the tree over the average by L0's whole surplus while L0 is
+// full. Counted at half its fullest share, L0's surplus at its fullest
+// and its absence once drained put the tree over and under the average
+// by the same amount: half of L0's surplus at its fullest. So L0's target
+// is held at most l0Swing × avg / (half its fullest share) above the
+// average target of the levels below, and L0's filling and draining move
+// the tree's live average by at most l0Swing of the average asked,
+// whatever the fit chose, as long as L0 is no fuller than l0Full.
+func targetsFor(shape LevelShape, budgets [NumLevels]float64, avg, l0Full float64) [NumLevels]float64 {
+	var below, spend float64
+	for l, w := range shape.Keys {
+		if l > 0 && w > 0 && !math.IsInf(w, 0) {
+			below, spend = below+w, spend+w*budgets[l]
 		}
 	}
-	scale := 1.0
-	if k > 0 && s > 0 {
-		scale = avg * k / s
+	scale, t0 := 1.0, budgets[0]
+	switch {
+	case below > 0 && spend > 0:
+		share := max(0, min(maxL0Share, l0Full/2))
+		w0 := below * share / (1 - share)
+		scale = avg * (below + w0) / (spend + w0*budgets[0])
+		t0 = budgets[0] * scale
+		if share > 0 {
+			// L0 at most surplus over the levels below: solve
+			// w0*(spend*scale/below+surplus) + spend*scale = avg*(below+w0).
+			surplus := l0Swing * avg / share
+			if t0 > spend*scale/below+surplus {
+				scale = (avg*(below+w0) - w0*surplus) * below / (spend * (below + w0))
+				t0 = spend*scale/below + surplus
+			}
+		}
+	case shape.Keys[0] > 0 && !math.IsInf(shape.Keys[0], 0):
+		scale = avg / budgets[0] // nothing below L0: L0 alone spends the average
+		t0 = avg
 	}
 	var out [NumLevels]float64
 	for l, b := range budgets {
+		if l == 0 {
+			b = t0 / scale
+		}
 		out[l] = max(MinBitsPerKey, min(MaxBitsPerKey, b*scale))
 	}
 	return out
+}
+
+// l0Swing bounds what L0's coming and going moves the tree's live average
+// by, as a share of the average asked (see targetsFor).
+const l0Swing = 0.01
+
+// maxL0Share bounds the share of the keys targetsFor counts L0 at.
+const maxL0Share = 0.5
+
+// ModelL0 tells the tuner how full L0 gets: runs sublevels (the store's
+// L0CompactionThreshold) of about runBytes each (its memtable size, until
+// a refit measures L0's sublevels). It is called before the store opens;
+// a tuner never told takes L0's fullest to be L0 as each refit finds it.
+func (t *Tuner) ModelL0(runs, runBytes float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.l0Runs, t.l0RunBytes = max(runs, 1), runBytes
+}
+
+// l0FullShare returns L0's share of the tree at its fullest, from shape in
+// the bytes of each level's tables (as the adapters measure it): the
+// modelled sublevels at the bytes of a sublevel L0 last held, or its
+// share now if that is more. It is called with t.mu held.
+func (t *Tuner) l0FullShare(shape LevelShape) float64 {
+	var below float64
+	for l, w := range shape.Keys {
+		if l > 0 && w > 0 && !math.IsInf(w, 0) {
+			below += w
+		}
+	}
+	w0 := shape.Keys[0]
+	if w0 <= 0 || math.IsInf(w0, 0) {
+		w0 = 0
+	}
+	if w0 > 0 && shape.L0Runs >= 1 {
+		t.l0RunBytes = w0 / shape.L0Runs
+	}
+	if below == 0 {
+		return 0
+	}
+	full := max(w0, t.l0Runs*t.l0RunBytes)
+	return full / (below + full)
 }
 
 // LiveTable is one live table's filter, as its properties record it.
@@ -335,12 +405,13 @@ func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, chang
 		}
 		allKeys, allBits = allKeys+k, allBits+b
 	}
+	l0Full := t.l0FullShare(shape)
 	if allKeys > 0 {
 		live = allBits / allKeys
 		shape.Keys = keys
 	}
 	budgets := LevelBudgets("pebblecore", shape, t.asked)
-	targets := targetsFor(shape, budgets, t.asked)
+	targets := targetsFor(shape, budgets, t.asked, l0Full)
 	var targetBits [NumLevels]float64
 	for l, b := range budgets {
 		if t.budgets[l].Swap(math.Float64bits(b)) != math.Float64bits(b) {

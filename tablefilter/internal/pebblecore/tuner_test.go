@@ -206,3 +206,73 @@ func TestRefitLoop(t *testing.T) {
 	}
 	loop.Stop() // idempotent
 }
+
+// TestTargetsHoldTheTreeAverageAsL0Fills: on fitted shapes whose L0 fills
+// from empty to its modelled fullest, the targets, weighted by the keys
+// each level holds at every fill, spend the average asked within l0Swing
+// (and a rounding hair), however wide the fit makes L0; and the levels
+// below L0 keep the fit's proportions.
+func TestTargetsHoldTheTreeAverageAsL0Fills(t *testing.T) {
+	for _, avg := range []float64{6, 10, 14} {
+		for _, full := range []float64{0.01, 0.05, 0.2, 0.45} {
+			for _, mult := range []int{4, 10} {
+				var shape LevelShape
+				shape.Keys[NumLevels-1] = 1
+				for l := NumLevels - 2; l >= 3; l-- {
+					shape.Keys[l] = shape.Keys[l+1] / float64(mult)
+				}
+				var below float64
+				for _, w := range shape.Keys[1:] {
+					below += w
+				}
+				shape.Keys[0] = below * full / (1 - full)
+				shape.L0Runs = 4
+				budgets := LevelBudgets("test", shape, avg)
+				targets := targetsFor(shape, budgets, avg, full)
+				if r := targets[NumLevels-1] / targets[NumLevels-2]; math.Abs(r-budgets[NumLevels-1]/budgets[NumLevels-2]) > 1e-9 {
+					t.Errorf("avg %v full %v: L6/L5 targets %v, budgets %v", avg, full, targets, budgets)
+				}
+				for _, fill := range []float64{0, 0.25, 0.5, 0.75, 1} {
+					w0 := below * fill * full / (1 - fill*full)
+					spent := w0 * targets[0]
+					for l := 1; l < NumLevels; l++ {
+						spent += shape.Keys[l] * targets[l]
+					}
+					got := spent / (below + w0)
+					if math.Abs(got/avg-1) > l0Swing+1e-3 {
+						t.Errorf("avg %v full %v mult %d, L0 %.0f%% full: the tree spends %.3f (targets %v, budgets %v)",
+							avg, full, mult, 100*fill, got, targets, budgets)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestL0FullShare: L0 at its fullest is the modelled sublevels at the
+// bytes of a sublevel L0 last held (the memtable's until one is seen),
+// or L0 as it stands if that is more.
+func TestL0FullShare(t *testing.T) {
+	var b [NumLevels]float64
+	for l := range b {
+		b[l] = 10
+	}
+	tu := NewTuner("test", 10, b)
+	tu.ModelL0(4, 50)
+	shape := LevelShape{Keys: [NumLevels]float64{0, 0, 0, 0, 0, 100, 900}}
+	if got, want := tu.l0FullShare(shape), 200.0/1200; math.Abs(got-want) > 1e-12 {
+		t.Errorf("from the memtable: %v, want %v", got, want)
+	}
+	shape.Keys[0], shape.L0Runs = 200, 2
+	if got, want := tu.l0FullShare(shape), 400.0/1400; math.Abs(got-want) > 1e-12 {
+		t.Errorf("from L0's sublevels: %v, want %v", got, want)
+	}
+	shape.Keys[0], shape.L0Runs = 0, 0
+	if got, want := tu.l0FullShare(shape), 400.0/1400; math.Abs(got-want) > 1e-12 {
+		t.Errorf("L0 drained: %v, want %v (the last sublevel's bytes)", got, want)
+	}
+	shape.Keys[0], shape.L0Runs = 3000, 6
+	if got, want := tu.l0FullShare(shape), 3000.0/4000; math.Abs(got-want) > 1e-12 {
+		t.Errorf("L0 over its model: %v, want %v", got, want)
+	}
+}
