@@ -126,7 +126,10 @@ func TestAdaptiveBudgetsV1(t *testing.T) {
 		}
 		t.Logf("%s: %d tables on %d levels, live %.3f bits/key (tuner counts %.3f over %d keys), budgets %v",
 			what, tables, populated, live, own, ownKeys, tuned.Budgets())
-		if slack := float64(tables) / float64(n/2); live < avg*(0.97-slack) || live > avg*(1.03+slack) {
+		// Within 6%, as in tablefilter's TestAdaptiveBudgetsPebble, for the
+		// same reason: a small tree whose end depends on when compactions
+		// land; the 2% goal is the benchmark's.
+		if slack := float64(tables) / float64(n/2); live < avg*(0.94-slack) || live > avg*(1.06+slack) {
 			t.Errorf("%s: live tree spends %.3f bits/key, asked %v", what, live, avg)
 		}
 		it, err := db.NewIter(&pebble.IterOptions{UseL6Filters: true})
