@@ -71,8 +71,9 @@ built three ways, each named for the policy that writes it: lsmcuckoo
 (NewDensestPolicy, version 3's densest layout) and lsmcuckoo-v4
 (NewV4Policy, format version 4). It reports bits/key, false-positive rate
 with its 95% interval, build ns/key, hot and cold lookup ns, and false
-negatives (any is a bug: the key is printed and the exit status is 1). Binary fuse is shown at each of its widths beside
-the bloom of nearest size, and, at each budget, the widest fuse that fits it.
+negatives (any is a bug: the key is printed and the exit status is 1).
+Binary fuse is shown at each of its widths beside the bloom of nearest
+size, and, at each budget, the widest fuse that fits it.
 
 Absent keys come from -absent, or are made two ways and reported both:
 "shaped" (your keys with a neighbouring counter or a changed last byte) and
