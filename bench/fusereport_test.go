@@ -27,7 +27,7 @@ func TestFuseLineupAtFuseBytes(t *testing.T) {
 		bytesOf[r.Family] = r.Bytes
 	}
 	for _, f := range fams {
-		if f.Kind != "lsmcuckoo" && f.Kind != "lsmcuckoo-densest" {
+		if f.Kind != "lsmcuckoo" && f.Kind != "lsmcuckoo-densest" && f.Kind != "lsmcuckoo-v4" {
 			continue
 		}
 		found := false
@@ -49,6 +49,9 @@ func TestFuseLineupAtFuseBytes(t *testing.T) {
 		if !strings.Contains(string(md), "| binary-fuse/"+w+" | ") {
 			t.Errorf("report lacks the fuse comparison for width %s", w)
 		}
+	}
+	if !strings.Contains(string(md), "lsmcuckoo bits/key (v4 / default / densest)") {
+		t.Errorf("report's fuse table does not name version 4 and version 3's layouts in its columns")
 	}
 	if !strings.Contains(string(md), "Against binary fuse at equal bytes") {
 		t.Errorf("report lacks the fuse comparison")

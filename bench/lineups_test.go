@@ -28,12 +28,14 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 		for _, c := range []struct {
 			prefix, kind string
 			version      int
+			policy       string // the Pebble policy's name: the one a user sets
 		}{
-			{"lsmcuckoo", "lsmcuckoo", 3},
-			{"lsmcuckoo-densest", "lsmcuckoo-densest", 3},
-			{"lsmcuckoo-v2", "lsmcuckoo-v2", 2},
-			{"lsmcuckoo-v1", "lsmcuckoo-v1", 1},
-			{"pebble-bloom", "pebble-bloom", 0},
+			{"lsmcuckoo", "lsmcuckoo", 3, "lsmcuckoo.v3.bpk="},
+			{"lsmcuckoo-densest", "lsmcuckoo-densest", 3, "lsmcuckoo.v3.densest.bpk="},
+			{"lsmcuckoo-v4", "lsmcuckoo-v4", 4, "lsmcuckoo.v4.bpk="},
+			{"lsmcuckoo-v2", "lsmcuckoo-v2", 2, "lsmcuckoo.v2.bpk="},
+			{"lsmcuckoo-v1", "lsmcuckoo-v1", 1, "lsmcuckoo.v1.bpk="},
+			{"pebble-bloom", "pebble-bloom", 0, ""},
 		} {
 			name := fmt.Sprintf("%s/%d", c.prefix, b)
 			fam, ok := byName[name]
@@ -50,6 +52,9 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 			if fam.Policy == nil {
 				t.Fatalf("%s does not build through its Pebble policy", name)
 			}
+			if want := fmt.Sprintf("%s%d", c.policy, b); fam.Policy.Name() != want {
+				t.Errorf("%s builds through policy %q, want %q", name, fam.Policy.Name(), want)
+			}
 			w := fam.Policy.NewWriter(pebble.TableFilter)
 			for _, k := range keys {
 				w.AddKey(k)
@@ -63,10 +68,10 @@ func TestCoreFamiliesCompareVersions(t *testing.T) {
 			}
 		}
 	}
-	if len(fams) != 5*len(budgets) {
-		t.Errorf("coreFamilies(%v) has %d families, want 5 per budget", budgets, len(fams))
+	if len(fams) != 6*len(budgets) {
+		t.Errorf("coreFamilies(%v) has %d families, want 6 per budget", budgets, len(fams))
 	}
-	if all := coreFamilies(); len(all) != 5*9 || all[0].Name != "lsmcuckoo/8" || all[len(all)-1].Name != "pebble-bloom/16" {
-		t.Errorf("coreFamilies() = %d families from %s to %s, want 5 per budget 8..16", len(all), all[0].Name, all[len(all)-1].Name)
+	if all := coreFamilies(); len(all) != 6*9 || all[0].Name != "lsmcuckoo/8" || all[len(all)-1].Name != "pebble-bloom/16" {
+		t.Errorf("coreFamilies() = %d families from %s to %s, want 6 per budget 8..16", len(all), all[0].Name, all[len(all)-1].Name)
 	}
 }

@@ -112,8 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	levels := fs.Bool("levels", false, "run only the Pebble database level's per-level line-up at equal filter bytes: lsmcuckoo fitted to the tree and self-tuning, binary fuse with widths fitted per level by the same allocator, Pebble master's presets, bloom/10")
 	coldMiB := fs.Int("cold-mib", 0, "memory the cold-lookup copies of each filter spread over (default: the mode's)")
 	unaligned := fs.Bool("unaligned", false, "also time lookups on filters starting 1..63 bytes past a 64-byte boundary")
-	fuse := fs.Bool("fuse", false, "filter level: binary fuse at widths 8, 10, 12 and 16 beside lsmcuckoo's default and densest layouts at each fuse's bits/key, Pebble's bloom and Badger's y.Filter")
-	core := fs.String("core", "", "filter level: only lsmcuckoo v3 (the default and densest), v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
+	fuse := fs.Bool("fuse", false, "filter level: binary fuse at widths 8, 10, 12 and 16 beside lsmcuckoo's version 4 and version 3's default and densest layouts at each fuse's bits/key, Pebble's bloom and Badger's y.Filter")
+	core := fs.String("core", "", "filter level: only lsmcuckoo v3 (the default and densest), v4, v2 and v1 beside Pebble's bloom, at these comma-separated bits/key (\"all\": 8..16)")
 	if err := fs.Parse(args); err != nil {
 		return benchFlags{}, err
 	}

@@ -31,7 +31,7 @@ func TestReportTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"lsmcuckoo/9.6", "lsmcuckoo-v2/10", "lsmcuckoo-v1/10", "pebble-bloom/10", "| lsmcuckoo-v2/10 |", "- Format version 3 vs 2: `lsmcuckoo/10` vs `lsmcuckoo-v2/10`", "- Version 3's layouts, default vs densest: `lsmcuckoo/10` vs `lsmcuckoo-densest/10`", "lsmcuckoo-densest/9.6", "badger-bloom/default", "binary-fuse/8", "### 1000 keys", "## Pebble database level", "fpr-vs-bits-1000.svg", "frontier-1000.svg", "pebble-gets.svg", "## Memtable filter", "| memfilter |", "## kvdemo level", "| cuckoo | 100% |"} {
+	for _, want := range []string{"lsmcuckoo/9.6", "lsmcuckoo-v2/10", "lsmcuckoo-v1/10", "pebble-bloom/10", "| lsmcuckoo-v2/10 |", "- Format version 3 vs 2: `lsmcuckoo/10` vs `lsmcuckoo-v2/10`", "- Version 3's layouts, default vs densest: `lsmcuckoo/10` vs `lsmcuckoo-densest/10`", "lsmcuckoo-densest/9.6", "lsmcuckoo-v4/9.6", "| lsmcuckoo-v4/10 |", "- Format version 4 vs version 3's densest layout: `lsmcuckoo-v4/10` vs `lsmcuckoo-densest/10`", "badger-bloom/default", "binary-fuse/8", "### 1000 keys", "## Pebble database level", "fpr-vs-bits-1000.svg", "frontier-1000.svg", "pebble-gets.svg", "## Memtable filter", "| memfilter |", "## kvdemo level", "| cuckoo | 100% |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}

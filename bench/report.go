@@ -187,6 +187,7 @@ const (
 	perLevelModel   = "lsmcuckoo/levels-10"
 	uniformCuckoo   = "lsmcuckoo/10"
 	uniformDensest  = "lsmcuckoo-densest/10"
+	uniformCuckooV4 = "lsmcuckoo-v4/10"
 	uniformCuckooV2 = "lsmcuckoo-v2/10"
 	progressiveName = "pebble-bloom/progressive"
 	fittedBloom     = "pebble-bloom/levels-10-fit"
@@ -398,7 +399,12 @@ func writePebbleTargets(w io.Writer, res pebbleResults, savings []dbbench.Saving
 		x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentPrefix, 0, fpReads)), x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, 0, fpReads)),
 		x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentGet, L, probesPerS)),
 		x(res.ratio(uniformCuckoo, uniformDensest, dbbench.AbsentPrefix, L, probesPerS)))
-	for _, pol := range []string{uniformCuckoo, uniformDensest, uniformCuckooV2, perLevelFit} {
+	fmt.Fprintf(w, "- Format version 4 vs version 3's densest layout: `%s` vs `%s`: FP reads per absent prefix seek %s, per absent Get %s; absent Gets/s in memory %s, with latency %s; absent prefix seeks/s with latency %s.\n",
+		uniformCuckooV4, uniformDensest,
+		x(res.ratio(uniformCuckooV4, uniformDensest, dbbench.AbsentPrefix, 0, fpReads)), x(res.ratio(uniformCuckooV4, uniformDensest, dbbench.AbsentGet, 0, fpReads)),
+		x(res.ratio(uniformCuckooV4, uniformDensest, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(uniformCuckooV4, uniformDensest, dbbench.AbsentGet, L, probesPerS)),
+		x(res.ratio(uniformCuckooV4, uniformDensest, dbbench.AbsentPrefix, L, probesPerS)))
+	for _, pol := range []string{uniformCuckoo, uniformDensest, uniformCuckooV4, uniformCuckooV2, perLevelFit} {
 		fmt.Fprintf(w, "- `%s` vs `%s`: absent Get %s in memory, %s with latency (goal ≥ 1.0×); present Get %s, %s (goal ≥ 0.98×); absent prefix seeks in memory %s (goal ≥ 1.0×).\n",
 			pol, dbbench.SavingBaseline,
 			x(res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentGet, L, probesPerS)),
@@ -406,11 +412,17 @@ func writePebbleTargets(w io.Writer, res pebbleResults, savings []dbbench.Saving
 			x(res.ratio(pol, dbbench.SavingBaseline, dbbench.AbsentPrefix, 0, probesPerS)))
 	}
 	for _, fuse := range []string{fuse8, fuse10} {
-		fmt.Fprintf(w, "- Against `%s` (compare the filter bytes above): FP reads per absent prefix seek `%s` %s, `%s` %s; per absent Get %s, %s; absent prefix seeks/s with %v per read %s, %s; absent Gets/s in memory %s, %s.\n",
-			fuse, uniformCuckoo, x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, 0, fpReads)), uniformDensest, x(res.ratio(uniformDensest, fuse, dbbench.AbsentPrefix, 0, fpReads)),
-			x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, fpReads)), x(res.ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, fpReads)),
-			L, x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentPrefix, L, probesPerS)), x(res.ratio(uniformDensest, fuse, dbbench.AbsentPrefix, L, probesPerS)),
-			x(res.ratio(uniformCuckoo, fuse, dbbench.AbsentGet, 0, probesPerS)), x(res.ratio(uniformDensest, fuse, dbbench.AbsentGet, 0, probesPerS)))
+		line := fmt.Sprintf("- Against `%s` (compare the filter bytes above):", fuse)
+		for i, pol := range []string{uniformCuckooV4, uniformCuckoo, uniformDensest} {
+			sep := ";"
+			if i == 0 {
+				sep = ""
+			}
+			line += fmt.Sprintf("%s `%s`: FP reads per absent prefix seek %s, per absent Get %s; absent prefix seeks/s with %v per read %s; absent Gets/s in memory %s",
+				sep, pol, x(res.ratio(pol, fuse, dbbench.AbsentPrefix, 0, fpReads)), x(res.ratio(pol, fuse, dbbench.AbsentGet, 0, fpReads)),
+				L, x(res.ratio(pol, fuse, dbbench.AbsentPrefix, L, probesPerS)), x(res.ratio(pol, fuse, dbbench.AbsentGet, 0, probesPerS)))
+		}
+		fmt.Fprintln(w, line+".")
 	}
 	for _, sv := range savings {
 		fmt.Fprintf(w, "- At `%s`'s FP reads, %s uses %.0f%% fewer filter bytes (goal ≥ 25%%).\n", dbbench.SavingBaseline, sv.Family, 100*(1-sv.FilterBytes/float64(sv.BaselineBytes)))

@@ -5,6 +5,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -84,6 +87,43 @@ func BenchmarkLookupCold(b *testing.B) {
 			sinkHole += maybe
 			b.ReportMetric(cs.mib(), "MiB")
 		})
+	}
+}
+
+// TestCuckooFamiliesNameTheirPolicy: each lsmcuckoo family's printed
+// name says the policy a user would set to get what it measures: the
+// densest family is version 3's densest layout (NewDensestPolicy), the v4
+// family is format version 4 (NewV4Policy), and their blocks are of that
+// version.
+func TestCuckooFamiliesNameTheirPolicy(t *testing.T) {
+	keys := keysFor(1000)
+	for _, c := range []struct {
+		fam        Family
+		name, kind string
+		policy     string
+		version    int
+	}{
+		{Cuckoo(10), "lsmcuckoo/10", "lsmcuckoo", "lsmcuckoo.v3.bpk=10", 3},
+		{CuckooDensest(10), "lsmcuckoo-densest/10", "lsmcuckoo-densest", "lsmcuckoo.v3.densest.bpk=10", 3},
+		{CuckooDensest(9.6), "lsmcuckoo-densest/9.6", "lsmcuckoo-densest", "lsmcuckoo.v3.densest.bpk=9.6", 3},
+		{CuckooV4(10), "lsmcuckoo-v4/10", "lsmcuckoo-v4", "lsmcuckoo.v4.bpk=10", 4},
+		{CuckooV4(9.6), "lsmcuckoo-v4/9.6", "lsmcuckoo-v4", "lsmcuckoo.v4.bpk=9.6", 4},
+	} {
+		if c.fam.Name != c.name || c.fam.Kind != c.kind || c.fam.Policy == nil || c.fam.Policy.Name() != c.policy {
+			t.Errorf("family %q (kind %q) builds through %v, want %q (kind %q) through %q", c.fam.Name, c.fam.Kind, c.fam.Policy, c.name, c.kind, c.policy)
+			continue
+		}
+		w := c.fam.Policy.NewWriter(pebble.TableFilter)
+		for _, k := range keys {
+			w.AddKey(k)
+		}
+		d, err := codec.Decode(w.Finish(nil))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := d.Info().Version; got != c.version {
+			t.Errorf("%s writes format version %d, want %d", c.name, got, c.version)
+		}
 	}
 }
 

@@ -23,8 +23,8 @@ func cuckooV1(bitsPerKey float64) Family {
 func testFamilies() []Family {
 	var fams []Family
 	for _, b := range []int{10, 16} {
-		fams = append(fams, Cuckoo(float64(b)), CuckooDensest(float64(b)), cuckooV2(float64(b)), cuckooV1(float64(b)),
+		fams = append(fams, Cuckoo(float64(b)), CuckooDensest(float64(b)), CuckooV4(float64(b)), cuckooV2(float64(b)), cuckooV1(float64(b)),
 			PebbleBloom(b), BadgerBloom(b))
 	}
-	return append(fams, Cuckoo(9.6), CuckooDensest(15.9), PebbleBloom(6), BadgerBloom(0), BinaryFuse(4), BinaryFuse(8), BinaryFuse(10), BinaryFuse(12), BinaryFuse(16))
+	return append(fams, Cuckoo(9.6), CuckooDensest(15.9), CuckooV4(9.6), PebbleBloom(6), BadgerBloom(0), BinaryFuse(4), BinaryFuse(8), BinaryFuse(10), BinaryFuse(12), BinaryFuse(16))
 }

@@ -8,9 +8,9 @@ import (
 )
 
 // BenchmarkLookupRatio is BuildRatio's counterpart for negative lookups:
-// at each budget, version 3's default layout and its densest layout, each
-// timed right before Pebble's bloom filter of the same bits/key in every
-// round (hot: one filter in a loop; cold: copies over 256 MiB, a random
+// at each budget, version 3's default layout, its densest layout and
+// format version 4, each timed right before Pebble's bloom filter of the
+// same bits/key in every round (hot: one filter in a loop; cold: copies over 256 MiB, a random
 // copy per lookup, a loop of independent lookups; latency: the same lookups
 // one at a time), through their Pebble policies; it reports the median
 // over rounds of the per-round ratios, and the rate each lets through.
@@ -22,7 +22,7 @@ func BenchmarkLookupRatio(b *testing.B) {
 	for _, n := range []int{100_000, 1_000_000} {
 		keys := testkeys.Random(n, 16, 11)
 		for _, bpk := range []int{8, 10, 12, 16} {
-			fams := []Family{Cuckoo(float64(bpk)), CuckooDensest(float64(bpk)), PebbleBloom(bpk)}
+			fams := []Family{Cuckoo(float64(bpk)), CuckooDensest(float64(bpk)), CuckooV4(float64(bpk)), PebbleBloom(bpk)}
 			var filters []filter
 			var cold []*coldSet
 			for i, fam := range fams {

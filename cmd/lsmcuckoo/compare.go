@@ -64,12 +64,16 @@ func newCompareFlags(stderr io.Writer) (*flag.FlagSet, *compareFlags) {
        lsmcuckoo compare -from DIR [flags]
 
 Builds, on your keys, Pebble's bloom filter, Badger's y.Filter, binary fuse
-filters (the filter Pebble's unreleased master adopts) and lsmcuckoo (default
-and densest layouts) at each budget, and reports against Pebble's bloom at the
-same budget: bits/key, false-positive rate with its 95% interval, build ns/key,
-hot and cold lookup ns, and false negatives (any is a bug: the key is printed
-and the exit status is 1). Binary fuse is shown at each of its widths beside
-the bloom of nearest size, and, at each budget, the widest fuse that fits it.
+filters (the filter Pebble's unreleased master adopts) and lsmcuckoo at each
+budget, and reports against Pebble's bloom at the same budget. lsmcuckoo is
+built three ways, each named for the policy that writes it: lsmcuckoo
+(tablefilter.NewPolicy, format version 3), lsmcuckoo-densest
+(NewDensestPolicy, version 3's densest layout) and lsmcuckoo-v4
+(NewV4Policy, format version 4). It reports bits/key, false-positive rate
+with its 95% interval, build ns/key, hot and cold lookup ns, and false
+negatives (any is a bug: the key is printed and the exit status is 1).
+Binary fuse is shown at each of its widths beside the bloom of nearest
+size, and, at each budget, the widest fuse that fits it.
 
 Absent keys come from -absent, or are made two ways and reported both:
 "shaped" (your keys with a neighbouring counter or a changed last byte) and
@@ -357,7 +361,8 @@ type group struct {
 var extraFamily func(bitsPerKey int) filterbench.Family
 
 // groups returns the line-up at one table size: at each budget, Pebble's
-// bloom, Badger's bloom, lsmcuckoo default and densest and the widest binary
+// bloom, Badger's bloom, lsmcuckoo's default, densest and version-4
+// policies (each family named for the policy a user sets) and the widest binary
 // fuse whose bits/key on these keys fit the budget; then each fuse width
 // beside the bloom of nearest whole bits/key.
 func groups(budgets []int, keys [][]byte) ([]group, []string) {
@@ -370,7 +375,7 @@ func groups(budgets []int, keys [][]byte) ([]group, []string) {
 	for _, b := range budgets {
 		g := group{Budget: b, Role: "budget", Fams: []filterbench.Family{filterbench.PebbleBloom(b), filterbench.BadgerBloom(b)}}
 		if b >= tablefilter.MinBitsPerKey {
-			g.Fams = append(g.Fams, filterbench.Cuckoo(float64(b)), filterbench.CuckooDensest(float64(b)))
+			g.Fams = append(g.Fams, filterbench.Cuckoo(float64(b)), filterbench.CuckooDensest(float64(b)), filterbench.CuckooV4(float64(b)))
 		} else {
 			notes = append(notes, fmt.Sprintf("%d bits/key: below lsmcuckoo's least budget (%d), lsmcuckoo is not built", b, tablefilter.MinBitsPerKey))
 		}

@@ -127,7 +127,7 @@ func TestCompareKeyFiles(t *testing.T) {
 				t.Errorf("%s: %s not written: %v", enc, f, err)
 			}
 		}
-		if !strings.Contains(stdout, "Tables of 2000 keys") || !strings.Contains(stdout, "lsmcuckoo-densest/12") {
+		if !strings.Contains(stdout, "Tables of 2000 keys") || !strings.Contains(stdout, "lsmcuckoo-densest/12") || !strings.Contains(stdout, "lsmcuckoo-v4/12") {
 			t.Errorf("%s: the terminal table lacks rows:\n%s", enc, stdout)
 		}
 		checkRows(t, r)
@@ -183,7 +183,7 @@ func checkRows(t *testing.T, r *compareReport) {
 	}
 	for _, n := range r.TableKeys {
 		for _, b := range r.Budgets {
-			want := []string{"pebble-bloom", "badger-bloom", "lsmcuckoo", "lsmcuckoo-densest", "binary-fuse"}
+			want := []string{"pebble-bloom", "badger-bloom", "lsmcuckoo", "lsmcuckoo-densest", "lsmcuckoo-v4", "binary-fuse"}
 			if got := kinds[[2]int{n, b}]; !slices.Equal(got, want) {
 				t.Errorf("%d keys, budget %d: families %v, want %v", n, b, got, want)
 			}

@@ -20,7 +20,7 @@ var Progressive = [7]int{16, 16, 16, 16, 14, 10, 8}
 
 // Policies are the report's compared configurations: no filter (first: its
 // tree gives the shape FittedLevels fits to), uniform bloom and lsmcuckoo
-// (format version 3, the default, its densest layout, and version 2) at
+// (format version 3, the default, its densest layout, version 4, and version 2) at
 // 10 bits per key,
 // lsmcuckoo per level averaging 10 as
 // tablefilter.SetLevelPolicies models the tree and as fitted to the
@@ -38,6 +38,7 @@ func Policies() []Policy {
 		Uniform("pebble-bloom/10", bloom.FilterPolicy(10)),
 		UniformCuckoo(10),
 		UniformCuckooDensest(10),
+		UniformCuckooV4(10),
 		UniformCuckooV2(10),
 		{Name: "lsmcuckoo/levels-10", Apply: func(o *pebble.Options) { tablefilter.SetLevelPolicies(o, 10) }},
 		FittedLevels(10),
@@ -75,6 +76,12 @@ func FittedLevels(avg float64) Policy {
 // (tablefilter.NewDensestPolicy) at b bits per key on every level.
 func UniformCuckooDensest(b float64) Policy {
 	return Uniform(fmt.Sprintf("lsmcuckoo-densest/%g", b), tablefilter.NewDensestPolicy(b))
+}
+
+// UniformCuckooV4 is lsmcuckoo in format version 4
+// (tablefilter.NewV4Policy) at b bits per key on every level.
+func UniformCuckooV4(b float64) Policy {
+	return Uniform(fmt.Sprintf("lsmcuckoo-v4/%g", b), tablefilter.NewV4Policy(b))
 }
 
 // UniformCuckooV2 is lsmcuckoo in format version 2 (tablefilter.NewV2Policy)
