@@ -172,11 +172,14 @@ type pebbleModule struct {
 	why    string // how the store was found to be this module's
 	open   func(dir string) (*pebblestore.Snapshot, error)
 	sample func(dir string, add func([]byte)) (*pebblestore.Sample, error)
+	// filterKeys names a table whose filter does not hold whole keys
+	// (pebblestore.ForeignSplit).
+	filterKeys func(dir string) (table, how string, err error)
 }
 
 var (
-	pebbleV1 = pebbleModule{module: pebblestore.ModuleV1, name: "Pebble v1", open: pebble1store.Open, sample: pebble1store.SampleKeys}
-	pebbleV2 = pebbleModule{module: pebblestore.ModuleV2, name: "Pebble v2", open: pebblestore.Open, sample: pebblestore.SampleKeys}
+	pebbleV1 = pebbleModule{module: pebblestore.ModuleV1, name: "Pebble v1", open: pebble1store.Open, sample: pebble1store.SampleKeys, filterKeys: pebble1store.CheckFilterKeys}
+	pebbleV2 = pebbleModule{module: pebblestore.ModuleV2, name: "Pebble v2", open: pebblestore.Open, sample: pebblestore.SampleKeys, filterKeys: pebblestore.CheckFilterKeys}
 )
 
 // whichPebble returns the module to read the Pebble store in dir with:

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	pebble1 "github.com/cockroachdb/pebble"
+	bloom1 "github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// prefixSplit drops a key's last three bytes: under it a filter holds one
+// prefix per thousand keys of the test stores.
+func prefixSplit(k []byte) int { return max(0, len(k)-3) }
+
+// An application whose comparer has the default comparer's name and a
+// Split of its own writes filters of prefixes and probes them with
+// prefixes. Rewritten under the default comparer, the filters would hold
+// whole keys and its prefix probes would miss nearly every key. migrate
+// must refuse such a store, in both Pebbles, and change nothing.
+func TestMigrateRefusesForeignSplit(t *testing.T) {
+	write := func(t *testing.T, set func(k, v []byte), flush func()) {
+		for i := 0; i < 3000; i++ {
+			set(key(i), value(i, 16))
+		}
+		flush()
+	}
+	stores := map[string]func(t *testing.T, dir string){
+		"pebble1": func(t *testing.T, dir string) {
+			c := *pebble1.DefaultComparer
+			c.Split = prefixSplit
+			o := &pebble1.Options{Comparer: &c, FormatMajorVersion: pebble1.FormatNewest, Logger: quietLogger{}}
+			o.Levels = []pebble1.LevelOptions{{FilterPolicy: bloom1.FilterPolicy(10)}}
+			db, err := pebble1.Open(dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, func(k, v []byte) { _ = db.Set(k, v, nil) }, func() { _ = db.Flush() })
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"pebble2": func(t *testing.T, dir string) {
+			c := *pebble.DefaultComparer
+			c.Split = prefixSplit
+			o := &pebble.Options{Comparer: &c, Logger: quietLogger{}}
+			bloomPolicy(o)
+			db, err := pebble.Open(dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, func(k, v []byte) { _ = db.Set(k, v, nil) }, func() { _ = db.Flush() })
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, build := range stores {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			build(t, dir)
+			h := hashDir(t, dir)
+			code, out, stderr := runCLI("migrate", "-bits", "10", "-quiet", "-format", name, dir)
+			if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "holds key prefixes") || !strings.Contains(stderr, "last 3 bytes") {
+				t.Fatalf("exit %d: %q\n%s", code, stderr, out)
+			}
+			if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
+				t.Fatal("a refused migration changed the store")
+			}
+		})
+	}
+}
