@@ -157,6 +157,9 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	if err := m.refuse(before, f); err != nil {
 		return err
 	}
+	if err := pebblestore.CheckManifest(dir, before); err != nil {
+		return fmt.Errorf("refused: %v", err)
+	}
 	if _, def := pebblestore.Comparer(before.Comparer); !def {
 		return fmt.Errorf("refused: the store uses comparer %q; migrate from the application: open the store with its own comparer and an lsmcuckoo policy, and run db.Compact over the whole key range", before.Comparer)
 	}
