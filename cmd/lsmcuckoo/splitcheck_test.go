@@ -120,6 +120,12 @@ func TestMigrateRefusesDamagedManifest(t *testing.T) {
 			if fmt.Sprint(hashDir(t, dir)) != fmt.Sprint(h) {
 				t.Fatal("a refused migration changed the store")
 			}
+			// inspect reports what it read, and says, with exit 2, that
+			// the figures miss the tables the manifest lost.
+			code, out, stderr = runCLI("inspect", "-probes", "10", dir)
+			if code != 2 || !strings.Contains(stderr, "miss tables") || !strings.Contains(out, "DAMAGED manifest") {
+				t.Fatalf("inspect: exit %d: %q\n%s", code, stderr, out)
+			}
 		})
 	}
 }
