@@ -5,12 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	pebble1 "github.com/cockroachdb/pebble"
 	bloom1 "github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/pebblev1"
 )
 
 // prefixSplit drops a key's last three bytes: under it a filter holds one
@@ -125,6 +128,86 @@ func TestMigrateRefusesDamagedManifest(t *testing.T) {
 			code, out, stderr = runCLI("inspect", "-probes", "10", dir)
 			if code != 2 || !strings.Contains(stderr, "miss tables") || !strings.Contains(out, "DAMAGED manifest") {
 				t.Fatalf("inspect: exit %d: %q\n%s", code, stderr, out)
+			}
+		})
+	}
+}
+
+// flipNamesV1 and flipNames are lsmcuckoo policies whose name alternates
+// between two budgets at each call, as a self-tuning level's does when a
+// refit lands between Pebble's two calls as it finishes a table: the
+// metaindex key names one budget, the properties the other.
+type flipNamesV1 struct {
+	pebble1.FilterPolicy
+	calls *atomic.Int64
+}
+
+func (p flipNamesV1) Name() string {
+	return pebblev1.NewPolicy(10 + 2*float64(p.calls.Add(1)%2)).Name()
+}
+
+type flipNames struct {
+	pebble.FilterPolicy
+	calls *atomic.Int64
+}
+
+func (p flipNames) Name() string {
+	return tablefilter.NewPolicy(10 + 2*float64(p.calls.Add(1)%2)).Name()
+}
+
+// A table whose metaindex and properties name two lsmcuckoo budgets is
+// read filtered by Pebble, through the metaindex key: inspect reads it too,
+// and does not report it damaged.
+func TestInspectFilterNamedTwice(t *testing.T) {
+	stores := map[string]func(t *testing.T, dir string){
+		"pebble1": func(t *testing.T, dir string) {
+			o := &pebble1.Options{Logger: quietLogger{}}
+			o.Levels = []pebble1.LevelOptions{{FilterPolicy: flipNamesV1{pebblev1.NewPolicy(10), new(atomic.Int64)}}}
+			db, err := pebble1.Open(dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2000; i++ {
+				_ = db.Set(key(i), value(i, 8), nil)
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"pebble2": func(t *testing.T, dir string) {
+			o := &pebble.Options{Logger: quietLogger{}}
+			for l := range o.Levels {
+				o.Levels[l].FilterPolicy = flipNames{tablefilter.NewPolicy(10), new(atomic.Int64)}
+			}
+			db, err := pebble.Open(dir, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 2000; i++ {
+				_ = db.Set(key(i), value(i, 8), nil)
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, build := range stores {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			build(t, dir)
+			r := inspectJSON(t, dir, "-probes", "200")
+			if len(r.Damaged) > 0 {
+				t.Fatalf("damaged: %+v", r.Damaged)
+			}
+			// The filter block was found and probed.
+			if lv := r.Levels[0]; lv.Tables == 0 || lv.FilterBytes == 0 || lv.Unprobed != 0 || lv.FPR > 0.05 {
+				t.Fatalf("L0: %+v", r.Levels[0])
 			}
 		})
 	}
