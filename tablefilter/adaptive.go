@@ -78,9 +78,12 @@ type AdaptiveBudgets struct {
 // A table's filter name (Properties.FilterPolicyName) records the level's
 // budget when the table was closed: a table under way when a refit changed
 // its level's budget carries the new budget's name over a block built to
-// the old one. Both are registered names, and every lsmcuckoo policy reads
-// every lsmcuckoo block from the block's own header, so no table loses its
-// filter.
+// the old one. Pebble asks for the name twice as it closes a table, for
+// the metaindex key and for the properties, so a refit between the two
+// calls leaves them naming two budgets; Pebble finds the block by the
+// metaindex key. All are registered names, and every lsmcuckoo policy
+// reads every lsmcuckoo block from the block's own header, so no table
+// loses its filter.
 //
 // Only Levels[i].FilterPolicy, Filters and EventListener are written. It
 // panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=

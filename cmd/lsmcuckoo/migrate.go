@@ -157,11 +157,27 @@ func migrate(dir string, f *migrateFlags, stdout, stderr io.Writer) error {
 	if err := m.refuse(before, f); err != nil {
 		return err
 	}
+	if err := pebblestore.CheckManifest(dir, before); err != nil {
+		return fmt.Errorf("refused: %v", err)
+	}
 	if _, def := pebblestore.Comparer(before.Comparer); !def {
-		return fmt.Errorf("refused: the store uses comparer %q; migrate with the application's own comparer (open the store with the policy below and run db.Compact over the whole key range)", before.Comparer)
+		return fmt.Errorf("refused: the store uses comparer %q; migrate from the application: open the store with its own comparer and an lsmcuckoo policy, and run db.Compact over the whole key range", before.Comparer)
 	}
 	if before.Merger != pebble.DefaultMerger.Name {
 		return fmt.Errorf("refused: the store uses merger %q, which compactions need; rewrite it from the application", before.Merger)
+	}
+	// The rewrite's filters hold whole keys, as the default comparer's
+	// reads probe them; an application whose comparer has the default's
+	// name and a Split of its own would probe them with prefixes and find
+	// nothing.
+	table, how, err := module.filterKeys(dir)
+	if err != nil {
+		return fmt.Errorf("refused: %v", err)
+	}
+	if table != "" {
+		return fmt.Errorf("refused: the filter of %s holds key prefixes (%s), not whole keys: the application opens the store with a comparer named %q that has a Split of its own, "+
+			"and filters rewritten under the default comparer would hide its keys from its reads; migrate from the application: open the store with its own comparer and an lsmcuckoo policy, and run db.Compact over the whole key range",
+			table, how, before.Comparer)
 	}
 	rep := advice.Build(before, f.probes, 1, advice.PathGet, f.bits)
 	if len(rep.Damaged) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/pebblev1"
 )
 
 // tables reads Pebble v1's table files (pebblestore.TableReader).
@@ -25,6 +26,18 @@ var openTable = func(path string) (vfs.File, error) { return vfs.Default.Open(pa
 // reader opens the table at path; filter, if not "", is the name of the
 // filter whose block handle the reader is to find.
 func (r tables) reader(path, filter string) (*sstable.Reader, vfs.File, error) {
+	var filters map[string]sstable.FilterPolicy
+	if filter != "" {
+		// Pebble v1's reader keeps the handle of a filter block only
+		// for a name in Filters; the policy itself is never asked.
+		filters = map[string]sstable.FilterPolicy{filter: handleOnly(filter)}
+	}
+	return r.open(path, filters)
+}
+
+// open opens the table at path, finding the handle of a filter block
+// under any of filters' names.
+func (r tables) open(path string, filters map[string]sstable.FilterPolicy) (*sstable.Reader, vfs.File, error) {
 	f, err := openTable(path)
 	if err != nil {
 		return nil, nil, err
@@ -34,12 +47,7 @@ func (r tables) reader(path, filter string) (*sstable.Reader, vfs.File, error) {
 		f.Close()
 		return nil, nil, err
 	}
-	ro := sstable.ReaderOptions{Comparer: r.cmp, MergerName: r.merger}
-	if filter != "" {
-		// Pebble v1's reader keeps the handle of a filter block only
-		// for a name in Filters; the policy itself is never asked.
-		ro.Filters = map[string]sstable.FilterPolicy{filter: handleOnly(filter)}
-	}
+	ro := sstable.ReaderOptions{Comparer: r.cmp, MergerName: r.merger, Filters: filters}
 	rd, err := sstable.NewReader(readable, ro)
 	if err != nil {
 		// NewReader closes the file on error.
@@ -75,6 +83,18 @@ func (r tables) ReadTable(path string, t *pebblestore.Table) error {
 	// An empty filter block (a table of range deletions only) is still a
 	// block past the first data block; no block at all is a zero handle.
 	h := layout.Filter
+	if h == (sstable.BlockHandle{}) && pebblestore.Kind(t.FilterName) == pebblestore.KindLsmcuckoo {
+		// The block may be under another lsmcuckoo name
+		// (pebblestore.SameFamilyBlock): look for any.
+		if rd, f, err = r.readerAnyLsmcuckoo(path); err != nil {
+			return pebblestore.MissingTable(path, err)
+		}
+		defer rd.Close()
+		if layout, err = rd.Layout(); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(path), err)
+		}
+		h = layout.Filter
+	}
 	if h == (sstable.BlockHandle{}) {
 		return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
 	}
@@ -88,6 +108,19 @@ func (r tables) ReadTable(path string, t *pebblestore.Table) error {
 	}
 	t.FilterOffset = h.Offset
 	return nil
+}
+
+// readerAnyLsmcuckoo opens the table at path with a stand-in policy under
+// every lsmcuckoo name, so that the reader finds the filter block under
+// whichever the metaindex holds.
+func (r tables) readerAnyLsmcuckoo(path string) (*sstable.Reader, vfs.File, error) {
+	o := &pebble.Options{}
+	pebblev1.RegisterPolicies(o, pebblestore.HalfBitBudgets()...)
+	filters := make(map[string]sstable.FilterPolicy, len(o.Filters))
+	for name := range o.Filters {
+		filters[name] = handleOnly(name)
+	}
+	return r.open(path, filters)
 }
 
 // checksumType is the block checksum kind the table's footer names: the

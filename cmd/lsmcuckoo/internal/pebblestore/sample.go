@@ -45,29 +45,9 @@ type Sample struct {
 // the filters themselves: a filter built from prefixes rejects most whole
 // keys and accepts every true prefix.
 func SampleKeys(dir string, add func(key []byte)) (*Sample, error) {
-	comparer, merger := Names(dir)
-	db, err := openReadOnly(dir, comparer, merger)
+	paths, r, cmp, def, err := liveTables(dir)
 	if err != nil {
-		return nil, fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
-	}
-	defer db.Close()
-	v := db.DebugCurrentVersion()
-	cmp, def := Comparer(comparer)
-	if comparer == cockroachkvs.Comparer.Name {
-		cmp = &cockroachkvs.Comparer
-	}
-	schema := colblk.DefaultKeySchema(cmp, 16)
-	schemas := sstable.MakeKeySchemas(&schema)
-	if cmp == &cockroachkvs.Comparer {
-		schemas = sstable.MakeKeySchemas(&schema, &cockroachkvs.KeySchema)
-	}
-	r := tables{sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger), KeySchemas: schemas}}
-	var paths [NumLevels][]string
-	for l := range v.Levels {
-		it := v.Levels[l].Iter()
-		for f := it.First(); f != nil; f = it.Next() {
-			paths[l] = append(paths[l], TablePath(dir, uint64(f.TableBacking.DiskFileNum)))
-		}
+		return nil, err
 	}
 	s := &Sample{Comparer: cmp.Name, SplitKnown: true}
 	var split func([]byte) int
@@ -80,6 +60,47 @@ func SampleKeys(dir string, add func(key []byte)) (*Sample, error) {
 		s.Prefixes = split != nil
 	}
 	return s, SampleTables(paths, split, r, s, add)
+}
+
+// CheckFilterKeys reports a table of the store in dir whose filter does not
+// hold whole keys (ForeignSplit), reading it without writing into the store.
+func CheckFilterKeys(dir string) (table, how string, err error) {
+	paths, r, _, _, err := liveTables(dir)
+	if err != nil {
+		return "", "", err
+	}
+	table, how = ForeignSplit(paths, r)
+	return table, how, nil
+}
+
+// liveTables lists the paths of the live tables of the store in dir, level
+// by level, with a reader for them, the store's comparer and whether it is
+// Pebble's default.
+func liveTables(dir string) (paths [NumLevels][]string, r tables, cmp *pebble.Comparer, def bool, err error) {
+	comparer, merger := Names(dir)
+	db, err := openReadOnly(dir, comparer, merger)
+	if err != nil {
+		return paths, r, nil, false, fmt.Errorf("open %s read-only: %w", dir, oneLine(err))
+	}
+	defer db.Close()
+	v := db.DebugCurrentVersion()
+	cmp, def = Comparer(comparer)
+	if comparer == cockroachkvs.Comparer.Name {
+		cmp = &cockroachkvs.Comparer
+	}
+	schema := colblk.DefaultKeySchema(cmp, 16)
+	schemas := sstable.MakeKeySchemas(&schema)
+	if cmp == &cockroachkvs.Comparer {
+		schemas = sstable.MakeKeySchemas(&schema, &cockroachkvs.KeySchema)
+	}
+	r = tables{sstable.ReaderOptions{Comparer: cmp, Merger: Merger(merger), KeySchemas: schemas}}
+	for l := range v.Levels {
+		it := v.Levels[l].Iter()
+		for f := it.First(); f != nil; f = it.Next() {
+			paths[l] = append(paths[l], TablePath(dir, uint64(f.TableBacking.DiskFileNum)))
+		}
+	}
+	return paths, r, cmp, def, nil
 }
 
 // SampleTables hands add the filter keys of every table in paths, each cut

@@ -359,7 +359,7 @@ func (r tables) ReadTable(path string, t *Table) error {
 		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
 	for _, fb := range layout.Filter {
-		if fb.Name != "fullfilter."+t.FilterName {
+		if fb.Name != "fullfilter."+t.FilterName && !SameFamilyBlock(t.FilterName, fb.Name, len(layout.Filter)) {
 			continue
 		}
 		t.Filter, err = ReadFilterBlock(f, path, fb.Handle.Offset, fb.Handle.Length, uint8(rd.BlockReader().ChecksumType()))
@@ -370,6 +370,19 @@ func (r tables) ReadTable(path string, t *Table) error {
 		return nil
 	}
 	return fmt.Errorf("%s: properties name filter %q but the metaindex has no block for it", filepath.Base(path), t.FilterName)
+}
+
+// SameFamilyBlock reports whether a table whose properties name the
+// lsmcuckoo filter property has its filter block under another lsmcuckoo
+// name, metaName, its only filter block (of blocks). Pebble asks the
+// policy for its name twice as it finishes a table, once for the
+// metaindex key and once for the property, and a self-tuning level's name
+// follows its budget, which a refit may change between the two; Pebble
+// reads the block through the metaindex key, and every lsmcuckoo policy
+// reads every lsmcuckoo block from the block's own header.
+func SameFamilyBlock(property, metaName string, blocks int) bool {
+	name, ok := strings.CutPrefix(metaName, "fullfilter.")
+	return ok && blocks == 1 && Kind(property) == KindLsmcuckoo && Kind(name) == KindLsmcuckoo
 }
 
 // vanishedFile is a failed open because a file the marker named was gone.
