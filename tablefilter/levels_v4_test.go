@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
@@ -31,6 +32,7 @@ func v4Cost(s LevelShape, b [NumLevels]float64) float64 {
 // budget either fit can return, so a store moved between the setters keeps
 // every table's filter.
 func TestLevelBudgetsV4(t *testing.T) {
+	race.SkipLong(t) // searches and registrations, one goroutine
 	var names []string
 	for _, b := range pebblecore.RegisteredBudgets() {
 		names = append(names, NewPolicy(b).Name(), NewV4Policy(b).Name(), NewDensestPolicy(b).Name())
@@ -69,6 +71,7 @@ func TestLevelBudgetsV4(t *testing.T) {
 // real blocks on Pebble's default shape, spend at most the average asked,
 // down to the grid's smallest budget.
 func TestLevelBudgetsV4SpendWhatTheyPromise(t *testing.T) {
+	race.SkipLong(t) // builds blocks, one goroutine
 	keys := testkeys.Random(50_000, 16, 92)
 	spent := map[float64]float64{}
 	shape := ModelLevelShape(&pebble.Options{})
