@@ -46,7 +46,7 @@ func writeLevelTargets(w io.Writer, pr *dbbench.Report) {
 	fmt.Fprintf(w, "`%s`: binary fuse per level, each level's width one of Pebble master's (4, 8, 10, 12, 16) chosen by the allocator `%s` uses (`internal/levelfit`) on the `none` tree's shape, each width at the bits/key a fuse filter of this tree's mean table size takes, its rate 2^-width, at most `%s`'s bits/key (%s). `%s`: Pebble master's fixed binary fuse preset, 16/16/16/12/10/8/4 on L0..L6, not at equal bytes.\n\n",
 		fuse, ours, ours, widths(trees[fuse]), master)
 	fmt.Fprintf(w, "| policy | filter bytes | bits/key | FP reads/absent prefix seek | FP reads/absent Get | absent prefix seeks/s, %v |\n|---|---|---|---|---|---|\n", L)
-	for _, name := range []string{ours, dbbench.LevelsAdaptive, fuse, dbbench.LevelsAtFuse, master, dbbench.LevelsAtMaster, dbbench.SavingBaseline} {
+	for _, name := range []string{ours, dbbench.LevelsAdaptive, fuse, dbbench.LevelsAtFuse, dbbench.V4AtFuse, master, dbbench.LevelsAtMaster, dbbench.V4AtMaster, dbbench.SavingBaseline} {
 		t := trees[name]
 		s, _ := res.find(name, dbbench.AbsentPrefix, 0)
 		g, _ := res.find(name, dbbench.AbsentGet, 0)
@@ -54,8 +54,9 @@ func writeLevelTargets(w io.Writer, pr *dbbench.Report) {
 		fmt.Fprintf(w, "| %s | %d | %.2f | %.4f | %.4f | %.0f |\n", name, t.TotalFilterBytes(), t.BitsPerKey(), s.FilterMisses, g.FilterMisses, sl.ProbesPerS)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "`%s` and `%s` are `%s`'s fit at the filter bytes of `%s` and `%s`: the comparisons at equal bytes.\n\n", dbbench.LevelsAtFuse, dbbench.LevelsAtMaster, ours, fuse, master)
-	for _, pair := range [][2]string{{dbbench.LevelsAtFuse, fuse}, {ours, fuse}, {dbbench.LevelsAtMaster, master}, {ours, master}} {
+	fmt.Fprintf(w, "`%s` and `%s` are `%s`'s fit at the filter bytes of `%s` and `%s`: the comparisons at equal bytes; `%s` and `%s` are the same fits under format version 4's rate, writing version 4 (`tablefilter.LevelBudgetsV4`, `SetLevelBudgetsV4`).\n\n",
+		dbbench.LevelsAtFuse, dbbench.LevelsAtMaster, ours, fuse, master, dbbench.V4AtFuse, dbbench.V4AtMaster)
+	for _, pair := range [][2]string{{dbbench.LevelsAtFuse, fuse}, {dbbench.V4AtFuse, fuse}, {ours, fuse}, {dbbench.LevelsAtMaster, master}, {dbbench.V4AtMaster, master}, {ours, master}} {
 		a, b := pair[0], pair[1]
 		fmt.Fprintf(w, "- `%s` ÷ `%s`: filter bytes %s; FP reads per absent prefix seek %s, per absent Get %s (goal ≤ 0.8× against the fitted fuse at equal bytes); absent prefix seeks/s with %v per read %s (goal ≥ 1.2×).\n",
 			a, b, x(float64(trees[a].TotalFilterBytes())/float64(max(trees[b].TotalFilterBytes(), 1))),

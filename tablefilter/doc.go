@@ -32,7 +32,8 @@
 // SetLevelPolicies spends a bits-per-key average unevenly over the levels,
 // more on the small upper ones, to minimise the tables read in vain per
 // lookup; LevelBudgets and MeasuredLevelShape fit the budgets to a live
-// tree.
+// tree. LevelBudgetsV4 and SetLevelBudgetsV4 do the same for format
+// version 4 (NewV4Policy), whose planned rate is lower at every budget.
 //
 // Remember which lookups consult table filters: DB.Get on L0 to L5, never
 // L6; an iterator's SeekPrefixGE on L6 too only with

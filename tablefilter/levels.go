@@ -3,6 +3,7 @@ package tablefilter
 import (
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
@@ -164,6 +165,34 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 // budget, as NewPolicy does, before writing anything into opts.
 func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
 	policies := pebblecore.LevelPolicies("tablefilter", budgets) // all checked before opts changes
+	for l, p := range policies {
+		opts.Levels[l].FilterPolicy = Policy{p}
+	}
+	RegisterPolicies(opts, budgets[:]...)
+	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
+}
+
+// LevelBudgetsV4 is LevelBudgets for filters written by NewV4Policy: the
+// same search over the same grid, under format version 4's planned rate
+// (codec.PlannedFPR with Options.Version 4). Version 4 plans a lower rate
+// than version 3 at every budget of the grid, so the small budget the
+// optimum leaves the bottom level (which holds the bulk of the keys)
+// costs fewer tables read in vain. Set the result with SetLevelBudgetsV4:
+// budgets fitted to one version's rate are no optimum for another's, and
+// the fit counts on every level writing version 4.
+func LevelBudgetsV4(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
+	return pebblecore.VersionBudgets("tablefilter", pebblecore.LevelShape(shape), avgBitsPerKey, codec.NewestVersion)
+}
+
+// SetLevelBudgetsV4 is SetLevelBudgets writing format version 4 on every
+// level: Levels[i].FilterPolicy becomes NewV4Policy(budgets[i]). It
+// registers what SetLevelBudgets does, every writer's name for every
+// budget LevelBudgets and LevelBudgetsV4 can return, so a store reopened
+// under either setter still reads every table with its filter. Only a
+// reader of this release reads version-4 blocks (NewV4Policy). It panics
+// on an invalid budget before writing anything into opts.
+func SetLevelBudgetsV4(opts *pebble.Options, budgets [NumLevels]float64) {
+	policies := pebblecore.VersionPolicies("tablefilter", budgets, codec.NewestVersion) // all checked before opts changes
 	for l, p := range policies {
 		opts.Levels[l].FilterPolicy = Policy{p}
 	}

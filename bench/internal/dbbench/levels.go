@@ -23,6 +23,24 @@ const (
 	// the tree at the filter bytes of FuseFitted and FuseMaster.
 	LevelsAtFuse   = "lsmcuckoo/levels-fit@fuse-bytes"
 	LevelsAtMaster = "lsmcuckoo/levels-fit@progressive-bytes"
+	// V4AtFuse and V4AtMaster are the same fits for format version 4
+	// (tablefilter.LevelBudgetsV4, SetLevelBudgetsV4).
+	V4AtFuse   = "lsmcuckoo-v4/levels-fit@fuse-bytes"
+	V4AtMaster = "lsmcuckoo-v4/levels-fit@progressive-bytes"
+)
+
+// A LevelFit is how a per-level lsmcuckoo setup fits budgets to a shape
+// and writes them into options: one format version's rate model and
+// policy.
+type LevelFit struct {
+	Budgets func(tablefilter.LevelShape, float64) [7]float64
+	Set     func(*pebble.Options, [7]float64)
+}
+
+// The per-level fits of format versions 3 (the default) and 4.
+var (
+	FitV3 = LevelFit{tablefilter.LevelBudgets, tablefilter.SetLevelBudgets}
+	FitV4 = LevelFit{tablefilter.LevelBudgetsV4, tablefilter.SetLevelBudgetsV4}
 )
 
 // FuseProgressive is the per-level binary fuse setting of Pebble's
@@ -45,7 +63,8 @@ var FuseProgressive = [7]int{16, 16, 16, 12, 10, 8, 4}
 // preset (FuseMaster) beside its bloom preset, and lsmcuckoo per level
 // fitted again at the filter bytes the two fuse trees spent (LevelsAtFuse,
 // LevelsAtMaster): a fuse filter's widths are discrete, so it seldom
-// spends a given average, and these are the comparisons at its bytes.
+// spends a given average, and these are the comparisons at its bytes;
+// then the same two fits for format version 4 (V4AtFuse, V4AtMaster).
 func LevelLineup() []Policy {
 	var fuse, bloomProg [7]pebble.FilterPolicy
 	for l, w := range FuseProgressive {
@@ -62,22 +81,24 @@ func LevelLineup() []Policy {
 		FittedFuse(LevelsFitted),
 		PerLevel(FuseMaster, fuse),
 		PerLevel("pebble-bloom/progressive", bloomProg),
-		FittedLevelsAt(LevelsAtFuse, FuseFitted),
-		FittedLevelsAt(LevelsAtMaster, FuseMaster),
+		FittedLevelsAt(LevelsAtFuse, FuseFitted, FitV3),
+		FittedLevelsAt(LevelsAtMaster, FuseMaster, FitV3),
+		FittedLevelsAt(V4AtFuse, FuseFitted, FitV4),
+		FittedLevelsAt(V4AtMaster, FuseMaster, FitV4),
 	}
 }
 
-// FittedLevelsAt is lsmcuckoo per level fitted to the measured tree
-// (tablefilter.LevelBudgets) at the filter bits per key of the tree of the
-// policy named ref. LevelBudgets' average counts what its budgets plan,
-// and small tables' filters spend more (whole lines, a trailer), so the
-// average asked is ref's scaled by what LevelsFitted's tree planned over
-// what it spent.
-func FittedLevelsAt(name, ref string) Policy {
+// FittedLevelsAt is lsmcuckoo per level fitted to the measured tree by fit
+// at the filter bits per key of the tree of the policy named ref. The
+// fit's average counts what its budgets plan, and small tables' filters
+// spend more (whole lines, a trailer), so the average asked is ref's
+// scaled by what LevelsFitted's tree planned over what it spent (versions
+// 3 and 4 spend a budget on lines alike).
+func FittedLevelsAt(name, ref string, fit LevelFit) Policy {
 	return Policy{Name: name, MatchTo: []string{ref, LevelsFitted}, Match: func(o *pebble.Options, s tablefilter.LevelShape, built map[string]Tree) {
 		avg := built[ref].BitsPerKey() * 10 / built[LevelsFitted].BitsPerKey()
 		avg = max(tablefilter.MinBitsPerKey, min(tablefilter.MaxBitsPerKey, avg))
-		tablefilter.SetLevelBudgets(o, tablefilter.LevelBudgets(s, avg))
+		fit.Set(o, fit.Budgets(s, avg))
 	}}
 }
 

@@ -2,7 +2,10 @@ package dbbench
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/lsmcuckoo/lsmcuckoo/bench/binaryfuse"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
@@ -44,7 +47,8 @@ func TestFuseLevelWidths(t *testing.T) {
 // TestPebbleLevelLineup builds the per-level line-up's fitted policies on
 // a tiny tree: the fitted fuse carries only fuse filters and spends at
 // most the fitted lsmcuckoo's bits per key over the shape it was fitted
-// to, lsmcuckoo fitted at the fuse's bytes spends about them, the
+// to, lsmcuckoo fitted at the fuse's bytes (versions 3 and 4) spends
+// about them, version 4's fit carries only version-4 filters, the
 // self-tuning setup keeps every table filtered with an lsmcuckoo filter,
 // and every probe answers right (RunAllPebble checks each).
 func TestPebbleLevelLineup(t *testing.T) {
@@ -55,7 +59,7 @@ func TestPebbleLevelLineup(t *testing.T) {
 	// PerLevel policies, which TestPebbleTiny covers.
 	var lineup []Policy
 	for _, p := range LevelLineup() {
-		if slices.Contains([]string{"none", LevelsFitted, LevelsAdaptive, FuseFitted, LevelsAtFuse}, p.Name) {
+		if slices.Contains([]string{"none", LevelsFitted, LevelsAdaptive, FuseFitted, LevelsAtFuse, V4AtFuse}, p.Name) {
 			lineup = append(lineup, p)
 		}
 	}
@@ -84,8 +88,17 @@ func TestPebbleLevelLineup(t *testing.T) {
 	if keys == 0 || spent/keys > ours.BitsPerKey()*1.05 {
 		t.Errorf("%s: %.2f bits/key over the fitted shape, %s spends %.2f", FuseFitted, spent/max(keys, 1), LevelsFitted, ours.BitsPerKey())
 	}
-	if at := trees[LevelsAtFuse]; at.BitsPerKey() > fuse.BitsPerKey()*1.1 {
-		t.Errorf("%s spends %.2f bits/key, %s %.2f", LevelsAtFuse, at.BitsPerKey(), FuseFitted, fuse.BitsPerKey())
+	for _, name := range []string{LevelsAtFuse, V4AtFuse} {
+		if at := trees[name]; at.BitsPerKey() > fuse.BitsPerKey()*1.1 {
+			t.Errorf("%s spends %.2f bits/key, %s %.2f", name, at.BitsPerKey(), FuseFitted, fuse.BitsPerKey())
+		}
+	}
+	for l, li := range trees[V4AtFuse].Levels {
+		for name := range li.Filters {
+			if !strings.HasPrefix(name, "lsmcuckoo.v4.bpk=") {
+				t.Errorf("%s: L%d carries %q", V4AtFuse, l, name)
+			}
+		}
 	}
 	for l, li := range tuned.Levels {
 		for name := range li.Filters {
@@ -96,4 +109,50 @@ func TestPebbleLevelLineup(t *testing.T) {
 	}
 	t.Logf("%s: %.2f bits/key below L0, %.2f overall; %s %.2f; %s %.2f",
 		LevelsAdaptive, tuned.BitsPerKeyBelowL0(), tuned.BitsPerKey(), LevelsFitted, ours.BitsPerKey(), FuseFitted, fuse.BitsPerKey())
+}
+
+// TestV4LevelsAtFuseBytes: the version-4 fits of the line-up write a
+// version-4 policy on every level, plan at most the bits per key asked
+// (the reference tree's, scaled as FittedLevelsAt documents) over the
+// shape they were fitted to, and register every name they write.
+func TestV4LevelsAtFuseBytes(t *testing.T) {
+	shape := tablefilter.LevelShape{Keys: [7]float64{2000, 0, 0, 300, 3000, 30000, 300000}, L0Runs: 3}
+	tree := func(name string, bitsPerKey float64) Tree {
+		tr := Tree{Policy: name}
+		tr.Levels[6] = LevelInfo{Tables: 100, Keys: 1_000_000, FilterBytes: uint64(bitsPerKey * 1_000_000 / 8)}
+		return tr
+	}
+	built := map[string]Tree{LevelsFitted: tree(LevelsFitted, 10.4)}
+	for _, ref := range []float64{6.9, 8.1, 12} {
+		built[FuseFitted], built[FuseMaster] = tree(FuseFitted, ref), tree(FuseMaster, ref)
+		asked := ref * 10 / 10.4
+		for _, name := range []string{V4AtFuse, V4AtMaster} {
+			var p Policy
+			for _, q := range LevelLineup() {
+				if q.Name == name {
+					p = q
+				}
+			}
+			if p.Match == nil || len(p.MatchTo) == 0 || built[p.MatchTo[0]].Policy == "" {
+				t.Fatalf("%s: not a fit to a fuse tree's bytes: %+v", name, p)
+			}
+			var o pebble.Options
+			p.Match(&o, shape, built)
+			var spent, keys float64
+			for l, lo := range o.Levels {
+				pol, ok := lo.FilterPolicy.(tablefilter.Policy)
+				if !ok || pol.Version() != 4 || !strings.HasPrefix(pol.Name(), "lsmcuckoo.v4.bpk=") {
+					t.Fatalf("%s at %v: L%d writes %v", name, ref, l, lo.FilterPolicy)
+				}
+				if o.Filters[pol.Name()] == nil {
+					t.Errorf("%s: %s not registered", name, pol.Name())
+				}
+				spent += shape.Keys[l] * pol.BitsPerKey()
+				keys += shape.Keys[l]
+			}
+			if spent/keys > asked {
+				t.Errorf("%s at %v bits/key: plans %.3f bits/key, asked %.3f", name, ref, spent/keys, asked)
+			}
+		}
+	}
 }

@@ -66,14 +66,20 @@ func ModelShape(multiplier, l0Threshold int, memTableSize, lbaseMaxBytes float64
 	return s
 }
 
-// ModelFPR is the false-positive rate of an lsmcuckoo filter at
-// bitsPerKey: the codec's own plan (codec.PlannedFPR) for a table of
-// modelKeys keys, large enough that the trailer's few bytes do not count.
+// ModelFPR is the false-positive rate of the default writer's filter at
+// bitsPerKey (ModelVersionFPR of codec.FormatVersion).
 func ModelFPR(bitsPerKey float64) float64 {
+	return ModelVersionFPR(bitsPerKey, codec.FormatVersion)
+}
+
+// ModelVersionFPR is the false-positive rate of a filter of format version
+// at bitsPerKey: the codec's own plan (codec.PlannedFPR) for a table of
+// modelKeys keys, large enough that the trailer's few bytes do not count.
+func ModelVersionFPR(bitsPerKey float64, version int) float64 {
 	if bitsPerKey <= 0 {
 		return 1 // no filter: every table is read
 	}
-	return codec.PlannedFPR(codec.Options{BitsPerKey: bitsPerKey}, modelKeys)
+	return codec.PlannedFPR(codec.Options{BitsPerKey: bitsPerKey, Version: version}, modelKeys)
 }
 
 // modelKeys is the table size the rate model assumes.
@@ -85,6 +91,14 @@ const modelKeys = 100_000
 // adapters' LevelBudgets document the model. It panics, naming pkg, unless
 // avgBitsPerKey is a valid budget.
 func LevelBudgets(pkg string, shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
+	return VersionBudgets(pkg, shape, avgBitsPerKey, codec.FormatVersion)
+}
+
+// VersionBudgets is LevelBudgets for filters of format version: the same
+// search and grid, under that version's rate (ModelVersionFPR). The grid
+// holds for every version that writes lines, since they spend a budget on
+// lines alike (codec/internal/frame.BudgetLines).
+func VersionBudgets(pkg string, shape LevelShape, avgBitsPerKey float64, version int) [NumLevels]float64 {
 	CheckBitsPerKey(pkg, avgBitsPerKey)
 	uniform := BudgetFloor(avgBitsPerKey)
 	var out [NumLevels]float64
@@ -97,10 +111,10 @@ func LevelBudgets(pkg string, shape LevelShape, avgBitsPerKey float64) [NumLevel
 	grid := BudgetGrid()
 	fpr := make([]float64, len(grid))
 	for i, b := range grid {
-		fpr[i] = ModelFPR(b)
+		fpr[i] = ModelVersionFPR(b, version)
 	}
 	choice, ok := levelfit.Fit(levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs}, grid, fpr,
-		avgBitsPerKey, budgetUnits, ModelFPR(uniform))
+		avgBitsPerKey, budgetUnits, ModelVersionFPR(uniform, version))
 	if !ok {
 		return out
 	}
@@ -138,10 +152,16 @@ func budgetSteps(bottom, top float64) []float64 {
 // budget (what the adapters' NewPolicy returns), checking every budget, and
 // panicking naming pkg, before an adapter writes anything into its options.
 func LevelPolicies(pkg string, budgets [NumLevels]float64) [NumLevels]Policy {
+	return VersionPolicies(pkg, budgets, codec.FormatVersion)
+}
+
+// VersionPolicies is LevelPolicies with each level's policy writing format
+// version.
+func VersionPolicies(pkg string, budgets [NumLevels]float64, version int) [NumLevels]Policy {
 	var policies [NumLevels]Policy
 	for l, b := range budgets {
 		CheckBitsPerKey(pkg, b)
-		policies[l] = New(b, codec.FormatVersion, false)
+		policies[l] = New(b, version, false)
 	}
 	return policies
 }
