@@ -207,15 +207,40 @@ func forBudget(bpk, n float64, r uint32) (Plan, bool) {
 }
 
 // fewestLines is the plan of the fewest lines whose shape holds n keys.
+// Whether a line count holds them is monotone in it (fewer keys per line
+// only lower the modelled share of lookups reading a second line), so
+// the fewest is found by doubling and then bisection: a number of shape
+// searches logarithmic in n, where trying one line count after another
+// took one per line (seconds for a million keys with a fixed r, which
+// v4Serves plans for).
 func fewestLines(n float64, r uint32) Plan {
 	if s, _, ok := shapeFor(n, true, r); ok {
 		return Plan{s, 1, uint32(n)}
 	}
-	lines := uint32(max(2, math.Ceil(n/(0.9*MaxHeight))))
-	for {
-		if s, k, ok := shapeFor(n/float64(lines), false, r); ok {
-			return Plan{s, lines, k}
-		}
-		lines++
+	holds := func(lines uint64) (Plan, bool) {
+		s, k, ok := shapeFor(n/float64(lines), false, r)
+		return Plan{s, uint32(lines), k}, ok
 	}
+	lo := uint64(max(2, math.Ceil(n/(0.9*MaxHeight))))
+	if p, ok := holds(lo); ok {
+		return p
+	}
+	// lo does not hold the keys; find hi that does, then bisect.
+	hi := 2 * lo
+	for {
+		if _, ok := holds(hi); ok {
+			break
+		}
+		lo, hi = hi, 2*hi
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if _, ok := holds(mid); ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	p, _ := holds(hi)
+	return p
 }
