@@ -1125,6 +1125,9 @@ func TestGlobalFreshStoreIndexSize(t *testing.T) {
 func TestGlobalIndexMergesInPlace(t *testing.T) {
 	dir := t.TempDir()
 	db := open(t, dir, Options{Filter: FilterGlobal, MemtableBytes: 8 << 10, MaxTables: 3, NoSyncEachWrite: true})
+	// Closed before the directory is removed: its background merges
+	// would otherwise still be writing there.
+	defer db.Close()
 	const stable = 1500
 	for i := 0; i < stable; i++ {
 		k := fmt.Appendf(nil, "s%06d", i)

@@ -33,7 +33,13 @@ func TestSnapshotReadsNoDataBlock(t *testing.T) {
 	for _, fmv := range []pebble.FormatMajorVersion{pebble.FormatMostCompatible, pebble.FormatNewest} {
 		dir := t.TempDir()
 		o := &pebble.Options{MemTableSize: 256 << 10, FormatMajorVersion: fmv}
-		o.Levels = []pebble.LevelOptions{{FilterPolicy: pebblev1.NewPolicy(10)}, {FilterPolicy: bloom.FilterPolicy(10)}}
+		// Small tables on every level: however far compactions get before
+		// Close, the store keeps several tables.
+		o.Levels = make([]pebble.LevelOptions, 7)
+		for l := range o.Levels {
+			o.Levels[l] = pebble.LevelOptions{FilterPolicy: bloom.FilterPolicy(10), TargetFileSize: 64 << 10}
+		}
+		o.Levels[0].FilterPolicy = pebblev1.NewPolicy(10)
 		db, err := pebble.Open(dir, o)
 		if err != nil {
 			t.Fatal(err)
