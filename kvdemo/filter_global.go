@@ -333,8 +333,7 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 		// and looked the key up before Replace returned were told st's
 		// inputs (not in their view), so they must search st: the epoch
 		// they read is below this one.
-		st.indexedAt.Store(g.epoch.Add(1))
-		st.indexed.Store(true)
+		st.indexedInEpoch(g.epoch.Add(1))
 		return nil
 	})
 	if globalTestHookReplaced != nil {
@@ -348,6 +347,14 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	}
 	g.db.stats.indexUpdateNanos.Add(spent.Nanoseconds())
 	g.db.stats.indexUpdateKeys.Add(int64(len(pm.hashes)))
+}
+
+// indexedInEpoch marks st indexed by a change made while views listed it:
+// indexedAt first, then indexed, the order screen relies on (it reads
+// them in the other).
+func (st *sstable) indexedInEpoch(epoch uint64) {
+	st.indexedAt.Store(epoch)
+	st.indexed.Store(true)
 }
 
 // globalTestHookReplaced, when set by a test, runs in merged once its
@@ -571,13 +578,19 @@ func (*globalFilter) screen(st *sstable, q *filterQuery) filterAnswer {
 	if q.many {
 		return filterNone
 	}
+	// indexed first: merged stores an output's indexedAt before its
+	// indexed, and an input's mergedInto before clearing its indexed, so
+	// what is read after indexed is at least as new. Read the other way, a
+	// Get could take an output's indexedAt from before merged (0) and its
+	// indexed from after, and trust a lookup that named only the inputs.
+	indexed := st.indexed.Load()
+	into := st.mergedInto.Load()
 	if st.indexedAt.Load() > q.epoch {
 		// Indexed after this Get's lookup (merged): the lookup may have
 		// named its keys' inputs, or nothing yet.
 		return filterNone
 	}
-	into := st.mergedInto.Load()
-	if !st.indexed.Load() && into == nil {
+	if !indexed && into == nil {
 		return filterNone
 	}
 	c := q.cands[:q.ncands]

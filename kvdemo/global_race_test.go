@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -575,5 +576,48 @@ func TestGlobalInputsReadWhileReplaceRuns(t *testing.T) {
 	}
 	for _, f := range failures {
 		t.Error(f)
+	}
+}
+
+// TestGlobalScreenWhileOutputIsIndexed: a Get whose index lookup named
+// only a merge's input (the Replace had not run) screens the merge's
+// output on a view that lists it, while merged marks the output indexed.
+// Whatever it reads of that marking, it must search the output. Screening
+// once read indexedAt before indexed, and then could see indexedAt from
+// before the marking and indexed from after: "absent" for every key the
+// output holds. The window is two loads wide; a writer marking fresh
+// outputs in a loop meets it within a few thousand screens.
+func TestGlobalScreenWhileOutputIsIndexed(t *testing.T) {
+	g := &globalFilter{}
+	const input, output = 1, 2
+	// Looked up before the Replace (epoch 0): the index named the input.
+	q := filterQuery{cands: [4]uint64{input}, ncands: 1, epoch: 0}
+	var cur atomic.Pointer[sstable]
+	cur.Store(&sstable{id: output})
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			st := &sstable{id: output}
+			cur.Store(st)
+			st.indexedInEpoch(1) // as merged does, under the first epoch
+		}
+	}()
+	screens := 500_000
+	if testing.Short() {
+		screens = 100_000
+	}
+	absent := 0
+	for range screens {
+		if g.screen(cur.Load(), &q) == filterAbsent {
+			absent++
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if absent > 0 {
+		t.Fatalf("%d of %d screens of the output answered absent for a key the lookup named under its input", absent, screens)
 	}
 }
