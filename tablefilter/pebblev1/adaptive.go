@@ -4,6 +4,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
@@ -94,18 +95,31 @@ type AdaptiveBudgets struct {
 // panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=
 // MaxBitsPerKey.
 func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
-	pebblecore.CheckBitsPerKey("pebblev1", avgBitsPerKey)
-	budgets := LevelBudgets(ModelLevelShape(opts), avgBitsPerKey)
-	a := &AdaptiveBudgets{pebblecore.NewAdaptive("pebblev1", avgBitsPerKey, budgets)}
+	return setAdaptive(opts, avgBitsPerKey, codec.FormatVersion)
+}
+
+// SetAdaptiveBudgetsV4 is SetAdaptiveBudgets writing format version 4 on
+// every level (NewV4Policy's filters and names, "lsmcuckoo.v4.bpk=<bits>"),
+// with every fit, the first from ModelLevelShape(opts) and each refit's,
+// made under version 4's planned rate as LevelBudgetsV4 makes it. It
+// registers what SetAdaptiveBudgets does, so a store moved between the
+// adaptive and per-level setters of either version, or to package
+// tablefilter's on Pebble v2, reads every table with its filter.
+func SetAdaptiveBudgetsV4(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
+	return setAdaptive(opts, avgBitsPerKey, codec.NewestVersion)
+}
+
+// setAdaptive installs the self-tuning setup writing format version.
+func setAdaptive(opts *pebble.Options, avgBitsPerKey float64, version int) *AdaptiveBudgets {
 	runs, mem := l0Model(opts, (&pebble.Options{FS: vfs.Default}).EnsureDefaults())
-	a.core.Tuner.ModelL0(float64(runs), float64(mem))
+	a := &AdaptiveBudgets{pebblecore.NewAdaptive("pebblev1", avgBitsPerKey,
+		pebblecore.LevelShape(ModelLevelShape(opts)), version, float64(runs), float64(mem))} // panics before opts changes
 	levels := levelsThroughL6(opts.Levels)
 	for l := range NumLevels {
 		levels[l].FilterPolicy = adaptivePolicy{a.core.Tuner, l}
 	}
 	opts.Levels = levels
-	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
-	RegisterPolicies(opts, avgBitsPerKey)
+	RegisterPolicies(opts, a.core.Registered()...)
 	due := func() { a.core.Notify() }
 	listener := pebble.EventListener{
 		FlushEnd:      func(pebble.FlushInfo) { due() },
