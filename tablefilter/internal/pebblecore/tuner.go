@@ -40,7 +40,7 @@ import (
 // writes; refits are serialised by a mutex that no writer takes.
 type Tuner struct {
 	asked   float64
-	version int // the codec format version every level writes, and whose rate the fit plans for
+	version int                      // the codec format version every level writes, and whose rate the fit plans for
 	budgets [NumLevels]atomic.Uint64 // math.Float64bits of each level's budget: its tables' name
 	targets [NumLevels]atomic.Uint64 // math.Float64bits of each level's target bits per key
 	debts   debts
