@@ -51,7 +51,8 @@ import (
 // never waits, so a compaction is never held up by a refit. The handle
 // needs the *pebble.DB to measure it, which exists only after Open: hand
 // it over with Attach, and Detach before closing the store. Until Attach
-// the levels write the budgets of the model shape (SetLevelPolicies').
+// the levels write the budgets of the model shape (SetLevelPolicies', or
+// SetLevelPoliciesV4' under SetAdaptiveBudgetsV4).
 //
 // It is safe for concurrent use.
 type AdaptiveBudgets struct {
@@ -66,8 +67,9 @@ type AdaptiveBudgets struct {
 // as SetLevelBudgets does), and opts.EventListener gets the listener that
 // triggers refits, teed with any listener opts already had. It is the one
 // call a store needs on every Open; the same call on a reopen reads every
-// table with its filter, and so does SetLevelPolicies, since each table's
-// filter name is a registered budget.
+// table with its filter, and so do SetLevelPolicies, SetAdaptiveBudgetsV4
+// and SetLevelPoliciesV4, since each table's filter name is a registered
+// budget.
 //
 //	tuned := tablefilter.SetAdaptiveBudgets(opts, 10)
 //	db, err := pebble.Open(dir, opts)

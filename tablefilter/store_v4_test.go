@@ -1,6 +1,8 @@
 package tablefilter
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +205,35 @@ func TestAdaptiveBudgetsV4RefitsUnderWrites(t *testing.T) {
 	tuned.Detach()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestV4SettersRegisterWhatV3Do: Pebble reads a table's filter only
+// through a policy registered under its exact name, so a store moved
+// between the version-3 and version-4 setters, per-level or adaptive,
+// keeps every table's filter when all four register the same names: every
+// writer's name of every budget any of them can choose, and the average's.
+func TestV4SettersRegisterWhatV3Do(t *testing.T) {
+	setters := map[string]func(*pebble.Options, float64){
+		"SetLevelPolicies":     SetLevelPolicies,
+		"SetLevelPoliciesV4":   SetLevelPoliciesV4,
+		"SetAdaptiveBudgets":   func(o *pebble.Options, avg float64) { SetAdaptiveBudgets(o, avg) },
+		"SetAdaptiveBudgetsV4": func(o *pebble.Options, avg float64) { SetAdaptiveBudgetsV4(o, avg) },
+	}
+	for _, avg := range []float64{5, 10.3} {
+		var want []string
+		for name, set := range setters {
+			o := levelsTestOptions()
+			set(o, avg)
+			got := slices.Sorted(maps.Keys(o.Filters))
+			if want == nil {
+				want = got
+			} else if !slices.Equal(got, want) {
+				t.Errorf("avg %v: %s registers %d names, another setter %d", avg, name, len(got), len(want))
+			}
+			if o.Filters[NewV4Policy(avg).Name()] == nil || o.Filters[NewPolicy(avg).Name()] == nil {
+				t.Errorf("avg %v: %s does not register the average's names", avg, name)
+			}
+		}
 	}
 }
