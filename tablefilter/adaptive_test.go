@@ -348,6 +348,34 @@ func BenchmarkAdaptiveVersusUniform(b *testing.B) {
 	}
 }
 
+// BenchmarkAdaptiveV4VersusV3 builds the same store under
+// SetAdaptiveBudgetsV4 and under SetAdaptiveBudgets at the same average,
+// and reports the tables each reads in vain per absent Get and per absent
+// SeekPrefixGE (L6 filters on), and each tree's bits per key.
+func BenchmarkAdaptiveV4VersusV3(b *testing.B) {
+	const avg = 10
+	w := newMVCCWorkload(60_000, 21)
+	for range b.N {
+		for _, c := range []struct {
+			name string
+			set  func(*pebble.Options, float64) *AdaptiveBudgets
+		}{{"v3", SetAdaptiveBudgets}, {"v4", SetAdaptiveBudgetsV4}} {
+			o := adaptiveTestOptions()
+			db, tuned := openAdaptiveWith(b, b.TempDir(), o, avg, c.set)
+			w.write(b, db, 4000, func() {})
+			waitQuiet(db)
+			bits, _ := treeFilterBits(b, db, o)
+			perGet, perSeek := probeMVCC(b, db, w)
+			b.Logf("%s budgets %v", c.name, tuned.Budgets())
+			tuned.Detach()
+			db.Close()
+			b.ReportMetric(float64(bits)/float64(len(w.prefixes)), c.name+"-bits/key")
+			b.ReportMetric(perGet, c.name+"-fp/get")
+			b.ReportMetric(perSeek, c.name+"-fp/seek")
+		}
+	}
+}
+
 // TestAdaptiveBudgetsRefitsUnderWrites runs refits as fast as the loop
 // allows while flushes and compactions write tables, for the race
 // detector: budgets change under writers, and no key goes missing.
