@@ -3,6 +3,7 @@ package tablefilter
 import (
 	"github.com/cockroachdb/pebble/v2"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
@@ -50,7 +51,8 @@ import (
 // never waits, so a compaction is never held up by a refit. The handle
 // needs the *pebble.DB to measure it, which exists only after Open: hand
 // it over with Attach, and Detach before closing the store. Until Attach
-// the levels write the budgets of the model shape (SetLevelPolicies').
+// the levels write the budgets of the model shape (SetLevelPolicies', or
+// SetLevelPoliciesV4' under SetAdaptiveBudgetsV4).
 //
 // It is safe for concurrent use.
 type AdaptiveBudgets struct {
@@ -65,8 +67,9 @@ type AdaptiveBudgets struct {
 // as SetLevelBudgets does), and opts.EventListener gets the listener that
 // triggers refits, teed with any listener opts already had. It is the one
 // call a store needs on every Open; the same call on a reopen reads every
-// table with its filter, and so does SetLevelPolicies, since each table's
-// filter name is a registered budget.
+// table with its filter, and so do SetLevelPolicies, SetAdaptiveBudgetsV4
+// and SetLevelPoliciesV4, since each table's filter name is a registered
+// budget.
 //
 //	tuned := tablefilter.SetAdaptiveBudgets(opts, 10)
 //	db, err := pebble.Open(dir, opts)
@@ -89,16 +92,32 @@ type AdaptiveBudgets struct {
 // panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=
 // MaxBitsPerKey.
 func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
-	pebblecore.CheckBitsPerKey("tablefilter", avgBitsPerKey)
-	budgets := LevelBudgets(ModelLevelShape(opts), avgBitsPerKey)
-	a := &AdaptiveBudgets{pebblecore.NewAdaptive("tablefilter", avgBitsPerKey, budgets)}
+	return setAdaptive(opts, avgBitsPerKey, codec.FormatVersion)
+}
+
+// SetAdaptiveBudgetsV4 is SetAdaptiveBudgets writing format version 4 on
+// every level (NewV4Policy's filters and names, "lsmcuckoo.v4.bpk=<bits>"),
+// with every fit, the first from ModelLevelShape(opts) and each refit's,
+// made under version 4's planned rate as LevelBudgetsV4 makes it: budgets
+// fitted to one version's rate curve are no optimum for another's. It
+// registers what SetAdaptiveBudgets does, every writer's name of every
+// budget a fit can choose, so a store moved between SetAdaptiveBudgets,
+// SetAdaptiveBudgetsV4 and the SetLevelPolicies setters of either version
+// reads every table with its filter. Only a reader of this release reads
+// version-4 blocks.
+func SetAdaptiveBudgetsV4(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
+	return setAdaptive(opts, avgBitsPerKey, codec.NewestVersion)
+}
+
+// setAdaptive installs the self-tuning setup writing format version.
+func setAdaptive(opts *pebble.Options, avgBitsPerKey float64, version int) *AdaptiveBudgets {
 	runs, runBytes := l0Model(opts)
-	a.core.Tuner.ModelL0(runs, runBytes)
+	a := &AdaptiveBudgets{pebblecore.NewAdaptive("tablefilter", avgBitsPerKey,
+		pebblecore.LevelShape(ModelLevelShape(opts)), version, runs, runBytes)} // panics before opts changes
 	for l := range opts.Levels {
 		opts.Levels[l].FilterPolicy = adaptivePolicy{a.core.Tuner, l}
 	}
-	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
-	RegisterPolicies(opts, avgBitsPerKey)
+	RegisterPolicies(opts, a.core.Registered()...)
 	due := func() { a.core.Notify() }
 	listener := pebble.EventListener{
 		FlushEnd:      func(pebble.FlushInfo) { due() },

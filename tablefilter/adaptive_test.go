@@ -169,7 +169,14 @@ func adaptiveTestOptions() *pebble.Options {
 // and attaches the handle.
 func openAdaptive(tb testing.TB, dir string, o *pebble.Options, avg float64) (*pebble.DB, *AdaptiveBudgets) {
 	tb.Helper()
-	tuned := SetAdaptiveBudgets(o, avg)
+	return openAdaptiveWith(tb, dir, o, avg, SetAdaptiveBudgets)
+}
+
+// openAdaptiveWith is openAdaptive with the one call set.
+func openAdaptiveWith(tb testing.TB, dir string, o *pebble.Options, avg float64,
+	set func(*pebble.Options, float64) *AdaptiveBudgets) (*pebble.DB, *AdaptiveBudgets) {
+	tb.Helper()
+	tuned := set(o, avg)
 	tuned.core.Loop = pebblecore.NewRefitLoop(tuned.core.Tuner, 20*time.Millisecond)
 	db, err := pebble.Open(dir, o)
 	if err != nil {
@@ -193,13 +200,29 @@ func openAdaptive(tb testing.TB, dir string, o *pebble.Options, avg float64) (*p
 // tables/prefixes that the test reports.
 func TestAdaptiveBudgetsPebble(t *testing.T) {
 	race.SkipLong(t)
+	testAdaptiveStore(t, SetAdaptiveBudgets, SetAdaptiveBudgets, pebblecore.NamePrefix(3, false))
+}
+
+// TestAdaptiveBudgetsV4Pebble is TestAdaptiveBudgetsPebble for
+// SetAdaptiveBudgetsV4, reopened under SetAdaptiveBudgets: every table the
+// tuned store writes carries a version-4 name, and the version-3 setup
+// reads every one of them through its filter.
+func TestAdaptiveBudgetsV4Pebble(t *testing.T) {
+	race.SkipLong(t)
+	testAdaptiveStore(t, SetAdaptiveBudgetsV4, SetAdaptiveBudgets, pebblecore.NamePrefix(4, false))
+}
+
+// testAdaptiveStore grows a store under the one call set, checks it, and
+// reopens it under reopen; every table the first open writes carries a
+// name starting with prefix.
+func testAdaptiveStore(t *testing.T, set, reopen func(*pebble.Options, float64) *AdaptiveBudgets, prefix string) {
 	const avg = 10
 	w := newMVCCWorkload(60_000, 21)
 	dir := t.TempDir()
 	o := adaptiveTestOptions()
 	var userFlushes atomic.Int64
 	o.EventListener = &pebble.EventListener{FlushEnd: func(pebble.FlushInfo) { userFlushes.Add(1) }}
-	db, tuned := openAdaptive(t, dir, o, avg)
+	db, tuned := openAdaptiveWith(t, dir, o, avg, set)
 
 	seen := map[[NumLevels]float64]bool{tuned.Budgets(): true}
 	w.write(t, db, 4000, func() {
@@ -241,8 +264,14 @@ func TestAdaptiveBudgetsPebble(t *testing.T) {
 			t.Errorf("%s: live tree spends %.3f bits/key, asked %v", what, live, avg)
 		}
 		probeMVCC(t, db, w)
+		checkEveryTableFiltered(t, db, w, 300)
 	}
 	checkTree("first open", db, o)
+	for name, n := range filterNames(t, db, o) {
+		if name != prefix {
+			t.Errorf("%d tables named %s*, want %s* only", n, name, prefix)
+		}
+	}
 	populated := 0
 	for _, l := range db.Metrics().Levels {
 		if l.TablesCount > 0 {
@@ -258,7 +287,7 @@ func TestAdaptiveBudgetsPebble(t *testing.T) {
 	}
 
 	o = adaptiveTestOptions()
-	db, tuned = openAdaptive(t, dir, o, avg)
+	db, tuned = openAdaptiveWith(t, dir, o, avg, reopen)
 	checkTree("reopened", db, o)
 	tuned.Detach()
 	if err := db.Close(); err != nil {
@@ -316,6 +345,34 @@ func BenchmarkAdaptiveVersusUniform(b *testing.B) {
 		b.ReportMetric(uniformGet, "uniform-fp/get")
 		b.ReportMetric(tunedSeek, "tuned-fp/seek")
 		b.ReportMetric(uniformSeek, "uniform-fp/seek")
+	}
+}
+
+// BenchmarkAdaptiveV4VersusV3 builds the same store under
+// SetAdaptiveBudgetsV4 and under SetAdaptiveBudgets at the same average,
+// and reports the tables each reads in vain per absent Get and per absent
+// SeekPrefixGE (L6 filters on), and each tree's bits per key.
+func BenchmarkAdaptiveV4VersusV3(b *testing.B) {
+	const avg = 10
+	w := newMVCCWorkload(60_000, 21)
+	for range b.N {
+		for _, c := range []struct {
+			name string
+			set  func(*pebble.Options, float64) *AdaptiveBudgets
+		}{{"v3", SetAdaptiveBudgets}, {"v4", SetAdaptiveBudgetsV4}} {
+			o := adaptiveTestOptions()
+			db, tuned := openAdaptiveWith(b, b.TempDir(), o, avg, c.set)
+			w.write(b, db, 4000, func() {})
+			waitQuiet(db)
+			bits, _ := treeFilterBits(b, db, o)
+			perGet, perSeek := probeMVCC(b, db, w)
+			b.Logf("%s budgets %v", c.name, tuned.Budgets())
+			tuned.Detach()
+			db.Close()
+			b.ReportMetric(float64(bits)/float64(len(w.prefixes)), c.name+"-bits/key")
+			b.ReportMetric(perGet, c.name+"-fp/get")
+			b.ReportMetric(perSeek, c.name+"-fp/seek")
+		}
 	}
 }
 

@@ -164,12 +164,7 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 // bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
 // budget, as NewPolicy does, before writing anything into opts.
 func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
-	policies := pebblecore.LevelPolicies("tablefilter", budgets) // all checked before opts changes
-	for l, p := range policies {
-		opts.Levels[l].FilterPolicy = Policy{p}
-	}
-	RegisterPolicies(opts, budgets[:]...)
-	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
+	setLevelBudgets(opts, budgets, codec.FormatVersion)
 }
 
 // LevelBudgetsV4 is LevelBudgets for filters written by NewV4Policy: the
@@ -184,6 +179,19 @@ func LevelBudgetsV4(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 
 	return pebblecore.VersionBudgets("tablefilter", pebblecore.LevelShape(shape), avgBitsPerKey, codec.NewestVersion)
 }
 
+// SetLevelPoliciesV4 is SetLevelPolicies writing format version 4 on
+// every level: the budgets are LevelBudgetsV4(ModelLevelShape(opts),
+// avgBitsPerKey), set with SetLevelBudgetsV4, which registers every
+// writer's name of every budget either version's fit can choose, and
+// avgBitsPerKey's names besides, so a store reopened under the version-3
+// setters, or under another average, reads every table with its filter.
+// It panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=
+// MaxBitsPerKey.
+func SetLevelPoliciesV4(opts *pebble.Options, avgBitsPerKey float64) {
+	SetLevelBudgetsV4(opts, LevelBudgetsV4(ModelLevelShape(opts), avgBitsPerKey))
+	RegisterPolicies(opts, avgBitsPerKey)
+}
+
 // SetLevelBudgetsV4 is SetLevelBudgets writing format version 4 on every
 // level: Levels[i].FilterPolicy becomes NewV4Policy(budgets[i]). It
 // registers what SetLevelBudgets does, every writer's name for every
@@ -192,7 +200,13 @@ func LevelBudgetsV4(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 
 // reader of this release reads version-4 blocks (NewV4Policy). It panics
 // on an invalid budget before writing anything into opts.
 func SetLevelBudgetsV4(opts *pebble.Options, budgets [NumLevels]float64) {
-	policies := pebblecore.VersionPolicies("tablefilter", budgets, codec.NewestVersion) // all checked before opts changes
+	setLevelBudgets(opts, budgets, codec.NewestVersion)
+}
+
+// setLevelBudgets sets every level's policy to the one writing format
+// version at its budget, and registers what SetLevelBudgets registers.
+func setLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64, version int) {
+	policies := pebblecore.VersionPolicies("tablefilter", budgets, version) // all checked before opts changes
 	for l, p := range policies {
 		opts.Levels[l].FilterPolicy = Policy{p}
 	}

@@ -149,7 +149,7 @@ func (p Policy) BitsPerKey() float64 { return p.core.BitsPerKey() }
 // in the name so that the OPTIONS file records the setting and
 // PolicyFromName can rebuild the writer; the price is that a process must register the names of every
 // budget and version its tables were written with (see RegisterPolicies).
-// Any lsmcuckoo policy reads any block of format version 1, 2 or 3,
+// Any lsmcuckoo policy reads any block of format version 1 to 4,
 // whatever its budget: the block describes itself.
 func (p Policy) Name() string { return p.core.Name() }
 
@@ -191,8 +191,8 @@ func (p Policy) NewWriter(ftype pebble.FilterType) pebble.FilterWriter {
 }
 
 // PolicyFromName returns the policy whose Name is name, or false if name is
-// not a policy name this version of the package writes: version 1, 2 and
-// 3 names (and version 3's densest) are all recognised. Names with a non-canonical number
+// not a policy name this version of the package writes: version 1 to 4
+// names (and version 3's densest) are all recognised. Names with a non-canonical number
 // ("bpk=10.0") are rejected because no policy writes them: registering a
 // policy under a name Pebble never looks up would only hide a mistake.
 //
@@ -235,7 +235,7 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 
 // RegisterPolicies adds to o.Filters, for each budget, a policy under each
 // name a release has written for it (version 3, the default, and its
-// densest layout, and versions 2 and 1), so that tables written with those budgets by any release are
+// densest layout, versions 2 and 1, and version 4), so that tables written with those budgets by any release are
 // read with their filters: a store upgraded from version-2 or version-1
 // filters keeps them. Pebble registers the policies of o.Levels
 // itself when it opens the store; what it cannot know is which other names

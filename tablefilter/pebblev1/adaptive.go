@@ -4,6 +4,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
@@ -51,7 +52,8 @@ import (
 // never waits, so a compaction is never held up by a refit. The handle
 // needs the *pebble.DB to measure it, which exists only after Open: hand
 // it over with Attach, and Detach before closing the store. Until Attach
-// the levels write the budgets of the model shape (SetLevelPolicies').
+// the levels write the budgets of the model shape (SetLevelPolicies', or
+// SetLevelPoliciesV4' under SetAdaptiveBudgetsV4).
 //
 // It is safe for concurrent use.
 type AdaptiveBudgets struct {
@@ -66,8 +68,9 @@ type AdaptiveBudgets struct {
 // as SetLevelBudgets does), and opts.EventListener gets the listener that
 // triggers refits, teed with any listener opts already had. It is the one
 // call a store needs on every Open; the same call on a reopen reads every
-// table with its filter, and so does SetLevelPolicies, since each table's
-// filter name is a registered budget.
+// table with its filter, and so do SetLevelPolicies, SetAdaptiveBudgetsV4
+// and SetLevelPoliciesV4, since each table's filter name is a registered
+// budget.
 //
 //	tuned := pebblev1.SetAdaptiveBudgets(opts, 10)
 //	db, err := pebble.Open(dir, opts)
@@ -94,18 +97,31 @@ type AdaptiveBudgets struct {
 // panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=
 // MaxBitsPerKey.
 func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
-	pebblecore.CheckBitsPerKey("pebblev1", avgBitsPerKey)
-	budgets := LevelBudgets(ModelLevelShape(opts), avgBitsPerKey)
-	a := &AdaptiveBudgets{pebblecore.NewAdaptive("pebblev1", avgBitsPerKey, budgets)}
+	return setAdaptive(opts, avgBitsPerKey, codec.FormatVersion)
+}
+
+// SetAdaptiveBudgetsV4 is SetAdaptiveBudgets writing format version 4 on
+// every level (NewV4Policy's filters and names, "lsmcuckoo.v4.bpk=<bits>"),
+// with every fit, the first from ModelLevelShape(opts) and each refit's,
+// made under version 4's planned rate as LevelBudgetsV4 makes it. It
+// registers what SetAdaptiveBudgets does, so a store moved between the
+// adaptive and per-level setters of either version, or to package
+// tablefilter's on Pebble v2, reads every table with its filter.
+func SetAdaptiveBudgetsV4(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
+	return setAdaptive(opts, avgBitsPerKey, codec.NewestVersion)
+}
+
+// setAdaptive installs the self-tuning setup writing format version.
+func setAdaptive(opts *pebble.Options, avgBitsPerKey float64, version int) *AdaptiveBudgets {
 	runs, mem := l0Model(opts, (&pebble.Options{FS: vfs.Default}).EnsureDefaults())
-	a.core.Tuner.ModelL0(float64(runs), float64(mem))
+	a := &AdaptiveBudgets{pebblecore.NewAdaptive("pebblev1", avgBitsPerKey,
+		pebblecore.LevelShape(ModelLevelShape(opts)), version, float64(runs), float64(mem))} // panics before opts changes
 	levels := levelsThroughL6(opts.Levels)
 	for l := range NumLevels {
 		levels[l].FilterPolicy = adaptivePolicy{a.core.Tuner, l}
 	}
 	opts.Levels = levels
-	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
-	RegisterPolicies(opts, avgBitsPerKey)
+	RegisterPolicies(opts, a.core.Registered()...)
 	due := func() { a.core.Notify() }
 	listener := pebble.EventListener{
 		FlushEnd:      func(pebble.FlushInfo) { due() },

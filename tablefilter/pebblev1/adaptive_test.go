@@ -2,6 +2,7 @@ package pebblev1_test
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,22 @@ import (
 // that a reopen with the same one call reads every table with its filter.
 func TestAdaptiveBudgetsV1(t *testing.T) {
 	race.SkipLong(t)
+	testAdaptiveStore(t, pebblev1.SetAdaptiveBudgets, pebblev1.SetAdaptiveBudgets, "lsmcuckoo.v3.bpk=")
+}
+
+// TestAdaptiveBudgetsV4 is TestAdaptiveBudgetsV1 for SetAdaptiveBudgetsV4,
+// reopened under SetAdaptiveBudgets: every table the tuned store writes
+// carries a version-4 name, and the version-3 setup reads every one of
+// them through its filter.
+func TestAdaptiveBudgetsV4(t *testing.T) {
+	race.SkipLong(t)
+	testAdaptiveStore(t, pebblev1.SetAdaptiveBudgetsV4, pebblev1.SetAdaptiveBudgets, "lsmcuckoo.v4.bpk=")
+}
+
+// testAdaptiveStore grows a store under the one call set, checks it, and
+// reopens it under reopen; every table the first open writes carries a
+// name starting with prefix.
+func testAdaptiveStore(t *testing.T, set, reopen func(*pebble.Options, float64) *pebblev1.AdaptiveBudgets, prefix string) {
 	const n, avg = 40000, 10 // even prefixes present, odd ones absent
 	dir := t.TempDir()
 	opts := func() *pebble.Options {
@@ -36,7 +53,7 @@ func TestAdaptiveBudgetsV1(t *testing.T) {
 	}
 	order := rand.New(rand.NewPCG(7, 7)).Perm(n / 2)
 	o := opts()
-	tuned := pebblev1.SetAdaptiveBudgets(o, avg)
+	tuned := set(o, avg)
 	db, err := pebble.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
@@ -162,15 +179,23 @@ func TestAdaptiveBudgetsV1(t *testing.T) {
 		if after := db.Metrics().Filter; after.Hits-before.Hits < int64(n/2) {
 			t.Errorf("%s: filters skipped only %d tables over %d absent lookups", what, after.Hits-before.Hits, n)
 		}
+		checkEveryTableFiltered(t, db, n)
 	}
 	check("first open", db, o)
+	for l, tables := range tableFilters(t, db) {
+		for _, name := range tables {
+			if !strings.HasPrefix(name, prefix) {
+				t.Errorf("an L%d table's filter is %q, want %s*", l, name, prefix)
+			}
+		}
+	}
 	tuned.Detach()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	o = opts()
-	tuned = pebblev1.SetAdaptiveBudgets(o, avg)
+	tuned = reopen(o, avg)
 	if db, err = pebble.Open(dir, o); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 )
 
@@ -125,7 +126,43 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 //	b := pebblev1.LevelBudgets(pebblev1.MeasuredLevelShape(db.Metrics()), 10)
 //	pebblev1.SetLevelBudgets(opts, b)
 func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
-	policies := pebblecore.LevelPolicies("pebblev1", budgets) // all checked before opts changes
+	setLevelBudgets(opts, budgets, codec.FormatVersion)
+}
+
+// LevelBudgetsV4 is LevelBudgets for filters written by NewV4Policy: the
+// same search over the same grid, under format version 4's planned rate
+// (codec.PlannedFPR with Options.Version 4), package tablefilter's
+// LevelBudgetsV4. Set the result with SetLevelBudgetsV4: budgets fitted to
+// one version's rate are no optimum for another's.
+func LevelBudgetsV4(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
+	return pebblecore.VersionBudgets("pebblev1", pebblecore.LevelShape(shape), avgBitsPerKey, codec.NewestVersion)
+}
+
+// SetLevelPoliciesV4 is SetLevelPolicies writing format version 4 on
+// every level: the budgets are LevelBudgetsV4(ModelLevelShape(opts),
+// avgBitsPerKey), set with SetLevelBudgetsV4, and avgBitsPerKey's names
+// are registered besides. It panics, writing nothing, unless
+// MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
+func SetLevelPoliciesV4(opts *pebble.Options, avgBitsPerKey float64) {
+	SetLevelBudgetsV4(opts, LevelBudgetsV4(ModelLevelShape(opts), avgBitsPerKey))
+	RegisterPolicies(opts, avgBitsPerKey)
+}
+
+// SetLevelBudgetsV4 is SetLevelBudgets writing format version 4 on every
+// level: the FilterPolicy of L0..L6 becomes NewV4Policy(budgets[i]), the
+// slice extended as SetLevelBudgets extends it. It registers what
+// SetLevelBudgets does, every writer's name for every budget LevelBudgets
+// and LevelBudgetsV4 can return, so a store reopened under either setter
+// still reads every table with its filter. It panics on an invalid budget
+// before writing anything into opts.
+func SetLevelBudgetsV4(opts *pebble.Options, budgets [NumLevels]float64) {
+	setLevelBudgets(opts, budgets, codec.NewestVersion)
+}
+
+// setLevelBudgets sets the policy of L0..L6 to the one writing format
+// version at its budget, and registers what SetLevelBudgets registers.
+func setLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64, version int) {
+	policies := pebblecore.VersionPolicies("pebblev1", budgets, version) // all checked before opts changes
 	levels := levelsThroughL6(opts.Levels)
 	for l, p := range policies {
 		levels[l].FilterPolicy = Policy{p}

@@ -3,8 +3,10 @@ package pebblev1_test
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
+	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/internal/pebblecore"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter/pebblev1"
 )
 
@@ -194,5 +197,57 @@ func TestLevelBudgetsMatchV2(t *testing.T) {
 				t.Errorf("shape %+v at %v: v1 %v, v2 %v", s, avg, b1, b2)
 			}
 		}
+	}
+}
+
+// TestV4NamesMatchV2: a store moved between the two Pebble modules reads
+// its version-4 tables only if both adapters write the same names and
+// register the same ones. For every budget of the grid the two adapters'
+// version-4 policies have one name; the version-4 per-level and adaptive
+// setters, given the same options, set the same names on every level and
+// register the same set of names; and both fit the same version-4 budgets
+// to the same shape.
+func TestV4NamesMatchV2(t *testing.T) {
+	for _, b := range pebblecore.RegisteredBudgets() {
+		if n1, n2 := pebblev1.NewV4Policy(b).Name(), tablefilter.NewV4Policy(b).Name(); n1 != n2 || !strings.HasPrefix(n1, "lsmcuckoo.v4.bpk=") {
+			t.Errorf("budget %v: v1 names %q, v2 %q", b, n1, n2)
+		}
+	}
+	options := func() (*pebble.Options, *pebblev2.Options) {
+		o1 := &pebble.Options{MemTableSize: 64 << 20, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 20}
+		o1.Experimental.LevelMultiplier = 8
+		o2 := &pebblev2.Options{MemTableSize: 64 << 20, L0CompactionThreshold: 2, LBaseMaxBytes: 256 << 20}
+		o2.Experimental.LevelMultiplier = 8
+		return o1, o2
+	}
+	for _, c := range []struct {
+		name string
+		v1   func(*pebble.Options, float64)
+		v2   func(*pebblev2.Options, float64)
+	}{
+		{"SetLevelPoliciesV4", pebblev1.SetLevelPoliciesV4, tablefilter.SetLevelPoliciesV4},
+		{"SetAdaptiveBudgetsV4",
+			func(o *pebble.Options, avg float64) { pebblev1.SetAdaptiveBudgetsV4(o, avg) },
+			func(o *pebblev2.Options, avg float64) { tablefilter.SetAdaptiveBudgetsV4(o, avg) }},
+	} {
+		for _, avg := range []float64{6, 10.3} {
+			o1, o2 := options()
+			c.v1(o1, avg)
+			c.v2(o2, avg)
+			for l := range pebblev1.NumLevels {
+				if n1, n2 := o1.Levels[l].FilterPolicy.Name(), o2.Levels[l].FilterPolicy.Name(); n1 != n2 || !strings.HasPrefix(n1, "lsmcuckoo.v4.bpk=") {
+					t.Errorf("%s(%v): L%d named %q by v1, %q by v2", c.name, avg, l, n1, n2)
+				}
+			}
+			r1, r2 := slices.Sorted(maps.Keys(o1.Filters)), slices.Sorted(maps.Keys(o2.Filters))
+			if !slices.Equal(r1, r2) || len(r1) == 0 {
+				t.Errorf("%s(%v): v1 registers %d names, v2 %d, not the same", c.name, avg, len(r1), len(r2))
+			}
+		}
+	}
+	o1, o2 := options()
+	s := pebblev1.ModelLevelShape(o1)
+	if b1, b2 := pebblev1.LevelBudgetsV4(s, 10), tablefilter.LevelBudgetsV4(tablefilter.ModelLevelShape(o2), 10); b1 != b2 {
+		t.Errorf("LevelBudgetsV4: v1 %v, v2 %v", b1, b2)
 	}
 }

@@ -64,14 +64,28 @@ func NewDensestPolicy(bitsPerKey float64) Policy {
 	return Policy{pebblecore.New(bitsPerKey, codec.FormatVersion, true)}
 }
 
+// NewV4Policy is NewPolicy for codec format version 4, named
+// "lsmcuckoo.v4.bpk=<bits>", package tablefilter's NewV4Policy: the lowest
+// false-positive rate lsmcuckoo writes for a budget. Each 64-byte line
+// holds its keys as the solution of a linear system over GF(2) rather than
+// as fingerprints (codec/FORMAT.md); its lines are full, and a good share
+// of negative lookups read a second line. Only a reader of this release
+// reads version-4 blocks (an older one answers "maybe" for them); every
+// Policy reads them.
+func NewV4Policy(bitsPerKey float64) Policy {
+	pebblecore.CheckBitsPerKey("pebblev1", bitsPerKey)
+	return Policy{pebblecore.New(bitsPerKey, codec.NewestVersion, false)}
+}
+
 // Version returns the codec format version the policy writes.
 func (p Policy) Version() int { return p.core.Version() }
 
 // BitsPerKey returns the policy's budget.
 func (p Policy) BitsPerKey() float64 { return p.core.BitsPerKey() }
 
-// Name returns "lsmcuckoo.v3.bpk=<bits>" (NewPolicy) or
-// "lsmcuckoo.v3.densest.bpk=<bits>" (NewDensestPolicy), the shortest
+// Name returns "lsmcuckoo.v3.bpk=<bits>" (NewPolicy),
+// "lsmcuckoo.v3.densest.bpk=<bits>" (NewDensestPolicy) or
+// "lsmcuckoo.v4.bpk=<bits>" (NewV4Policy), the shortest
 // decimal of the budget that parses back to it, so PolicyFromName(p.Name())
 // returns p. Pebble writes the name into every table and the OPTIONS file
 // and reads a table's filter only through a policy registered under that
@@ -110,9 +124,9 @@ func (p Policy) NewWriter(ftype pebble.FilterType) pebble.FilterWriter {
 }
 
 // PolicyFromName returns the policy whose Name is name, or false if name
-// is not a policy name lsmcuckoo writes: the names of format versions 1, 2
-// and 3 (and version 3's densest layout) are all recognised, so tables a
-// Pebble v2 store wrote with tablefilter's older writers stay readable.
+// is not a policy name lsmcuckoo writes: the names of format versions 1
+// to 4 (and version 3's densest layout) are all recognised, so tables a
+// Pebble v2 store wrote with any of tablefilter's writers stay readable.
 // Names with a non-canonical number ("bpk=10.0") are rejected because no
 // policy writes them.
 func PolicyFromName(name string) (pebble.FilterPolicy, bool) {
@@ -150,7 +164,7 @@ const noFilterName = "none"
 
 // RegisterPolicies adds to o.Filters, for each budget, a policy under each
 // name lsmcuckoo has written for it (version 3 and its densest layout,
-// versions 2 and 1), so that tables written with those budgets are read
+// versions 2 and 1, and version 4), so that tables written with those budgets are read
 // with their filters. Pebble registers the policies of o.Levels itself
 // when it opens the store; what it cannot know is which other names the
 // store's existing tables carry. Call this with every budget the store has

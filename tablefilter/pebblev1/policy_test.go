@@ -19,7 +19,7 @@ import (
 
 func TestNameRoundTrip(t *testing.T) {
 	for _, b := range []float64{4, 6, 9.5, 10, 10.6, 16, 1.0 / 3 * 30, 64} {
-		for _, p := range []Policy{NewPolicy(b), NewDensestPolicy(b)} {
+		for _, p := range []Policy{NewPolicy(b), NewDensestPolicy(b), NewV4Policy(b)} {
 			q, ok := PolicyFromName(p.Name())
 			if !ok || q != pebble.FilterPolicy(p) || q.Name() != p.Name() {
 				t.Errorf("PolicyFromName(%q) = %v, %v; want %v", p.Name(), q, ok, p)
@@ -29,6 +29,7 @@ func TestNameRoundTrip(t *testing.T) {
 	for p, want := range map[Policy]string{
 		NewPolicy(10): "lsmcuckoo.v3.bpk=10", NewPolicy(9.5): "lsmcuckoo.v3.bpk=9.5",
 		NewDensestPolicy(10): "lsmcuckoo.v3.densest.bpk=10", {}: "lsmcuckoo.v3.bpk=10",
+		NewV4Policy(10): "lsmcuckoo.v4.bpk=10", NewV4Policy(9.5): "lsmcuckoo.v4.bpk=9.5",
 	} {
 		if p.Name() != want || p.String() != want {
 			t.Errorf("%#v is named %q, want %q", p, p.Name(), want)
@@ -42,7 +43,7 @@ func TestNameRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "lsmcuckoo.v3.bpk=10.0", "lsmcuckoo.v3.bpk=3", "lsmcuckoo.v5.bpk=10",
-		"lsmcuckoo.v2.densest.bpk=10", "rocksdb.BuiltinBloomFilter", "none"} {
+		"lsmcuckoo.v2.densest.bpk=10", "lsmcuckoo.v4.densest.bpk=10", "lsmcuckoo.v4.bpk=10.0", "rocksdb.BuiltinBloomFilter", "none"} {
 		if p, ok := PolicyFromName(bad); ok {
 			t.Errorf("PolicyFromName(%q) = %v, want rejection", bad, p)
 		}
@@ -51,7 +52,7 @@ func TestNameRoundTrip(t *testing.T) {
 
 func TestNewPolicyPanicsOnInvalid(t *testing.T) {
 	for _, b := range []float64{0, -1, 3.99, 64.01, math.NaN(), math.Inf(1)} {
-		for name, f := range map[string]func(float64) Policy{"NewPolicy": NewPolicy, "NewDensestPolicy": NewDensestPolicy} {
+		for name, f := range map[string]func(float64) Policy{"NewPolicy": NewPolicy, "NewDensestPolicy": NewDensestPolicy, "NewV4Policy": NewV4Policy} {
 			func() {
 				defer func() {
 					if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "pebblev1: ") {
@@ -68,7 +69,7 @@ func TestNewPolicyPanicsOnInvalid(t *testing.T) {
 // which Pebble v1 writes for a level without a policy, is a nil policy
 // without error; any other name is an error that names it.
 func TestParseFilterPolicy(t *testing.T) {
-	for _, p := range []Policy{NewPolicy(10), NewPolicy(MinBitsPerKey), NewDensestPolicy(MaxBitsPerKey)} {
+	for _, p := range []Policy{NewPolicy(10), NewPolicy(MinBitsPerKey), NewDensestPolicy(MaxBitsPerKey), NewV4Policy(10), NewV4Policy(MinBitsPerKey)} {
 		if got, err := ParseFilterPolicy(p.Name()); err != nil || got != pebble.FilterPolicy(p) {
 			t.Errorf("ParseFilterPolicy(%q) = %v, %v", p.Name(), got, err)
 		}
@@ -117,7 +118,7 @@ func TestRegisterPolicies(t *testing.T) {
 // filter type it does not know and for a damaged block.
 func TestWriterBytes(t *testing.T) {
 	keys := testkeys.Sequential("user", 0, 5000)
-	for _, p := range []Policy{NewPolicy(10), NewDensestPolicy(14)} {
+	for _, p := range []Policy{NewPolicy(10), NewDensestPolicy(14), NewV4Policy(10)} {
 		w := p.NewWriter(pebble.TableFilter)
 		for _, k := range keys {
 			w.AddKey(k)
@@ -219,6 +220,70 @@ func TestSetLevelBudgets(t *testing.T) {
 	}()
 	if !slices.Equal(before, o.Levels) {
 		t.Error("a panicking SetLevelBudgets changed the levels")
+	}
+}
+
+// TestSetLevelBudgetsV4: every level writes version 4 at its budget, the
+// slice the options held is neither reused nor written, every writer's
+// name of every grid budget is registered (so the version-3 setters' tables
+// keep their filters), and an invalid budget panics before anything is
+// written.
+func TestSetLevelBudgetsV4(t *testing.T) {
+	held := gethLevels()
+	o := &pebble.Options{Levels: held}
+	budgets := LevelBudgetsV4(ModelLevelShape(o), 10)
+	SetLevelBudgetsV4(o, budgets)
+	for l := range NumLevels {
+		p, ok := o.Levels[l].FilterPolicy.(Policy)
+		if !ok || p != NewV4Policy(budgets[l]) || p.Version() != codec.NewestVersion || o.Filters[p.Name()] == nil {
+			t.Errorf("L%d: %v for budget %v", l, o.Levels[l].FilterPolicy, budgets[l])
+		}
+		if o.Levels[l].TargetFileSize != held[l].TargetFileSize {
+			t.Errorf("L%d: target file size changed", l)
+		}
+		if l < NumLevels-1 && held[l].FilterPolicy != bloomPolicy {
+			t.Errorf("L%d: the slice the options held was written", l)
+		}
+	}
+	for _, b := range pebblecore.RegisteredBudgets() {
+		for _, p := range []Policy{NewPolicy(b), NewDensestPolicy(b), NewV4Policy(b)} {
+			if _, ok := o.Filters[p.Name()]; !ok {
+				t.Errorf("%s not registered", p.Name())
+			}
+		}
+	}
+	before := slices.Clone(o.Levels)
+	func() {
+		defer func() { _ = recover() }()
+		SetLevelBudgetsV4(o, [NumLevels]float64{10, 10, 10, 10, 10, 10, 3})
+		t.Error("SetLevelBudgetsV4 with a budget of 3 did not panic")
+	}()
+	if !slices.Equal(before, o.Levels) {
+		t.Error("a panicking SetLevelBudgetsV4 changed the levels")
+	}
+	// The per-level and adaptive setters' averages: version 4 and the
+	// average's own names, and nothing written on an invalid average.
+	for name, set := range map[string]func(*pebble.Options, float64){
+		"SetLevelPoliciesV4":   SetLevelPoliciesV4,
+		"SetAdaptiveBudgetsV4": func(o *pebble.Options, avg float64) { SetAdaptiveBudgetsV4(o, avg) },
+	} {
+		o := &pebble.Options{}
+		set(o, 10.3)
+		if p, ok := o.Levels[NumLevels-1].FilterPolicy.(Policy); ok && p.Version() != codec.NewestVersion || o.Filters[NewV4Policy(10.3).Name()] == nil {
+			t.Errorf("%s: L6 writes %v; %s registered: %v", name, o.Levels[NumLevels-1].FilterPolicy, NewV4Policy(10.3).Name(), o.Filters[NewV4Policy(10.3).Name()] != nil)
+		}
+		if got := o.Levels[NumLevels-1].FilterPolicy.Name(); !strings.HasPrefix(got, "lsmcuckoo.v4.bpk=") {
+			t.Errorf("%s: L6 named %s", name, got)
+		}
+		o = &pebble.Options{}
+		func() {
+			defer func() { _ = recover() }()
+			set(o, 3)
+			t.Errorf("%s(3) did not panic", name)
+		}()
+		if o.Levels != nil || o.Filters != nil || o.EventListener != nil {
+			t.Errorf("a panicking %s wrote into the options", name)
+		}
 	}
 }
 

@@ -15,11 +15,24 @@ type Adaptive struct {
 }
 
 // NewAdaptive returns a stopped handle for a tree that spends about
-// avgBitsPerKey bits per key, starting from budgets; pkg names the adapter
-// in panics.
-func NewAdaptive(pkg string, avgBitsPerKey float64, budgets [NumLevels]float64) *Adaptive {
-	tuner := NewTuner(pkg, avgBitsPerKey, budgets)
+// avgBitsPerKey bits per key, every level writing format version: its
+// levels start at the budgets VersionBudgets fits to model (the adapter's
+// ModelLevelShape of the store's options), until a refit measures the live
+// tree, and its tuner takes L0 at its fullest to be l0Runs sublevels of
+// l0RunBytes each (Tuner.ModelL0). It panics, naming pkg, unless
+// avgBitsPerKey is a valid budget.
+func NewAdaptive(pkg string, avgBitsPerKey float64, model LevelShape, version int, l0Runs, l0RunBytes float64) *Adaptive {
+	budgets := VersionBudgets(pkg, model, avgBitsPerKey, version)
+	tuner := NewVersionTuner(pkg, avgBitsPerKey, budgets, version)
+	tuner.ModelL0(l0Runs, l0RunBytes)
 	return &Adaptive{Tuner: tuner, Loop: NewRefitLoop(tuner, 0)}
+}
+
+// Registered returns the budgets whose names an adapter registers for the
+// handle: every budget a refit can choose (RegisteredBudgets), and the
+// average asked, off the grid or not, as SetLevelPolicies registers it.
+func (a *Adaptive) Registered() []float64 {
+	return append(RegisteredBudgets(), a.Tuner.Asked())
 }
 
 // Notify marks a refit as due; it never blocks, so an event listener may

@@ -148,15 +148,9 @@ func budgetSteps(bottom, top float64) []float64 {
 	return g
 }
 
-// LevelPolicies returns the default writer's policy for each level's
-// budget (what the adapters' NewPolicy returns), checking every budget, and
-// panicking naming pkg, before an adapter writes anything into its options.
-func LevelPolicies(pkg string, budgets [NumLevels]float64) [NumLevels]Policy {
-	return VersionPolicies(pkg, budgets, codec.FormatVersion)
-}
-
-// VersionPolicies is LevelPolicies with each level's policy writing format
-// version.
+// VersionPolicies returns, for each level's budget, the policy writing
+// format version at that budget, checking every budget, and panicking
+// naming pkg, before an adapter writes anything into its options.
 func VersionPolicies(pkg string, budgets [NumLevels]float64, version int) [NumLevels]Policy {
 	var policies [NumLevels]Policy
 	for l, b := range budgets {

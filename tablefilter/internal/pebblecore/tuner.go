@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 )
 
 // Tuner holds the budgets of a self-tuning setup, refitted to the live
@@ -38,6 +40,7 @@ import (
 // writes; refits are serialised by a mutex that no writer takes.
 type Tuner struct {
 	asked   float64
+	version int                      // the codec format version every level writes, and whose rate the fit plans for
 	budgets [NumLevels]atomic.Uint64 // math.Float64bits of each level's budget: its tables' name
 	targets [NumLevels]atomic.Uint64 // math.Float64bits of each level's target bits per key
 	debts   debts
@@ -138,11 +141,19 @@ type ledgerKey struct{ bytes, added uint64 }
 const ledgerSize = 1 << 14
 
 // NewTuner returns a tuner for the average asked, starting at budgets
-// (points of the registered grid). It panics, naming pkg, unless asked is
-// a valid budget.
+// (points of the registered grid), writing the default format version.
+// It panics, naming pkg, unless asked is a valid budget.
 func NewTuner(pkg string, asked float64, budgets [NumLevels]float64) *Tuner {
+	return NewVersionTuner(pkg, asked, budgets, codec.FormatVersion)
+}
+
+// NewVersionTuner is NewTuner for filters of format version: its writers
+// write that version, under that version's names, and its refits fit
+// budgets under that version's rate (VersionBudgets), since budgets fitted
+// to one version's rate curve are no optimum for another's.
+func NewVersionTuner(pkg string, asked float64, budgets [NumLevels]float64, version int) *Tuner {
 	CheckBitsPerKey(pkg, asked)
-	t := &Tuner{asked: asked, ledger: make(map[ledgerKey]uint64), ring: make([]ledgerKey, ledgerSize)}
+	t := &Tuner{asked: asked, version: version, ledger: make(map[ledgerKey]uint64), ring: make([]ledgerKey, ledgerSize)}
 	for l, b := range budgets {
 		CheckBitsPerKey(pkg, b)
 		t.budgets[l].Store(math.Float64bits(b))
@@ -153,6 +164,9 @@ func NewTuner(pkg string, asked float64, budgets [NumLevels]float64) *Tuner {
 
 // Asked returns the average the tuner keeps to.
 func (t *Tuner) Asked() float64 { return t.asked }
+
+// Version returns the codec format version the tuner's writers write.
+func (t *Tuner) Version() int { return t.version }
 
 // Budget returns level's current budget.
 func (t *Tuner) Budget(level int) float64 {
@@ -173,16 +187,16 @@ func (t *Tuner) Budgets() [NumLevels]float64 {
 	return b
 }
 
-// Policy returns the version-3 policy of level's current budget: the name
-// a table of that level written now carries.
-func (t *Tuner) Policy(level int) Policy { return New(t.Budget(level), 0, false) }
+// Policy returns the policy of level's current budget, in the tuner's
+// format version: the name a table of that level written now carries.
+func (t *Tuner) Policy(level int) Policy { return New(t.Budget(level), t.version, false) }
 
 // NewWriter returns a writer for one table of level, at the level's
 // target plus what the level owes (see Tuner), that records the filter it
 // writes in the tuner's ledger and what it spent in the level's debt.
 func (t *Tuner) NewWriter(level int) *TunedWriter {
 	target := t.Target(level)
-	return &TunedWriter{w: New(t.writeBudget(level, target), 0, false).NewWriter(), t: t, level: level, target: target}
+	return &TunedWriter{w: New(t.writeBudget(level, target), t.version, false).NewWriter(), t: t, level: level, target: target}
 }
 
 // TunedWriter is a Writer that reports each filter it finishes to its
@@ -380,7 +394,8 @@ func (t *Tuner) LiveAverage(tables []LiveTable) (bitsPerKey float64, keys uint64
 // whether a budget changed.
 //
 // The shape the fit sees is the distinct keys of each level's filters, not
-// its bytes. The budgets are LevelBudgets of that shape, the targets scale
+// its bytes. The budgets are VersionBudgets of that shape under the
+// tuner's format version, the targets scale
 // them to spend the average asked over the live keys (targetsFor), and
 // each level's debt is what its live tables spend under its target,
 // counted over the tables whose filters this tuner wrote: their distinct
@@ -410,7 +425,7 @@ func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, chang
 		live = allBits / allKeys
 		shape.Keys = keys
 	}
-	budgets := LevelBudgets("pebblecore", shape, t.asked)
+	budgets := VersionBudgets("pebblecore", shape, t.asked, t.version)
 	targets := targetsFor(shape, budgets, t.asked, l0Full)
 	var targetBits [NumLevels]float64
 	for l, b := range budgets {

@@ -3,11 +3,13 @@ package pebblecore
 import (
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 )
 
@@ -274,5 +276,59 @@ func TestL0FullShare(t *testing.T) {
 	shape.Keys[0], shape.L0Runs = 3000, 6
 	if got, want := tu.l0FullShare(shape), 3000.0/4000; math.Abs(got-want) > 1e-12 {
 		t.Errorf("L0 over its model: %v, want %v", got, want)
+	}
+}
+
+// TestVersionTunerWritesAndFitsItsVersion: a version-4 tuner's writers
+// write version-4 blocks holding every key, under version-4 names, and its
+// refits fit the budgets version 4's rate calls for (VersionBudgets), not
+// version 3's; a version-3 tuner keeps version 3's names and fit.
+func TestVersionTunerWritesAndFitsItsVersion(t *testing.T) {
+	shape := ModelShape(10, 4, 64<<20, 64<<20)
+	keys := testkeys.Random(3000, 16, 11)
+	for _, version := range []int{codec.FormatVersion, codec.NewestVersion} {
+		tu := NewVersionTuner("test", 10, VersionBudgets("test", shape, 10, version), version)
+		if tu.Version() != version {
+			t.Errorf("version %d: tuner says %d", version, tu.Version())
+		}
+		for l := range NumLevels {
+			if name, want := tu.Policy(l).Name(), NamePrefix(version, false); !strings.HasPrefix(name, want) {
+				t.Errorf("version %d: L%d named %s, want %s*", version, l, name, want)
+			}
+		}
+		w := tu.NewWriter(NumLevels - 1)
+		for _, k := range keys {
+			w.AddKey(k)
+		}
+		block := w.Finish(nil)
+		f, err := codec.Decode(block)
+		if err != nil || f.Info().Version != version {
+			t.Fatalf("version %d: the writer's block decodes as %+v, %v", version, f, err)
+		}
+		for _, k := range keys {
+			if !codec.MayContain(block, k) {
+				t.Fatalf("version %d: false negative for %q", version, k)
+			}
+		}
+		// A tree whose keys sit as the model's, in the tables' units.
+		var tables []LiveTable
+		for l, k := range shape.Keys {
+			if k > 0 {
+				n := uint64(math.Ceil(k * 1e6))
+				tables = append(tables, LiveTable{Level: l, FilterBytes: n * 10 / 8, PointKeys: n, Ours: true, Budget: 10})
+			}
+		}
+		tu.Refit(shape, tables)
+		var live LevelShape
+		live.L0Runs = shape.L0Runs
+		for _, tb := range tables {
+			live.Keys[tb.Level] += float64(tu.distinct(tb))
+		}
+		if got, want := tu.Budgets(), VersionBudgets("test", live, 10, version); got != want {
+			t.Errorf("version %d: refit to %v, want %v", version, got, want)
+		}
+	}
+	if v3, v4 := VersionBudgets("test", shape, 10, codec.FormatVersion), VersionBudgets("test", shape, 10, codec.NewestVersion); v3 == v4 {
+		t.Errorf("both versions fit %v to this shape: the refit check above cannot tell them apart", v3)
 	}
 }
