@@ -31,7 +31,7 @@ type LevelShape struct {
 	// IterOptions.UseL6Filters (Pebble reads L6's filters only when an
 	// iterator asks). The fit counts L6's tables read in vain only for
 	// the others, and at 1 gives L6 NoFilter, so a store whose absent
-	// lookups are Gets spends its whole budget where Gets read it. The
+	// lookups are Gets spends its budget only where Gets read filters. The
 	// zero value counts every lookup on every level, as for prefix seeks
 	// with L6 filters; ModelLevelShape and MeasuredLevelShape leave it 0.
 	SkipL6 float64
@@ -126,8 +126,9 @@ func MeasuredLevelShape(m *pebble.Metrics) LevelShape {
 // read its filters, and a level may get NoFilter where no filter the
 // budget affords reads fewer tables in vain (in practice L6, when most
 // absent lookups are Gets); at SkipL6 1, L6 gets NoFilter and the levels
-// above it the whole budget. A level without keys never takes NoFilter
-// from the level below it.
+// above it all the average pays for, up to 32 bits per key each (so the
+// tree may spend well under the average). A level without keys never
+// takes NoFilter from the level below it.
 // It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey and
 // 0 <= shape.SkipL6 <= 1.
 func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {

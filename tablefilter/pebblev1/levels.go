@@ -32,7 +32,7 @@ type LevelShape struct {
 	// IterOptions.UseL6Filters (Pebble reads L6's filters only when an
 	// iterator asks). The fit counts L6's tables read in vain only for
 	// the others, and at 1 gives L6 NoFilter, so a store whose absent
-	// lookups are Gets spends its whole budget where Gets read it. The
+	// lookups are Gets spends its budget only where Gets read filters. The
 	// zero value counts every lookup on every level, as for prefix seeks
 	// with L6 filters; ModelLevelShape and MeasuredLevelShape leave it 0.
 	SkipL6 float64
