@@ -100,11 +100,27 @@ func FittedLevelsAt(name, ref string, fit LevelFit) Policy { return fittedLevels
 
 // fittedLevelsAt is FittedLevelsAt fitted for lookups of which a share
 // skipL6 never reads L6's filters (tablefilter.LevelShape.SkipL6).
+//
+// At skipL6 1, L6 spends nothing (NoFilter), so the fit is the fit of the
+// levels above at their own average, avg over their share of the keys:
+// it is fitted that way, on the shape without L6's keys, because a
+// Get-fitted fuse tree spends an average under MinBitsPerKey, which
+// LevelBudgets does not take, while the levels above spend well over it.
 func fittedLevelsAt(name, ref string, fit LevelFit, skipL6 float64) Policy {
 	return Policy{Name: name, MatchTo: []string{ref, LevelsFitted}, Match: func(o *pebble.Options, s tablefilter.LevelShape, built map[string]Tree) {
 		avg := built[ref].BitsPerKey() * 10 / built[LevelsFitted].BitsPerKey()
-		avg = max(tablefilter.MinBitsPerKey, min(tablefilter.MaxBitsPerKey, avg))
 		s.SkipL6 = skipL6
+		if skipL6 == 1 {
+			var total float64
+			for _, k := range s.Keys {
+				total += max(k, 0)
+			}
+			if upper := total - max(s.Keys[6], 0); upper > 0 {
+				avg *= total / upper
+				s.Keys[6] = 0
+			}
+		}
+		avg = max(tablefilter.MinBitsPerKey, min(tablefilter.MaxBitsPerKey, avg))
 		fit.Set(o, fit.Budgets(s, avg))
 	}}
 }

@@ -246,3 +246,48 @@ func TestV4LevelsAtFuseBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestGetFitsAtFuseBytes: the Get fits of the line-up leave L6 without a
+// filter and plan at most the bits per key asked (the reference tree's,
+// scaled as FittedLevelsAt documents) over the whole shape, even when that
+// is under MinBitsPerKey, as a Get-fitted fuse tree spends; the fuse
+// fitted for Gets writes no L6 filter either.
+func TestGetFitsAtFuseBytes(t *testing.T) {
+	shape := tablefilter.LevelShape{Keys: [7]float64{2000, 0, 0, 300, 3000, 30000, 300000}, L0Runs: 3}
+	tree := func(name string, bitsPerKey float64) Tree {
+		tr := Tree{Policy: name}
+		tr.Levels[6] = LevelInfo{Tables: 100, Keys: 1_000_000, FilterBytes: uint64(bitsPerKey * 1_000_000 / 8)}
+		return tr
+	}
+	lineup := map[string]Policy{}
+	for _, p := range GetLineup() {
+		lineup[p.Name] = p
+	}
+	built := map[string]Tree{LevelsFitted: tree(LevelsFitted, 10.4), FuseFitted: tree(FuseFitted, 8.1)}
+	var o pebble.Options
+	lineup[FuseGets].Match(&o, shape, built)
+	if o.Levels[6].FilterPolicy != pebble.NoFilterPolicy {
+		t.Errorf("%s: L6 writes %v", FuseGets, o.Levels[6].FilterPolicy)
+	}
+	for _, ref := range []float64{2.5, 3.7, 6} {
+		built[FuseGets] = tree(FuseGets, ref)
+		asked := ref * 10 / 10.4
+		for _, name := range []string{LevelsGets, V4Gets} {
+			var o pebble.Options
+			lineup[name].Match(&o, shape, built)
+			if o.Levels[6].FilterPolicy != pebble.NoFilterPolicy {
+				t.Fatalf("%s at %v: L6 writes %v", name, ref, o.Levels[6].FilterPolicy)
+			}
+			var spent, keys float64
+			for l, lo := range o.Levels {
+				keys += shape.Keys[l]
+				if pol, ok := lo.FilterPolicy.(tablefilter.Policy); ok {
+					spent += shape.Keys[l] * pol.BitsPerKey()
+				}
+			}
+			if spent/keys > asked*(1+1e-9) || spent/keys < asked*0.9 {
+				t.Errorf("%s at %v bits/key: plans %.3f bits/key, asked %.3f", name, ref, spent/keys, asked)
+			}
+		}
+	}
+}
