@@ -69,4 +69,5 @@ func writeLevelTargets(w io.Writer, pr *dbbench.Report) {
 	fmt.Fprintf(w, "- `%s` (`tablefilter.SetAdaptiveBudgets(opts, 10)`, attached while the tree grew): %.2f bits/key over the whole tree, %.1f%% off the 10 asked (goal within 2%%), its L0 holding the last flushes, never compacted; %.2f below L0; FP reads per absent prefix seek %s `%s`'s, per absent Get %s.\n\n",
 		dbbench.LevelsAdaptive, a.BitsPerKey(), 100*(a.BitsPerKey()/10-1), a.BitsPerKeyBelowL0(),
 		x(res.ratio(dbbench.LevelsAdaptive, ours, dbbench.AbsentPrefix, 0, fpReads)), ours, x(res.ratio(dbbench.LevelsAdaptive, ours, dbbench.AbsentGet, 0, fpReads)))
+	writeGetFit(w, pr, trees)
 }

@@ -48,3 +48,56 @@ func TestLevelTargetsRatios(t *testing.T) {
 		t.Errorf("a run without the line-up wrote %q", b.String())
 	}
 }
+
+// TestGetFitSection: the Get-fitted section shows each tree's false
+// positives per absent Get with the count they rest on, takes each ratio
+// over the right pair, and reports the one-allocation question; a run
+// without the Get-fitted trees writes nothing of it.
+func TestGetFitSection(t *testing.T) {
+	pr := &dbbench.Report{Config: dbbench.PebbleConfig{GetFPProbes: 1_000_000}}
+	none := dbbench.Tree{Policy: "none"}
+	for l, k := range []uint64{20000, 0, 0, 3400, 10200, 66300, 326400} {
+		none.Levels[l] = dbbench.LevelInfo{Tables: int(k / 3400), Keys: k}
+	}
+	none.Sublevels = 3
+	pr.Trees = append(pr.Trees, none)
+	trees := map[string]dbbench.Tree{}
+	bpk := map[string]float64{dbbench.LevelsFitted: 10.2, dbbench.FuseFitted: 8.1, dbbench.V4AtFuse: 8.1,
+		dbbench.FuseGets: 5, dbbench.LevelsGets: 5, dbbench.V4Gets: 5, dbbench.V4Mixed: 8.1}
+	fp := map[string]float64{dbbench.FuseFitted: 4e-5, dbbench.V4AtFuse: 8e-4, dbbench.FuseGets: 1e-4,
+		dbbench.LevelsGets: 1.5e-4, dbbench.V4Gets: 0, dbbench.V4Mixed: 2e-5}
+	for name, b := range bpk {
+		tr := none
+		tr.Policy = name
+		for l := range tr.Levels {
+			tr.Levels[l].FilterBytes = uint64(b * float64(tr.Levels[l].Keys) / 8)
+		}
+		pr.Trees = append(pr.Trees, tr)
+		trees[name] = tr
+		if v, ok := fp[name]; ok {
+			pr.GetFP = append(pr.GetFP, dbbench.PebbleResult{Policy: name, Workload: dbbench.AbsentGet, Probes: 1_000_000, FilterMisses: v})
+		}
+		pr.Results = append(pr.Results, dbbench.PebbleResult{Policy: name, Workload: dbbench.AbsentPrefix, FilterMisses: 0.01 * b})
+	}
+	var b strings.Builder
+	writeGetFit(&b, pr, trees)
+	out := b.String()
+	for _, want := range []string{
+		"| " + dbbench.V4Gets + " | 5.0 · · 5.0 5.0 5.0 5.0 | 5.00 | 0 | 0 / 1000000 | 0.0500 |",
+		"`" + dbbench.LevelsGets + "` ÷ `" + dbbench.FuseGets + "`: filter bytes 1.00×; FP reads per absent Get 1.50× (150 against 100 false positives)",
+		"`" + dbbench.V4Gets + "` ÷ `" + dbbench.FuseGets + "`: filter bytes 1.00×; FP reads per absent Get under 0.030× (no false positive in 1000000 absent Gets, under 3 in 1000000 at 95%, against 100)",
+		"`" + dbbench.V4AtFuse + "` ÷ `" + dbbench.FuseFitted + "`: filter bytes 1.00×; FP reads per absent Get 20.00× (800 against 40 false positives)",
+		"as `" + dbbench.V4Mixed + "`: measured, filter bytes 1.00× `" + dbbench.FuseFitted + "`'s; FP reads per absent prefix seek 1.00×; per absent Get 0.50× (20 against 40 false positives)",
+		"(built)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("section lacks %q:\n%s", want, out)
+		}
+	}
+	b.Reset()
+	delete(trees, dbbench.FuseGets)
+	writeGetFit(&b, pr, trees)
+	if b.Len() != 0 {
+		t.Errorf("a run without the Get-fitted trees wrote %q", b.String())
+	}
+}

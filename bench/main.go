@@ -171,7 +171,8 @@ func planRun(fl benchFlags, rep *report) (runPlan, error) {
 		cfg.Sizes, cfg.Families, cfg.Probes, cfg.Lookups, cfg.ColdMiB, cfg.Reps = []int{1000}, families(), 10_000, 10_000, 1, 1
 		pcfg = dbbench.PebbleConfig{Keys: 40_000, L0Flushes: 2, ValueSize: 32,
 			MemTableBytes: 256 << 10, LBaseMaxBytes: 16 << 10, TargetFileBytes: 64 << 10,
-			CacheBytes: 1 << 20, Probes: 2_000, LatencyProbes: 200, Latency: 50 * time.Microsecond}
+			CacheBytes: 1 << 20, Probes: 2_000, LatencyProbes: 200, Latency: 50 * time.Microsecond,
+			GetFPProbes: 20_000}
 		savingUniform, savingLevels = []float64{9}, []float64{7}
 		memKeys, memOps = 1<<12, 20_000
 		kvKeys, kvGets = 5_000, 2_000

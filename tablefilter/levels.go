@@ -26,7 +26,22 @@ type LevelShape struct {
 	// hold a sorted run, and a point lookup checks one table per sublevel
 	// that covers its key. Values below 1 count as 1.
 	L0Runs float64
+	// SkipL6 is the share, from 0 to 1, of absent lookups that do not
+	// read L6's filters: DB.Get, and SeekPrefixGE without
+	// IterOptions.UseL6Filters (Pebble reads L6's filters only when an
+	// iterator asks). The fit counts L6's tables read in vain only for
+	// the others, and at 1 gives L6 NoFilter, so a store whose absent
+	// lookups are Gets spends its budget only where Gets read filters. The
+	// zero value counts every lookup on every level, as for prefix seeks
+	// with L6 filters; ModelLevelShape and MeasuredLevelShape leave it 0.
+	SkipL6 float64
 }
+
+// NoFilter is the budget LevelBudgets gives a level whose filters no
+// lookup reads (L6 when LevelShape.SkipL6 is 1): the setters leave a level
+// of budget NoFilter without a filter, and RegisterPolicies registers
+// nothing for it. It is no policy's budget: NewPolicy panics on it.
+const NoFilter = pebblecore.NoFilter
 
 // ModelLevelShape is the shape a Pebble store settles into under opts: L6
 // holds the bulk, each level above it 1/LevelMultiplier of the one below
@@ -106,7 +121,16 @@ func MeasuredLevelShape(m *pebble.Metrics) LevelShape {
 // half-bit step from MinBitsPerKey to MaxBitsPerKey, a name SetLevelBudgets
 // registers whatever the average, so a store reopened under another
 // average or shape still reads every table with its filter.
-// It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey.
+//
+// With shape.SkipL6 over 0, L6's tables count only for the lookups that
+// read its filters, and a level may get NoFilter where no filter the
+// budget affords reads fewer tables in vain (in practice L6, when most
+// absent lookups are Gets); at SkipL6 1, L6 gets NoFilter and the levels
+// above it all the average pays for, up to 32 bits per key each (so the
+// tree may spend well under the average). A level without keys never
+// takes NoFilter from the level below it.
+// It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey and
+// 0 <= shape.SkipL6 <= 1.
 func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
 	return pebblecore.LevelBudgets("tablefilter", pebblecore.LevelShape(shape), avgBitsPerKey)
 }
@@ -153,7 +177,12 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
 //
 // Remember where Pebble consults filters at all: DB.Get skips L6's, so the
 // bottom level's budget only pays for iterators' SeekPrefixGE with
-// IterOptions.UseL6Filters.
+// IterOptions.UseL6Filters. A store whose absent lookups are mostly Gets
+// should say so, and fit its budgets with LevelShape.SkipL6:
+//
+//	shape := tablefilter.ModelLevelShape(opts)
+//	shape.SkipL6 = 1 // every absent lookup is a Get: no L6 filters
+//	tablefilter.SetLevelBudgets(opts, tablefilter.LevelBudgets(shape, 10))
 func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 	SetLevelBudgets(opts, LevelBudgets(ModelLevelShape(opts), avgBitsPerKey))
 	RegisterPolicies(opts, avgBitsPerKey)
@@ -161,8 +190,11 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 
 // SetLevelBudgets sets Levels[i].FilterPolicy to NewPolicy(budgets[i]) and
 // registers those policies and every budget LevelBudgets can return (half
-// bits from MinBitsPerKey to MaxBitsPerKey). It panics on an invalid
-// budget, as NewPolicy does, before writing anything into opts.
+// bits from MinBitsPerKey to MaxBitsPerKey). A level whose budget is
+// NoFilter gets pebble.NoFilterPolicy: its new tables carry no filter,
+// and every lookup reads them (a nil policy would inherit the level
+// above's). It panics on an invalid budget, as NewPolicy does, before
+// writing anything into opts.
 func SetLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64) {
 	setLevelBudgets(opts, budgets, codec.FormatVersion)
 }
@@ -197,8 +229,10 @@ func SetLevelPoliciesV4(opts *pebble.Options, avgBitsPerKey float64) {
 // registers what SetLevelBudgets does, every writer's name for every
 // budget LevelBudgets and LevelBudgetsV4 can return, so a store reopened
 // under either setter still reads every table with its filter. Only a
-// reader of this release reads version-4 blocks (NewV4Policy). It panics
-// on an invalid budget before writing anything into opts.
+// reader of this release reads version-4 blocks (NewV4Policy). A level
+// whose budget is NoFilter gets pebble.NoFilterPolicy, as in
+// SetLevelBudgets. It panics on an invalid budget before writing anything
+// into opts.
 func SetLevelBudgetsV4(opts *pebble.Options, budgets [NumLevels]float64) {
 	setLevelBudgets(opts, budgets, codec.NewestVersion)
 }
@@ -206,10 +240,19 @@ func SetLevelBudgetsV4(opts *pebble.Options, budgets [NumLevels]float64) {
 // setLevelBudgets sets every level's policy to the one writing format
 // version at its budget, and registers what SetLevelBudgets registers.
 func setLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64, version int) {
-	policies := pebblecore.VersionPolicies("tablefilter", budgets, version) // all checked before opts changes
+	policies, filtered := pebblecore.FilteredPolicies("tablefilter", budgets, version) // all checked before opts changes
 	for l, p := range policies {
-		opts.Levels[l].FilterPolicy = Policy{p}
+		opts.Levels[l].FilterPolicy = levelPolicy(p, filtered[l])
 	}
 	RegisterPolicies(opts, budgets[:]...)
 	RegisterPolicies(opts, pebblecore.RegisteredBudgets()...)
+}
+
+// levelPolicy is what a setter writes into a level's options: the policy,
+// or pebble.NoFilterPolicy for a level of budget NoFilter.
+func levelPolicy(p pebblecore.Policy, filtered bool) pebble.FilterPolicy {
+	if !filtered {
+		return pebble.NoFilterPolicy
+	}
+	return Policy{p}
 }

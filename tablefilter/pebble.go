@@ -242,8 +242,10 @@ func ParseFilterPolicy(name string) (pebble.FilterPolicy, error) {
 // the store's existing tables carry, and a table whose filter name is not
 // registered is read without its filter, silently. Call this with every
 // budget the store has ever been configured with (until compactions have
-// rewritten all tables written under old settings). It panics on an
-// invalid budget, as NewPolicy does.
+// rewritten all tables written under old settings). A budget of NoFilter
+// (a level LevelBudgets left without a filter) has no name and adds
+// nothing. It panics on any other invalid budget, as NewPolicy does,
+// before writing anything.
 //
 // It installs a new map in o.Filters, holding the old entries and the new
 // ones, and never writes into the map o held: pebble.Open copies Options

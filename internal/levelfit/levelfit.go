@@ -5,10 +5,16 @@
 // any filter's measured or planned rate curve.
 //
 // The problem: levels hold keys (level l a share w_l of them) and a lookup
-// for an absent key consults runs_l tables on level l. Choose a budget b_l
-// in bits per key from a grid for every level that holds keys, to minimise
-// the tables read in vain per lookup, Σ runs_l · rate(b_l), while the
-// key-weighted average Σ w_l · b_l stays at or under a given average.
+// for an absent key consults runs_l tables on level l, reading their
+// filters in a share c_l of lookups (Pebble's DB.Get never reads L6's
+// filters, so a store whose absent lookups are Gets has c_6 = 0). Choose a
+// budget b_l in bits per key from a grid for every level that holds keys,
+// to minimise the tables read in vain per lookup that a filter could have
+// skipped, Σ c_l · runs_l · rate(b_l), while the key-weighted average
+// Σ w_l · b_l stays at or under a given average. A level no lookup
+// consults (c_l = 0) buys nothing with its bits, so it takes the grid's
+// smallest budget, and when the grid holds "no filter" (0 bits, rate 1),
+// that.
 //
 // The search is dynamic programming over the budget spent, in units of
 // avg/units bits per key, with each level's spend rounded up to whole
@@ -42,13 +48,33 @@ type Tree struct {
 	// L0Runs is how many runs a lookup meets on level 0 (its sublevels);
 	// every other level is one run. Under 1, or NaN, counts as 1.
 	L0Runs float64
+	// Consulted is, for each level, the share of lookups that read its
+	// filters: it weighs the level's runs in the tables read in vain. A
+	// level past the slice's end (all of them when it is nil) counts as
+	// 1, and so does a negative, infinite or NaN share; 0 means lookups
+	// never read that level's filters.
+	Consulted []float64
+}
+
+// consulted returns the share of lookups that read level l's filters.
+func (t Tree) consulted(l int) float64 {
+	if l >= len(t.Consulted) {
+		return 1
+	}
+	c := t.Consulted[l]
+	if !(c >= 0) || math.IsInf(c, 0) {
+		return 1
+	}
+	return c
 }
 
 // Fit returns, for each level of t, the index in grid of its budget, or -1
 // for a level without keys. grid holds budgets in bits per key and rate[i]
 // is the filter's false-positive rate at grid[i]. The allocation minimises
 // the tables read in vain per absent lookup under the average avg,
-// searched at a resolution of units steps (see the package doc).
+// searched at a resolution of units steps (see the package doc). A level
+// with keys that no lookup consults (Tree.Consulted 0) gets the grid's
+// smallest budget, the first of equal ones.
 //
 // ok is false, and the caller should give every level one uniform budget,
 // when no level holds keys, when avg is not a positive number, or when the
@@ -56,7 +82,11 @@ type Tree struct {
 // level at the uniform budget's rate, uniformRate: rounding each level's
 // spend up can make even the smallest grid point look unaffordable at a
 // tiny average, while the uniform allocation is always feasible, and a
-// tree whose keys sit on one level has nothing to gain.
+// tree whose keys sit on one level has nothing to gain. Both costs count
+// each level's runs times its consulted share, so a tree none of whose
+// levels with keys is consulted has nothing to gain either: a caller
+// falling back to a uniform budget still owes no bits to a level that
+// lookups never consult.
 func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float64) (choice []int, ok bool) {
 	n := len(t.Keys)
 	choice = make([]int, n)
@@ -75,6 +105,17 @@ func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float
 	}
 	if n > 0 && weight[0] > 0 && t.L0Runs > 1 {
 		runs[0] = t.L0Runs
+	}
+	// cheapest is the grid's smallest budget, the only choice searched for
+	// a level never consulted: any other costs the same and spends more.
+	cheapest := 0
+	for i, b := range grid {
+		if b < grid[cheapest] {
+			cheapest = i
+		}
+	}
+	for l := range runs {
+		runs[l] *= t.consulted(l)
 	}
 	for l := range weight {
 		weight[l] /= total // key shares: the constraint is then Σ w·b <= avg
@@ -105,6 +146,9 @@ func Fit(t Tree, grid, rate []float64, avg float64, units int, uniformRate float
 			next[u] = inf
 		}
 		for i := range grid {
+			if runs[l] == 0 && i != cheapest {
+				continue
+			}
 			s := spend(l, i)
 			c := runs[l] * rate[i]
 			for u := s; u <= capacity; u++ {

@@ -3,6 +3,7 @@ package levelfit
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -236,6 +237,171 @@ func TestFitSpendsTheAverageExactly(t *testing.T) {
 		}
 		if at7 != 1 || spent > 6*(1+1e-12) {
 			t.Errorf("units %d: %v (spend %v), want one level at 7 and two at 5.5", units, choice, spent)
+		}
+	}
+}
+
+// TestFitWeighsConsultedShares compares the search with every allocation
+// of a small grid that holds "no filter" (0 bits, rate 1), on trees whose
+// levels lookups consult in random shares, 0 among them: it never spends
+// more than the average, it is at least as good as every allocation that
+// fits with room for the rounding, and a level never consulted gets the
+// grid's cheapest point, no filter.
+func TestFitWeighsConsultedShares(t *testing.T) {
+	grid := []float64{5, 0, 6, 7.5, 10, 12, 16}
+	rate := cuckooLikeRates(grid)
+	rate[1] = 1 // no filter: every table is read
+	r := rand.New(rand.NewPCG(5, 6))
+	const units = 2048
+	fitted, unconsulted := 0, 0
+	for trial := range 300 {
+		n := 1 + r.IntN(4)
+		tree := Tree{Keys: make([]float64, n), L0Runs: float64(r.IntN(6)), Consulted: make([]float64, r.IntN(n+1))}
+		for l := range tree.Keys {
+			if r.IntN(5) > 0 {
+				tree.Keys[l] = math.Pow(8, float64(l)) * (0.5 + r.Float64())
+			}
+		}
+		for l := range tree.Consulted {
+			switch r.IntN(3) {
+			case 0:
+				tree.Consulted[l] = 0
+			case 1:
+				tree.Consulted[l] = r.Float64()
+			default:
+				tree.Consulted[l] = 1
+			}
+		}
+		share := func(l int) float64 {
+			if l < len(tree.Consulted) {
+				return tree.Consulted[l]
+			}
+			return 1
+		}
+		avg := 3 + 10*r.Float64()
+		uniformRate := rate[0]
+		choice, ok := Fit(tree, grid, rate, avg, units, uniformRate)
+
+		var total float64
+		runs := make([]float64, n)
+		for l, k := range tree.Keys {
+			if k > 0 {
+				total += k
+				runs[l] = 1
+			}
+		}
+		if total > 0 && tree.Keys[0] > 0 && tree.L0Runs > 1 {
+			runs[0] = tree.L0Runs
+		}
+		for l := range runs {
+			runs[l] *= share(l)
+		}
+		costOf := func(c []int) (cost, spent float64) {
+			for l, i := range c {
+				if i >= 0 {
+					cost += runs[l] * rate[i]
+					spent += tree.Keys[l] / total * grid[i]
+				}
+			}
+			return
+		}
+		slack := float64(n) * avg / units
+		best := math.Inf(1)
+		c := make([]int, n)
+		var walk func(l int)
+		walk = func(l int) {
+			if l == n {
+				if cost, spent := costOf(c); spent <= avg-slack && cost < best {
+					best = cost
+				}
+				return
+			}
+			if tree.Keys[l] == 0 {
+				c[l] = -1
+				walk(l + 1)
+				return
+			}
+			for i := range grid {
+				c[l] = i
+				walk(l + 1)
+			}
+		}
+		walk(0)
+		if total == 0 {
+			continue
+		}
+		uniformCost := 0.0
+		for _, x := range runs {
+			uniformCost += x * uniformRate
+		}
+		if !ok {
+			if best < uniformCost {
+				t.Fatalf("trial %d: %+v avg %v: no allocation, but %v beats uniform %v", trial, tree, avg, best, uniformCost)
+			}
+			continue
+		}
+		fitted++
+		cost, spent := costOf(choice)
+		if spent > avg*(1+1e-12) {
+			t.Fatalf("trial %d: %+v spends %v bits per key, over the average %v", trial, choice, spent, avg)
+		}
+		if cost > best*(1+1e-12) {
+			t.Fatalf("trial %d: %+v: %v costs %v, the exhaustive search found %v", trial, tree, choice, cost, best)
+		}
+		for l, i := range choice {
+			if tree.Keys[l] > 0 && share(l) == 0 {
+				unconsulted++
+				if grid[i] != 0 {
+					t.Fatalf("trial %d: %+v: level %d is never consulted but gets %v bits", trial, tree, l, grid[i])
+				}
+			}
+		}
+	}
+	if fitted < 100 || unconsulted < 30 {
+		t.Errorf("%d of 300 trees got an allocation, %d levels never consulted: the comparison was not exercised", fitted, unconsulted)
+	}
+}
+
+// TestFitConsultedDefaults checks the shares the doc counts as 1 (nil, a
+// slice shorter than the levels, negative, infinite and NaN) give the
+// allocation of a tree without shares, and that a tree whose only level
+// with keys is never consulted gets no allocation (nothing to gain over
+// uniform), while one never-consulted level among consulted ones takes
+// the cheapest point, whatever the grid's order.
+func TestFitConsultedDefaults(t *testing.T) {
+	grid := make([]float64, 0, 56)
+	for b := 4.5; b <= 32; b += 0.5 {
+		grid = append(grid, b)
+	}
+	rate := cuckooLikeRates(grid)
+	keys := []float64{1, 0, 1, 10, 100, 1000, 10000}
+	want, ok := Fit(Tree{Keys: keys, L0Runs: 4}, grid, rate, 10, 8192, rate[11])
+	if !ok {
+		t.Fatal("no allocation on a Pebble-shaped tree")
+	}
+	for _, consulted := range [][]float64{nil, {1, 1}, {-1, math.Inf(1), math.NaN(), 1, 1, 1, 1, 1}} {
+		got, ok := Fit(Tree{Keys: keys, L0Runs: 4, Consulted: consulted}, grid, rate, 10, 8192, rate[11])
+		if !ok || !slices.Equal(got, want) {
+			t.Errorf("Consulted %v: %v, %v; want %v as without shares", consulted, got, ok, want)
+		}
+	}
+	if c, ok := Fit(Tree{Keys: []float64{0, 0, 5}, Consulted: []float64{1, 1, 0}}, grid, rate, 10, 8192, rate[11]); ok {
+		t.Errorf("only an unconsulted level holds keys: ok with %v", c)
+	}
+	// The grid backwards, "no filter" in the middle: L6 unconsulted still
+	// takes 0 bits, and the levels above get more than without shares.
+	rev := append([]float64(nil), grid...)
+	slices.Reverse(rev)
+	rev = slices.Insert(rev, 20, 0)
+	rrate := cuckooLikeRates(rev)
+	rrate[20] = 1
+	got, ok := Fit(Tree{Keys: keys, L0Runs: 4, Consulted: []float64{1, 1, 1, 1, 1, 1, 0}}, rev, rrate, 10, 8192, rate[11])
+	if !ok || rev[got[6]] != 0 {
+		t.Fatalf("L6 never consulted: %v, %v; want no filter on L6", got, ok)
+	}
+	for l := range 6 {
+		if keys[l] > 0 && rev[got[l]] <= grid[want[l]] {
+			t.Errorf("L%d gets %v bits with L6 unconsulted, no more than the %v without", l, rev[got[l]], grid[want[l]])
 		}
 	}
 }

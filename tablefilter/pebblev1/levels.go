@@ -27,7 +27,22 @@ type LevelShape struct {
 	// hold a sorted run, and a point lookup checks one table per sublevel
 	// that covers its key. Values below 1 count as 1.
 	L0Runs float64
+	// SkipL6 is the share, from 0 to 1, of absent lookups that do not
+	// read L6's filters: DB.Get, and SeekPrefixGE without
+	// IterOptions.UseL6Filters (Pebble reads L6's filters only when an
+	// iterator asks). The fit counts L6's tables read in vain only for
+	// the others, and at 1 gives L6 NoFilter, so a store whose absent
+	// lookups are Gets spends its budget only where Gets read filters. The
+	// zero value counts every lookup on every level, as for prefix seeks
+	// with L6 filters; ModelLevelShape and MeasuredLevelShape leave it 0.
+	SkipL6 float64
 }
+
+// NoFilter is the budget LevelBudgets gives a level whose filters no
+// lookup reads (L6 when LevelShape.SkipL6 is 1): the setters leave a level
+// of budget NoFilter without a filter, and RegisterPolicies registers
+// nothing for it. It is no policy's budget: NewPolicy panics on it.
+const NoFilter = pebblecore.NoFilter
 
 // ModelLevelShape is the shape a Pebble store settles into under opts: L6
 // holds the bulk, each level above it 1/LevelMultiplier of the one below
@@ -85,8 +100,11 @@ func MeasuredLevelShape(m *pebble.Metrics) LevelShape {
 // the same shape: the small upper levels get wide fingerprints, the bottom
 // level slightly fewer bits than the average, and every budget is a
 // half-bit step from MinBitsPerKey to MaxBitsPerKey, a name
-// SetLevelBudgets registers. It panics unless MinBitsPerKey <=
-// avgBitsPerKey <= MaxBitsPerKey.
+// SetLevelBudgets registers. With shape.SkipL6 over 0 it counts L6's
+// tables only for the lookups that read L6's filters, and may give a
+// level NoFilter (L6 at SkipL6 1), as package tablefilter's does. It
+// panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey and 0 <=
+// shape.SkipL6 <= 1.
 func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
 	return pebblecore.LevelBudgets("pebblev1", pebblecore.LevelShape(shape), avgBitsPerKey)
 }
@@ -104,7 +122,9 @@ func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
 // Pebble never restores filter policies from the OPTIONS file: run this
 // (or SetLevelBudgets) on every Open. DB.Get skips L6's filters, so the
 // bottom level's budget only pays for SeekPrefixGE with
-// IterOptions.UseL6Filters.
+// IterOptions.UseL6Filters: a store whose absent lookups are mostly Gets
+// should fit its budgets with LevelShape.SkipL6 and set them with
+// SetLevelBudgets.
 func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 	SetLevelBudgets(opts, LevelBudgets(ModelLevelShape(opts), avgBitsPerKey))
 	RegisterPolicies(opts, avgBitsPerKey)
@@ -112,7 +132,9 @@ func SetLevelPolicies(opts *pebble.Options, avgBitsPerKey float64) {
 
 // SetLevelBudgets sets the FilterPolicy of levels L0..L6 to
 // NewPolicy(budgets[i]) and registers those policies and every budget
-// LevelBudgets can return. It panics on an invalid budget, as NewPolicy
+// LevelBudgets can return. A level whose budget is NoFilter gets a nil
+// FilterPolicy, Pebble v1's "no filter": its new tables carry none, and
+// every lookup reads them. It panics on an invalid budget, as NewPolicy
 // does, before writing anything into opts.
 //
 // Pebble v1's Options.Levels is a slice whose missing entries copy the
@@ -162,10 +184,13 @@ func SetLevelBudgetsV4(opts *pebble.Options, budgets [NumLevels]float64) {
 // setLevelBudgets sets the policy of L0..L6 to the one writing format
 // version at its budget, and registers what SetLevelBudgets registers.
 func setLevelBudgets(opts *pebble.Options, budgets [NumLevels]float64, version int) {
-	policies := pebblecore.VersionPolicies("pebblev1", budgets, version) // all checked before opts changes
+	policies, filtered := pebblecore.FilteredPolicies("pebblev1", budgets, version) // all checked before opts changes
 	levels := levelsThroughL6(opts.Levels)
 	for l, p := range policies {
-		levels[l].FilterPolicy = Policy{p}
+		levels[l].FilterPolicy = nil
+		if filtered[l] {
+			levels[l].FilterPolicy = Policy{p}
+		}
 	}
 	opts.Levels = levels
 	RegisterPolicies(opts, budgets[:]...)

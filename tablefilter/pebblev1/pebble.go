@@ -169,8 +169,9 @@ const noFilterName = "none"
 // when it opens the store; what it cannot know is which other names the
 // store's existing tables carry. Call this with every budget the store has
 // been configured with until compactions have rewritten the tables
-// written under old settings. It panics on an invalid budget, as NewPolicy
-// does, before writing anything.
+// written under old settings. A budget of NoFilter (a level LevelBudgets
+// left without a filter) has no name and adds nothing. It panics on any
+// other invalid budget, as NewPolicy does, before writing anything.
 //
 // It installs a new map in o.Filters and never writes into the map o held:
 // pebble.Open copies Options shallowly, so a store opened with o reads that

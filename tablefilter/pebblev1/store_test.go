@@ -389,3 +389,63 @@ func TestOptionsFile(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreWithoutL6Filters: budgets fitted for absent Gets (SkipL6 1)
+// leave L6 with a nil policy, Pebble v1's "no filter": the tables
+// compactions write there carry none, the levels above carry their own
+// policies, Get and SeekPrefixGE with L6 filters find every version of
+// every present key, absent Gets are answered by the upper levels'
+// filters, and the store reopens and reads the same under the same setter
+// and under SetLevelPolicies, whose L6 has a filter.
+func TestStoreWithoutL6Filters(t *testing.T) {
+	race.SkipLong(t)
+	dir := t.TempDir()
+	shape := pebblev1.ModelLevelShape(storeOptions(atComparer))
+	shape.SkipL6 = 1
+	budgets := pebblev1.LevelBudgets(shape, 10)
+	if budgets[pebblev1.NumLevels-1] != pebblev1.NoFilter {
+		t.Fatalf("fitted for Gets, L6 gets %v", budgets[pebblev1.NumLevels-1])
+	}
+	opts := func() *pebble.Options {
+		o := storeOptions(atComparer)
+		pebblev1.SetLevelBudgets(o, budgets)
+		return o
+	}
+	if p := opts().Levels[pebblev1.NumLevels-1].FilterPolicy; p != nil {
+		t.Fatalf("L6 policy %v, want nil", p)
+	}
+	if o := (&pebble.Options{}); func() bool { pebblev1.RegisterPolicies(o, pebblev1.NoFilter); return len(o.Filters) > 0 }() {
+		t.Errorf("RegisterPolicies(NoFilter) registered %v", o.Filters)
+	}
+	writeStore(t, dir, opts)
+	for _, reopen := range []struct {
+		what string
+		opts func() *pebble.Options
+	}{{"same setter", opts}, {"SetLevelPolicies", func() *pebble.Options {
+		o := storeOptions(atComparer)
+		pebblev1.SetLevelPolicies(o, 10)
+		return o
+	}}} {
+		db, err := pebble.Open(dir, reopen.opts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := tableFilters(t, db)
+		t.Logf("%s: tables %s, budgets %v", reopen.what, levelsSummary(t, names), budgets)
+		for _, name := range names[pebblev1.NumLevels-1] {
+			if name != "" {
+				t.Errorf("%s: an L6 table carries filter %q", reopen.what, name)
+			}
+		}
+		for _, name := range names[0] {
+			if want := pebblev1.NewPolicy(budgets[0]).Name(); name != want {
+				t.Errorf("%s: an L0 table carries filter %q, want %q", reopen.what, name, want)
+			}
+		}
+		probes, hits, misses := checkStore(t, db, true)
+		checkFiltered(t, probes, hits, misses)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package dbbench
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -64,7 +65,8 @@ var FuseProgressive = [7]int{16, 16, 16, 12, 10, 8, 4}
 // fitted again at the filter bytes the two fuse trees spent (LevelsAtFuse,
 // LevelsAtMaster): a fuse filter's widths are discrete, so it seldom
 // spends a given average, and these are the comparisons at its bytes;
-// then the same two fits for format version 4 (V4AtFuse, V4AtMaster).
+// then the same two fits for format version 4 (V4AtFuse, V4AtMaster);
+// last the fits for absent Gets, which skip L6's filters (GetLineup).
 func LevelLineup() []Policy {
 	var fuse, bloomProg [7]pebble.FilterPolicy
 	for l, w := range FuseProgressive {
@@ -73,7 +75,7 @@ func LevelLineup() []Policy {
 	for l, b := range Progressive {
 		bloomProg[l] = bloom.FilterPolicy(b)
 	}
-	return []Policy{
+	return append([]Policy{
 		{Name: "none"},
 		Uniform(SavingBaseline, bloom.FilterPolicy(10)),
 		FittedLevels(10),
@@ -85,7 +87,7 @@ func LevelLineup() []Policy {
 		FittedLevelsAt(LevelsAtMaster, FuseMaster, FitV3),
 		FittedLevelsAt(V4AtFuse, FuseFitted, FitV4),
 		FittedLevelsAt(V4AtMaster, FuseMaster, FitV4),
-	}
+	}, GetLineup()...)
 }
 
 // FittedLevelsAt is lsmcuckoo per level fitted to the measured tree by fit
@@ -94,9 +96,30 @@ func LevelLineup() []Policy {
 // spend more (whole lines, a trailer), so the average asked is ref's
 // scaled by what LevelsFitted's tree planned over what it spent (versions
 // 3 and 4 spend a budget on lines alike).
-func FittedLevelsAt(name, ref string, fit LevelFit) Policy {
+func FittedLevelsAt(name, ref string, fit LevelFit) Policy { return fittedLevelsAt(name, ref, fit, 0) }
+
+// fittedLevelsAt is FittedLevelsAt fitted for lookups of which a share
+// skipL6 never reads L6's filters (tablefilter.LevelShape.SkipL6).
+//
+// At skipL6 1, L6 spends nothing (NoFilter), so the fit is the fit of the
+// levels above at their own average, avg over their share of the keys:
+// it is fitted that way, on the shape without L6's keys, because a
+// Get-fitted fuse tree spends an average under MinBitsPerKey, which
+// LevelBudgets does not take, while the levels above spend well over it.
+func fittedLevelsAt(name, ref string, fit LevelFit, skipL6 float64) Policy {
 	return Policy{Name: name, MatchTo: []string{ref, LevelsFitted}, Match: func(o *pebble.Options, s tablefilter.LevelShape, built map[string]Tree) {
 		avg := built[ref].BitsPerKey() * 10 / built[LevelsFitted].BitsPerKey()
+		s.SkipL6 = skipL6
+		if skipL6 == 1 {
+			var total float64
+			for _, k := range s.Keys {
+				total += max(k, 0)
+			}
+			if upper := total - max(s.Keys[6], 0); upper > 0 {
+				avg *= total / upper
+				s.Keys[6] = 0
+			}
+		}
 		avg = max(tablefilter.MinBitsPerKey, min(tablefilter.MaxBitsPerKey, avg))
 		fit.Set(o, fit.Budgets(s, avg))
 	}}
@@ -118,20 +141,33 @@ func AdaptiveLevels(avg float64) Policy {
 // FittedFuse is binary fuse per level, each level's width one of Pebble
 // master's (binaryfuse.Widths), allocated by FuseLevelWidths to spend at
 // most the filter bytes of the tree of the policy named ref.
-func FittedFuse(ref string) Policy {
-	return Policy{Name: FuseFitted, MatchTo: []string{ref}, Match: func(o *pebble.Options, s tablefilter.LevelShape, built map[string]Tree) {
+func FittedFuse(ref string) Policy { return fittedFuse(FuseFitted, ref, 0) }
+
+// fittedFuse is FittedFuse fitted for lookups of which a share skipL6
+// never reads L6's filters (tablefilter.LevelShape.SkipL6): a level whose
+// width comes out NoFuse gets no filter.
+func fittedFuse(name, ref string, skipL6 float64) Policy {
+	return Policy{Name: name, MatchTo: []string{ref}, Match: func(o *pebble.Options, s tablefilter.LevelShape, built map[string]Tree) {
 		t := built[ref]
+		s.SkipL6 = skipL6
 		widths := FuseLevelWidths(s, t.BitsPerKey(), t.KeysPerTable())
 		if o.Filters == nil {
 			o.Filters = map[string]pebble.FilterPolicy{}
 		}
 		for l, w := range widths {
+			if w == NoFuse {
+				o.Levels[l].FilterPolicy = pebble.NoFilterPolicy
+				continue
+			}
 			fp := binaryfuse.NewPolicy(w)
 			o.Levels[l].FilterPolicy = fp
 			o.Filters[fp.Name()] = fp
 		}
 	}}
 }
+
+// NoFuse is the width FuseLevelWidths gives a level left without a filter.
+const NoFuse = 0
 
 // FuseLevelWidths is FittedFuse's allocation: each level's fingerprint
 // width, found by the search tablefilter.LevelBudgets uses
@@ -141,15 +177,27 @@ func FittedFuse(ref string) Policy {
 // under avg. Levels without keys take the width of the nearest populated
 // level below them (above, under the lowest); when no allocation fits,
 // every level takes the widest width that does on its own.
+//
+// With shape.SkipL6 over 0, as tablefilter.LevelBudgets does: L6's tables
+// count only for the lookups that read its filters, the grid also holds
+// no filter (NoFuse: 0 bits, rate 1), L6 gets NoFuse at SkipL6 1 whatever
+// else, and a level without keys takes the width of the nearest populated
+// level that has a filter.
 func FuseLevelWidths(shape tablefilter.LevelShape, avg float64, keysPerTable int) [7]int {
-	widths := binaryfuse.Widths
+	widths := slices.Clone(binaryfuse.Widths)
+	if shape.SkipL6 > 0 {
+		widths = append([]int{NoFuse}, widths...)
+	}
 	grid := make([]float64, len(widths))
 	rates := make([]float64, len(widths))
-	uniform := 0
+	uniform := -1 // the widest width that fits on its own, else the narrowest
 	for i, w := range widths {
-		grid[i] = FuseBitsPerKey(w, keysPerTable)
-		rates[i] = math.Ldexp(1, -w)
-		if grid[i] <= avg {
+		grid[i], rates[i] = 0, 1
+		if w == NoFuse {
+			continue
+		}
+		grid[i], rates[i] = FuseBitsPerKey(w, keysPerTable), math.Ldexp(1, -w)
+		if uniform < 0 || grid[i] <= avg {
 			uniform = i
 		}
 	}
@@ -157,17 +205,29 @@ func FuseLevelWidths(shape tablefilter.LevelShape, avg float64, keysPerTable int
 	for l := range out {
 		out[l] = widths[uniform]
 	}
-	choice, ok := levelfit.Fit(levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs}, grid, rates,
-		avg, bloomFitUnits, rates[uniform])
-	if !ok {
-		return out
-	}
-	for l, i := range choice {
-		if i >= 0 {
-			out[l] = widths[i]
+	consulted := []float64{1, 1, 1, 1, 1, 1, 1 - shape.SkipL6}
+	tree := levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs, Consulted: consulted}
+	if choice, ok := levelfit.Fit(tree, grid, rates, avg, bloomFitUnits, rates[uniform]); ok {
+		sources := slices.Clone(choice)
+		for l, i := range choice {
+			if i >= 0 {
+				out[l] = widths[i]
+				if widths[i] == NoFuse {
+					sources[l] = -1
+				}
+			}
+		}
+		fill := out
+		levelfit.FillEmpty(fill[:], sources)
+		for l, i := range choice {
+			if i < 0 {
+				out[l] = fill[l]
+			}
 		}
 	}
-	levelfit.FillEmpty(out[:], choice)
+	if consulted[6] == 0 {
+		out[6] = NoFuse
+	}
 	return out
 }
 

@@ -104,6 +104,9 @@ type PebbleConfig struct {
 	Probes, LatencyProbes int
 	// Latency is the modelled device latency per block read.
 	Latency time.Duration
+	// GetFPProbes is how many absent Gets count the false-positive reads
+	// of the policies GetProbed names (untimed; 0: none).
+	GetFPProbes int
 }
 
 // QuickPebble is small enough for CI and a first look; FullPebble is the
@@ -111,10 +114,12 @@ type PebbleConfig struct {
 var (
 	QuickPebble = PebbleConfig{Keys: 400_000, L0Flushes: 3, ValueSize: 64,
 		MemTableBytes: 1 << 20, LBaseMaxBytes: 64 << 10, TargetFileBytes: 256 << 10,
-		CacheBytes: 8 << 20, Probes: 40_000, LatencyProbes: 4_000, Latency: 100 * time.Microsecond}
+		CacheBytes: 8 << 20, Probes: 40_000, LatencyProbes: 4_000, Latency: 100 * time.Microsecond,
+		GetFPProbes: 2_000_000}
 	FullPebble = PebbleConfig{Keys: 2_000_000, L0Flushes: 3, ValueSize: 100,
 		MemTableBytes: 4 << 20, LBaseMaxBytes: 1 << 20, TargetFileBytes: 1 << 20,
-		CacheBytes: 32 << 20, Probes: 200_000, LatencyProbes: 20_000, Latency: 100 * time.Microsecond}
+		CacheBytes: 32 << 20, Probes: 200_000, LatencyProbes: 20_000, Latency: 100 * time.Microsecond,
+		GetFPProbes: 2_000_000}
 )
 
 // Workloads, in report order. Every one probes user keys spread over the
@@ -627,6 +632,9 @@ type Report struct {
 	// FPOnly are policies built only for their false-positive reads per
 	// absent SeekPrefixGE (the memory-saving view); untimed.
 	FPOnly []PebbleResult `json:"fp_only,omitempty"`
+	// GetFP are the false-positive reads per absent Get of the policies
+	// GetProbed names, over Config.GetFPProbes probes each; untimed.
+	GetFP []PebbleResult `json:"get_fp,omitempty"`
 	// Savings: per family, the budget at which it matches the baseline's
 	// false-positive reads per absent SeekPrefixGE, and its filter bytes.
 	Savings []Saving `json:"savings,omitempty"`
@@ -804,6 +812,11 @@ func RunAllPebble(root string, policies, fpOnly []Policy, cfg PebbleConfig, prog
 			rep.Results = append(rep.Results, rs...)
 		}
 	}
+	getFP, err := measureGetFP(stores[:len(policies)], names, cfg, say)
+	if err != nil {
+		return rep, fmt.Errorf("absent Get false positives: %w", err)
+	}
+	rep.GetFP = getFP
 	for i, p := range fpOnly {
 		say("pebble false positives " + p.Name)
 		r, err := stores[len(policies)+i].Run(p.Name, AbsentPrefix, 0, cfg.Probes)

@@ -1,7 +1,9 @@
 package pebblecore
 
 import (
+	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/levelfit"
@@ -41,11 +43,38 @@ func BudgetFloor(avg float64) float64 {
 	return math.Floor(avg/BudgetStep) * BudgetStep
 }
 
-// LevelShape describes where a tree's keys sit (see the adapters'
-// LevelShape, which convert to it).
+// LevelShape describes where a tree's keys sit, and how often absent
+// lookups read L6's filters (see the adapters' LevelShape, which convert
+// to it).
 type LevelShape struct {
 	Keys   [NumLevels]float64
 	L0Runs float64
+	SkipL6 float64
+}
+
+// NoFilter is the budget of a level that gets no filter: the fit gives it
+// to a level whose filters no lookup reads (L6 when SkipL6 is 1), and the
+// adapters' setters leave such a level without a filter. It is no policy
+// and has no name to register.
+const NoFilter = 0
+
+// CheckSkipL6 panics, naming pkg, unless 0 <= skip <= 1: a share outside
+// it is a configuration error, as an invalid budget is.
+func CheckSkipL6(pkg string, skip float64) {
+	if !(skip >= 0 && skip <= 1) {
+		panic(fmt.Sprintf("%s: SkipL6 %v outside [0, 1]", pkg, skip))
+	}
+}
+
+// consulted is, per level, the share of absent lookups that read its
+// filters.
+func (s LevelShape) consulted() [NumLevels]float64 {
+	var c [NumLevels]float64
+	for l := range c {
+		c[l] = 1
+	}
+	c[NumLevels-1] = 1 - s.SkipL6
+	return c
 }
 
 // ModelShape is the shape a Pebble store settles into: L6 holds the bulk,
@@ -98,33 +127,70 @@ func LevelBudgets(pkg string, shape LevelShape, avgBitsPerKey float64) [NumLevel
 // search and grid, under that version's rate (ModelVersionFPR). The grid
 // holds for every version that writes lines, since they spend a budget on
 // lines alike (codec/internal/frame.BudgetLines).
+//
+// When shape.SkipL6 is over 0 the grid also holds NoFilter (rate 1, every
+// table read), which the fit gives a level only where no filter the
+// budget affords reads fewer tables in vain per lookup; a level no lookup
+// consults (L6 at SkipL6 1) gets NoFilter whatever the tree and average,
+// and a level without keys never takes NoFilter from the level below it.
+// It panics, naming pkg, unless 0 <= shape.SkipL6 <= 1.
 func VersionBudgets(pkg string, shape LevelShape, avgBitsPerKey float64, version int) [NumLevels]float64 {
 	CheckBitsPerKey(pkg, avgBitsPerKey)
+	CheckSkipL6(pkg, shape.SkipL6)
 	uniform := BudgetFloor(avgBitsPerKey)
 	var out [NumLevels]float64
 	for l := range out {
 		out[l] = uniform
 	}
-	if avgBitsPerKey >= BudgetMax {
-		return out
+	consulted := shape.consulted()
+	if avgBitsPerKey < BudgetMax {
+		fitBudgets(&out, shape, consulted, avgBitsPerKey, version)
 	}
+	for l, c := range consulted {
+		if c == 0 {
+			out[l] = NoFilter
+		}
+	}
+	return out
+}
+
+// fitBudgets writes into out (every level at the uniform budget) the fit
+// of shape at avgBitsPerKey under version's rate, if one beats uniform.
+func fitBudgets(out *[NumLevels]float64, shape LevelShape, consulted [NumLevels]float64, avgBitsPerKey float64, version int) {
 	grid := BudgetGrid()
+	if shape.SkipL6 > 0 {
+		grid = append([]float64{NoFilter}, grid...)
+	}
 	fpr := make([]float64, len(grid))
 	for i, b := range grid {
-		fpr[i] = ModelVersionFPR(b, version)
+		fpr[i] = ModelVersionFPR(b, version) // 1 for NoFilter
 	}
-	choice, ok := levelfit.Fit(levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs}, grid, fpr,
-		avgBitsPerKey, budgetUnits, ModelVersionFPR(uniform, version))
+	tree := levelfit.Tree{Keys: shape.Keys[:], L0Runs: shape.L0Runs, Consulted: consulted[:]}
+	choice, ok := levelfit.Fit(tree, grid, fpr, avgBitsPerKey, budgetUnits, ModelVersionFPR(out[0], version))
 	if !ok {
-		return out
+		return
 	}
 	for l, i := range choice {
 		if i >= 0 {
 			out[l] = grid[i]
 		}
 	}
-	levelfit.FillEmpty(out[:], choice)
-	return out
+	// A level without keys takes the budget of a populated level near it
+	// that has a filter: one that opens later (a new Lbase) is consulted
+	// by every lookup, whatever the level below it is given. With no such
+	// level it keeps the uniform budget.
+	fill, sources := *out, slices.Clone(choice)
+	for l, i := range choice {
+		if i >= 0 && grid[i] == NoFilter {
+			sources[l] = -1
+		}
+	}
+	levelfit.FillEmpty(fill[:], sources)
+	for l, i := range choice {
+		if i < 0 {
+			out[l] = fill[l]
+		}
+	}
 }
 
 // budgetUnits is the resolution of LevelBudgets' search: each level's
@@ -148,14 +214,18 @@ func budgetSteps(bottom, top float64) []float64 {
 	return g
 }
 
-// VersionPolicies returns, for each level's budget, the policy writing
-// format version at that budget, checking every budget, and panicking
-// naming pkg, before an adapter writes anything into its options.
-func VersionPolicies(pkg string, budgets [NumLevels]float64, version int) [NumLevels]Policy {
-	var policies [NumLevels]Policy
+// FilteredPolicies returns, for each level's budget, the policy writing
+// format version at that budget, checking every budget and panicking
+// naming pkg before an adapter writes anything into its options. A level
+// of budget NoFilter gets filtered false and the zero policy, which the
+// adapters never install.
+func FilteredPolicies(pkg string, budgets [NumLevels]float64, version int) (policies [NumLevels]Policy, filtered [NumLevels]bool) {
 	for l, b := range budgets {
+		if b == NoFilter {
+			continue
+		}
 		CheckBitsPerKey(pkg, b)
-		policies[l] = New(b, version, false)
+		policies[l], filtered[l] = New(b, version, false), true
 	}
-	return policies
+	return policies, filtered
 }

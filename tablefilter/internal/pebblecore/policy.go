@@ -187,11 +187,19 @@ func Family(pkg string, bitsPerKey float64) [len(Writers)]Policy {
 // name. filters itself is never written: pebble.Open copies Options
 // shallowly, so a store opened with them reads that very map whenever it
 // opens a table. It panics on an invalid budget, naming pkg, before
-// returning anything.
+// returning anything. A budget of NoFilter is no filter and adds nothing.
 func WithFamilies[P any](filters map[string]P, pkg string, bitsPerKey []float64, wrap func(Policy) P) map[string]P {
+	for _, b := range bitsPerKey {
+		if b != NoFilter {
+			CheckBitsPerKey(pkg, b)
+		}
+	}
 	out := make(map[string]P, len(filters)+len(Writers)*len(bitsPerKey))
 	maps.Copy(out, filters)
 	for _, b := range bitsPerKey {
+		if b == NoFilter {
+			continue
+		}
 		for _, p := range Family(pkg, b) {
 			out[p.Name()] = wrap(p)
 		}
