@@ -32,8 +32,9 @@ const FilterGlobal FilterKind = "global"
 // before Replace returned, whenever it reaches M (epoch). Gets on older
 // lists still read the inputs: each input I gets I.mergedInto = M before
 // Replace starts, and a Get reads
-// I when the index names I, or M, or what M was merged into later (the
-// second order dynamic.Index's documentation describes). A table leaves
+// I when the index names I, or M, or what M was merged into later, or an
+// input of any of those merges (the second order dynamic.Index's
+// documentation describes). A table leaves
 // the index by other means only when it was flushed and then abandoned,
 // or a Replace failed: at its last view's release (drop), by a pass over
 // the index.
@@ -303,8 +304,9 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 			from = append(from, in)
 		}
 	}
-	// Before Replace starts: a Get on an older view that is told st must
-	// read these inputs.
+	// Before Replace starts: a Get on an older view that is told st, or
+	// any of these inputs, must read each of them.
+	st.mergedFrom = ids
 	for _, in := range from {
 		in.mergedInto.Store(st)
 	}
@@ -599,13 +601,26 @@ func (*globalFilter) screen(st *sstable, q *filterQuery) filterAnswer {
 	}
 	// A compaction's Replace may have moved st's keys to its output, and
 	// later ones that output's keys: any of them named means st may hold
-	// the key.
+	// the key. So does any input of one of those merges named: a key a
+	// merge drops (deleted) has its inputs' entries cleared one at a
+	// time, and a lookup meanwhile may name the input holding its old
+	// value and not st, holding its tombstone (mergedFrom).
 	for ; into != nil; into = into.mergedInto.Load() {
-		if slices.Contains(c, into.id) {
+		if slices.Contains(c, into.id) || namesAny(c, into.mergedFrom) {
 			return filterMaybe
 		}
 	}
 	return filterAbsent
+}
+
+// namesAny reports whether the candidates c name any of ids.
+func namesAny(c, ids []uint64) bool {
+	for _, id := range ids {
+		if slices.Contains(c, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // drop queues st's removal from the index: removals cost a pass over the
