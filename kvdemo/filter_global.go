@@ -291,8 +291,7 @@ func (g *globalFilter) rebuild(st *sstable) error {
 // merged moves the keys of the run's indexed tables to st (Replace), then
 // marks st indexed. Keys of inputs that were never indexed are added.
 func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
-	pm := st.merge
-	st.merge = nil
+	pm := st.merge // cleared below, under swapMu (rebuildIndex reads it)
 	if pm == nil || st.t == nil {
 		return
 	}
@@ -312,6 +311,7 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 	}
 	var fellBack bool
 	spent, err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
+		st.merge = nil
 		g.db.pauseAt(pauseReplacing)
 		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); errors.Is(err, dynamic.ErrTooManyTables) {
 			return err // no input was indexed and the index is full: st stays unindexed
@@ -465,7 +465,10 @@ func (g *globalFilter) stopTracking() {
 // tracking began, and swaps it in, all under swapMu from the replay on.
 // A Get that loaded the old index keeps a complete one for its view: no
 // writer changes the old index after the swap, and any table added after
-// the Get loaded it is missing from the Get's view too.
+// the Get loaded it is missing from the Get's view too. A compaction
+// whose output v lists and whose merged has not made its change by then
+// would leave its inputs, which older views still list, out of both the
+// new index and the changes: the rebuild is then given up.
 func (g *globalFilter) rebuildIndex(v *view) {
 	start := time.Now()
 	var ids []uint64
@@ -500,6 +503,17 @@ func (g *globalFilter) rebuildIndex(v *view) {
 	g.db.pauseAt(pauseRebuildBuilt)
 	g.swapMu.Lock()
 	defer g.swapMu.Unlock()
+	for _, st := range v.tables {
+		if st.merge != nil {
+			// A compaction's output that v lists in its inputs' place,
+			// whose merged has not made its change: the inputs' entries
+			// are in the old index and not in the new one, which would
+			// answer absent for their keys to Gets on older views until
+			// merged runs. Keep the old index; a later upkeep rebuilds.
+			g.tracking, g.changes = false, nil
+			return
+		}
+	}
 	start = time.Now()
 	for _, c := range g.changes {
 		var present []uint64

@@ -65,7 +65,8 @@ type sstable struct {
 	// before that epoch was not told about this table (global).
 	indexedAt atomic.Uint64
 	// merge: a compaction output's key hashes, kept from its build until
-	// merged indexes them in its inputs' place.
+	// merged indexes them in its inputs' place (global). Cleared under the
+	// global filter's swapMu, under which a rebuild reads it.
 	merge *pendingMerge
 
 	refs     atomic.Int32
