@@ -167,9 +167,11 @@
 // switch the table list to M, then Replace(I, M): no extra room and no
 // pass, but a Get must treat M named as "each of I may hold the key" (a
 // Get still reading the old list reads I, and after Replace only M is
-// named), and M as unfiltered until Replace returns, and by any Get whose
-// lookup began before Replace returned (its keys may be named under I,
-// which that Get's list no longer holds). Candidates are returned newest
+// named), and any input named as "each of I may hold the key" (a key M
+// drops has its inputs' entries cleared one at a time), and M as
+// unfiltered until Replace returns, and by any Get whose lookup began
+// before Replace returned (its keys may be named under I, which that
+// Get's list no longer holds). Candidates are returned newest
 // first (tables added later are newer; a merged table takes the place of
 // its newest input).
 //

@@ -97,7 +97,10 @@ func (x *Index) slotsOf(ids []uint64) ([]int, error) {
 // input holding it, or both (package doc, step 5); once it returns, merged.
 // A store that still lets Gets read the inputs (views opened before the
 // compaction) must therefore treat "merged is named" as "each input may
-// hold the key".
+// hold the key". A key merged drops has its inputs' entries cleared one
+// at a time, so a Lookup meanwhile may name an input holding it and not
+// a newer one (the deleted value, not its tombstone): such a store treats
+// any input named as "each input may hold the key" too.
 //
 // merged must be a new ID: one already in the index (an input's included)
 // is an error wrapping ErrTableExists; an input not in the index, or

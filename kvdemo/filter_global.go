@@ -32,8 +32,9 @@ const FilterGlobal FilterKind = "global"
 // before Replace returned, whenever it reaches M (epoch). Gets on older
 // lists still read the inputs: each input I gets I.mergedInto = M before
 // Replace starts, and a Get reads
-// I when the index names I, or M, or what M was merged into later (the
-// second order dynamic.Index's documentation describes). A table leaves
+// I when the index names I, or M, or what M was merged into later, or an
+// input of any of those merges (the second order dynamic.Index's
+// documentation describes). A table leaves
 // the index by other means only when it was flushed and then abandoned,
 // or a Replace failed: at its last view's release (drop), by a pass over
 // the index.
@@ -290,8 +291,7 @@ func (g *globalFilter) rebuild(st *sstable) error {
 // merged moves the keys of the run's indexed tables to st (Replace), then
 // marks st indexed. Keys of inputs that were never indexed are added.
 func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
-	pm := st.merge
-	st.merge = nil
+	pm := st.merge // cleared below, under swapMu (rebuildIndex reads it)
 	if pm == nil || st.t == nil {
 		return
 	}
@@ -303,13 +303,15 @@ func (g *globalFilter) merged(st *sstable, inputs []*sstable) {
 			from = append(from, in)
 		}
 	}
-	// Before Replace starts: a Get on an older view that is told st must
-	// read these inputs.
+	// Before Replace starts: a Get on an older view that is told st, or
+	// any of these inputs, must read each of them.
+	st.mergedFrom = ids
 	for _, in := range from {
 		in.mergedInto.Store(st)
 	}
 	var fellBack bool
 	spent, err := g.change(len(pm.hashes), indexChange{add: st.id, hashes: pm.hashes, dropped: pm.dropped, remove: ids}, func(idx *dynamic.Index) error {
+		st.merge = nil
 		g.db.pauseAt(pauseReplacing)
 		if err := idx.Replace(ids, st.id, pm.hashes, pm.dropped); errors.Is(err, dynamic.ErrTooManyTables) {
 			return err // no input was indexed and the index is full: st stays unindexed
@@ -463,7 +465,10 @@ func (g *globalFilter) stopTracking() {
 // tracking began, and swaps it in, all under swapMu from the replay on.
 // A Get that loaded the old index keeps a complete one for its view: no
 // writer changes the old index after the swap, and any table added after
-// the Get loaded it is missing from the Get's view too.
+// the Get loaded it is missing from the Get's view too. A compaction
+// whose output v lists and whose merged has not made its change by then
+// would leave its inputs, which older views still list, out of both the
+// new index and the changes: the rebuild is then given up.
 func (g *globalFilter) rebuildIndex(v *view) {
 	start := time.Now()
 	var ids []uint64
@@ -498,6 +503,17 @@ func (g *globalFilter) rebuildIndex(v *view) {
 	g.db.pauseAt(pauseRebuildBuilt)
 	g.swapMu.Lock()
 	defer g.swapMu.Unlock()
+	for _, st := range v.tables {
+		if st.merge != nil {
+			// A compaction's output that v lists in its inputs' place,
+			// whose merged has not made its change: the inputs' entries
+			// are in the old index and not in the new one, which would
+			// answer absent for their keys to Gets on older views until
+			// merged runs. Keep the old index; a later upkeep rebuilds.
+			g.tracking, g.changes = false, nil
+			return
+		}
+	}
 	start = time.Now()
 	for _, c := range g.changes {
 		var present []uint64
@@ -599,13 +615,26 @@ func (*globalFilter) screen(st *sstable, q *filterQuery) filterAnswer {
 	}
 	// A compaction's Replace may have moved st's keys to its output, and
 	// later ones that output's keys: any of them named means st may hold
-	// the key.
+	// the key. So does any input of one of those merges named: a key a
+	// merge drops (deleted) has its inputs' entries cleared one at a
+	// time, and a lookup meanwhile may name the input holding its old
+	// value and not st, holding its tombstone (mergedFrom).
 	for ; into != nil; into = into.mergedInto.Load() {
-		if slices.Contains(c, into.id) {
+		if slices.Contains(c, into.id) || namesAny(c, into.mergedFrom) {
 			return filterMaybe
 		}
 	}
 	return filterAbsent
+}
+
+// namesAny reports whether the candidates c name any of ids.
+func namesAny(c, ids []uint64) bool {
+	for _, id := range ids {
+		if slices.Contains(c, id) {
+			return true
+		}
+	}
+	return false
 }
 
 // drop queues st's removal from the index: removals cost a pass over the

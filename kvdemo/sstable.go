@@ -52,13 +52,21 @@ type sstable struct {
 	// entries (global): a Get on an older view reads this table when the
 	// index names that table, or what it was merged into in turn.
 	mergedInto atomic.Pointer[sstable]
+	// mergedFrom: a compaction output's inputs whose entries its Replace
+	// rewrites (global), set before any input's mergedInto names it and
+	// never changed after. A key the merge drops has its inputs' entries
+	// cleared one at a time, so a lookup meanwhile can name the input
+	// holding its old value and not the newer one holding its tombstone:
+	// a Get on an older view reads every input when the index names any.
+	mergedFrom []uint64
 	// indexedAt: the global filter's epoch when a compaction's Replace
 	// (or its fallback) put the table's keys in the index, 0 for a table
 	// indexed before any view listed it. A Get whose index lookup came
 	// before that epoch was not told about this table (global).
 	indexedAt atomic.Uint64
 	// merge: a compaction output's key hashes, kept from its build until
-	// merged indexes them in its inputs' place.
+	// merged indexes them in its inputs' place (global). Cleared under the
+	// global filter's swapMu, under which a rebuild reads it.
 	merge *pendingMerge
 
 	refs     atomic.Int32
