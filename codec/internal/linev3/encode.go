@@ -34,12 +34,15 @@ type placer struct {
 	gcount []uint32 // a round's keys per group of lines
 	cq     []uint32 // a group's counts per (line, quotient)
 	idx    []uint32 // a group's keys' (line, quotient) index
-	// groups holds each group of lines' keys, in arrival order until
+	// grouped holds every key, the keys of each group of lines together
+	// (group g's from gstart[g]), in arrival order within a group until
 	// placeGroup leaves them in line and quotient order, each line's
-	// distinct keys first (counts has where each line starts).
-	groups     [][]uint64
-	groupShift uint // from a line to its group
-	moves      int
+	// distinct keys first (counts has where each line starts). One buffer
+	// rather than one per group: a build after the pools were emptied
+	// allocates it once, not once per group.
+	grouped []uint64
+	gstart  []uint32
+	moves   int
 }
 
 // AlwaysMaybe appends the version-3 block that answers "maybe" for every
@@ -111,7 +114,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	// those of the highest quotients, to their secondary lines: the
 	// threshold T is the first quotient sent.
 	for g := range groups {
-		p.placeGroup(uint32(g)<<sh, min(uint32(g+1)<<sh, lines), p.groups[g], counts)
+		p.placeGroup(uint32(g)<<sh, min(uint32(g+1)<<sh, lines), p.gstart[g], p.gstart[g+1], counts)
 	}
 	if !seededLines && len(p.queue) > int(CrowdedShare*float64(n))+64 {
 		// Far more keys overflow than lines filled at random send: keys
@@ -127,35 +130,44 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	return p.write(dst, kind, seed)
 }
 
-// group gives each group of lines the key hashes of pages whose primary
-// line it holds, and returns the shift from a line to its group and the
-// number of groups.
+// group sorts the key hashes of pages into p.grouped by the group of
+// lines their primary line falls in (a counting sort, stable: each group's
+// keys in arrival order), sets p.gstart, and returns the shift from a line
+// to its group and the number of groups.
 func (p *placer) group(pages [][]uint64, n int) (sh, groups int) {
 	lines := p.Lines
 	L := uint64(lines)
-	// The hashes go to groups of lines by their primary line:
-	// at most groupLines groups, each a few tens of kilobytes of keys,
-	// so that every later pass over a group stays in the cache.
+	// At most groupLines groups, each a few tens of kilobytes of keys, so
+	// that every later pass over a group stays in the cache, and the
+	// scatter below writes to at most groupLines streams.
 	sh = max(0, bits.Len32(lines-1)-bits.Len32(groupLines-1))
-	p.groupShift = uint(sh)
 	groups = int((lines-1)>>sh) + 1
-	// Each group's keys go to a buffer of its own as they are mixed: one
-	// pass over the pages, appending to at most groupLines streams.
-	if len(p.groups) < groups {
-		p.groups = append(p.groups, make([][]uint64, groups-len(p.groups))...)
-	}
-	gb := p.groups[:groups]
-	per := n/groups + n/groups/8 + 16
-	for g := range gb {
-		gb[g] = slices.Grow(gb[g][:0], per)
-	}
+	at := frame.Resize(p.gstart, groups+1)
+	p.gstart = at
+	clear(at)
 	lm := p.lineMultiplier()
 	for _, pg := range pages {
 		for _, h := range pg {
-			g := Line(h*lm, L) >> sh
-			gb[g] = append(gb[g], h)
+			at[Line(h*lm, L)>>sh+1]++
 		}
 	}
+	for g := 1; g <= groups; g++ {
+		at[g] += at[g-1]
+	}
+	// at[g] is now where group g starts; the scatter moves at[g] to where
+	// group g+1 starts, so shifting at by one gives the starts back.
+	grouped := frame.Resize(p.grouped, n)
+	p.grouped = grouped
+	next := at[:groups]
+	for _, pg := range pages {
+		for _, h := range pg {
+			g := Line(h*lm, L) >> sh
+			grouped[next[g]] = h
+			next[g]++
+		}
+	}
+	copy(at[1:], at[:groups])
+	at[0] = 0
 	return sh, groups
 }
 
@@ -188,7 +200,7 @@ func (p *placer) placeSecondary(n, sh, groups int, counts []uint32) bool {
 				p.moves++
 				last := int(p.kept[ln]) - 1
 				p.kept[ln]--
-				v := p.groups[ln>>sh][int(counts[ln])+last]
+				v := p.grouped[int(counts[ln])+last]
 				vq, _ := QR(frame.Position(v, p.m), &s)
 				p.thr[ln] = min(p.thr[ln], uint16(vq))
 				p.queue = append(p.queue, v)
@@ -375,13 +387,14 @@ func (p *placer) lineMultiplier() uint64 {
 	return LineMultiplier
 }
 
-// placeGroup places the primary keys of lines [first, end), keys: it
-// sorts them by line and quotient (a counting sort over both at once,
-// through p.tmp and back into keys), records where in keys each line
-// starts in counts, and
-// for each line drops repeats, writes its first K entries to its slots,
-// queues the rest for their secondary lines and sets its threshold.
-func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
+// placeGroup places the primary keys of lines [first, end), those of
+// p.grouped[from:to]: it sorts them by line and quotient (a counting sort
+// over both at once, from a copy in p.tmp back into place), records where
+// in p.grouped each line starts in counts, and for each line drops
+// repeats, writes its first K entries to its slots, queues the rest for
+// their secondary lines and sets its threshold.
+func (p *placer) placeGroup(first, end, from, to uint32, counts []uint32) {
+	keys := p.grouped[from:to]
 	s := &p.Shape
 	L := uint64(p.Lines)
 	nq := int(s.Q)
@@ -392,8 +405,11 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	pq, spq := p.pq[:len(keys)], p.pq[len(keys):]
 	p.idx = frame.Resize(p.idx, len(keys))
 	idx := p.idx
+	unsorted := frame.Resize(p.tmp, len(keys))
+	p.tmp = unsorted
 	lm, m, rMask, first64 := p.lineMultiplier(), p.m, uint64(1)<<s.R-1, uint64(first)
 	for i, h := range keys {
+		unsorted[i] = h
 		ln := Line(h*lm, L)
 		x := frame.Position(h, m)
 		q := (x >> 16 & 0xffff) * uint64(nq) >> 16 // QR
@@ -407,34 +423,29 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	// it), noting where each line starts.
 	sum := uint32(0)
 	for ln := first; ln < end; ln++ {
-		counts[ln] = sum
+		counts[ln] = from + sum
 		row := cq[int(ln-first)*nq : int(ln-first+1)*nq]
 		for i, c := range row {
 			row[i] = sum
 			sum += c
 		}
 	}
-	sorted := frame.Resize(p.tmp, len(keys))
-	for i, x := range keys {
+	for i, x := range unsorted {
 		c := idx[i]
 		at := cq[c]
 		cq[c] = at + 1
-		sorted[at] = x
+		keys[at] = x
 		spq[at] = pq[i]
 	}
-	// The sorted keys become the group's; its unsorted buffer is the
-	// next group's to sort into.
-	p.groups[first>>p.groupShift], p.tmp = sorted, keys
-	keys = sorted
 	k := int(s.K)
 	for ln := first; ln < end; ln++ {
-		from, to := counts[ln], uint32(len(keys))
+		lf, lt := counts[ln]-from, uint32(len(keys))
 		if ln+1 < end {
-			to = counts[ln+1]
+			lt = counts[ln+1] - from
 		}
 		// The line's keys, in quotient order: repeats dropped in place,
 		// the first K entries into its slots.
-		seg, lq := keys[from:to], spq[from:to]
+		seg, lq := keys[lf:lt], spq[lf:lt]
 		slot := p.slots[int(ln)*k : int(ln+1)*k]
 		// A repeat follows its twin in the run of their quotient (the
 		// sort is stable), unless another key of that line and quotient
