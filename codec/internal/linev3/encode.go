@@ -34,15 +34,16 @@ type placer struct {
 	gcount []uint32 // a round's keys per group of lines
 	cq     []uint32 // a group's counts per (line, quotient)
 	idx    []uint32 // a group's keys' (line, quotient) index
-	// grouped holds every key, the keys of each group of lines together
-	// (group g's from gstart[g]), in arrival order within a group until
+	// groups holds each group of lines' keys, in arrival order until
 	// placeGroup leaves them in line and quotient order, each line's
-	// distinct keys first (counts has where each line starts). One buffer
-	// rather than one per group: a build after the pools were emptied
-	// allocates it once, not once per group.
-	grouped []uint64
-	gstart  []uint32
-	moves   int
+	// distinct keys first (counts has where each line starts). Each is
+	// carved from region with room for a little more than its share of
+	// the keys, so that a build after the pools were emptied allocates
+	// one buffer, not one per group; a group that outgrows its room
+	// (keys crowding its lines) moves to a buffer of its own.
+	groups [][]uint64
+	region []uint64
+	moves  int
 }
 
 // AlwaysMaybe appends the version-3 block that answers "maybe" for every
@@ -114,7 +115,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	// those of the highest quotients, to their secondary lines: the
 	// threshold T is the first quotient sent.
 	for g := range groups {
-		p.placeGroup(uint32(g)<<sh, min(uint32(g+1)<<sh, lines), p.gstart[g], p.gstart[g+1], counts)
+		p.placeGroup(uint32(g)<<sh, min(uint32(g+1)<<sh, lines), p.groups[g], counts)
 	}
 	if !seededLines && len(p.queue) > int(CrowdedShare*float64(n))+64 {
 		// Far more keys overflow than lines filled at random send: keys
@@ -130,44 +131,35 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	return p.write(dst, kind, seed)
 }
 
-// group sorts the key hashes of pages into p.grouped by the group of
-// lines their primary line falls in (a counting sort, stable: each group's
-// keys in arrival order), sets p.gstart, and returns the shift from a line
-// to its group and the number of groups.
+// group gives each group of lines the key hashes of pages whose primary
+// line it holds, and returns the shift from a line to its group and the
+// number of groups.
 func (p *placer) group(pages [][]uint64, n int) (sh, groups int) {
 	lines := p.Lines
 	L := uint64(lines)
-	// At most groupLines groups, each a few tens of kilobytes of keys, so
-	// that every later pass over a group stays in the cache, and the
-	// scatter below writes to at most groupLines streams.
+	// The hashes go to groups of lines by their primary line:
+	// at most groupLines groups, each a few tens of kilobytes of keys,
+	// so that every later pass over a group stays in the cache.
 	sh = max(0, bits.Len32(lines-1)-bits.Len32(groupLines-1))
 	groups = int((lines-1)>>sh) + 1
-	at := frame.Resize(p.gstart, groups+1)
-	p.gstart = at
-	clear(at)
+	// Each group's keys go to a buffer of its own as they are mixed: one
+	// pass over the pages, appending to at most groupLines streams.
+	if len(p.groups) < groups {
+		p.groups = append(p.groups, make([][]uint64, groups-len(p.groups))...)
+	}
+	gb := p.groups[:groups]
+	per := n/groups + n/groups/8 + 16
+	p.region = frame.Resize(p.region, groups*per)
+	for g := range gb {
+		gb[g] = p.region[g*per : g*per : (g+1)*per]
+	}
 	lm := p.lineMultiplier()
 	for _, pg := range pages {
 		for _, h := range pg {
-			at[Line(h*lm, L)>>sh+1]++
-		}
-	}
-	for g := 1; g <= groups; g++ {
-		at[g] += at[g-1]
-	}
-	// at[g] is now where group g starts; the scatter moves at[g] to where
-	// group g+1 starts, so shifting at by one gives the starts back.
-	grouped := frame.Resize(p.grouped, n)
-	p.grouped = grouped
-	next := at[:groups]
-	for _, pg := range pages {
-		for _, h := range pg {
 			g := Line(h*lm, L) >> sh
-			grouped[next[g]] = h
-			next[g]++
+			gb[g] = append(gb[g], h)
 		}
 	}
-	copy(at[1:], at[:groups])
-	at[0] = 0
 	return sh, groups
 }
 
@@ -200,7 +192,7 @@ func (p *placer) placeSecondary(n, sh, groups int, counts []uint32) bool {
 				p.moves++
 				last := int(p.kept[ln]) - 1
 				p.kept[ln]--
-				v := p.grouped[int(counts[ln])+last]
+				v := p.groups[ln>>sh][int(counts[ln])+last]
 				vq, _ := QR(frame.Position(v, p.m), &s)
 				p.thr[ln] = min(p.thr[ln], uint16(vq))
 				p.queue = append(p.queue, v)
@@ -387,14 +379,13 @@ func (p *placer) lineMultiplier() uint64 {
 	return LineMultiplier
 }
 
-// placeGroup places the primary keys of lines [first, end), those of
-// p.grouped[from:to]: it sorts them by line and quotient (a counting sort
-// over both at once, from a copy in p.tmp back into place), records where
-// in p.grouped each line starts in counts, and for each line drops
-// repeats, writes its first K entries to its slots, queues the rest for
-// their secondary lines and sets its threshold.
-func (p *placer) placeGroup(first, end, from, to uint32, counts []uint32) {
-	keys := p.grouped[from:to]
+// placeGroup places the primary keys of lines [first, end), keys: it
+// sorts them by line and quotient (a counting sort over both at once,
+// from a copy in p.tmp back into keys), records where in keys each line
+// starts in counts, and for each line drops repeats, writes its first K
+// entries to its slots, queues the rest for their secondary lines and
+// sets its threshold.
+func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	s := &p.Shape
 	L := uint64(p.Lines)
 	nq := int(s.Q)
@@ -402,11 +393,10 @@ func (p *placer) placeGroup(first, end, from, to uint32, counts []uint32) {
 	p.cq = cq
 	clear(cq)
 	p.pq = frame.Resize(p.pq, 2*len(keys))
-	pq, spq := p.pq[:len(keys)], p.pq[len(keys):]
+	pq, spq := p.pq[:len(keys)], p.pq[len(keys):2*len(keys)]
 	p.idx = frame.Resize(p.idx, len(keys))
-	idx := p.idx
-	unsorted := frame.Resize(p.tmp, len(keys))
-	p.tmp = unsorted
+	p.tmp = frame.Resize(p.tmp, len(keys))
+	idx, unsorted := p.idx[:len(keys)], p.tmp[:len(keys)]
 	lm, m, rMask, first64 := p.lineMultiplier(), p.m, uint64(1)<<s.R-1, uint64(first)
 	for i, h := range keys {
 		unsorted[i] = h
@@ -420,16 +410,22 @@ func (p *placer) placeGroup(first, end, from, to uint32, counts []uint32) {
 	}
 	// Each (line, quotient)'s first position: a running sum kept in a
 	// register (a sum carried through memory waits on the store before
-	// it), noting where each line starts.
-	sum := uint32(0)
-	for ln := first; ln < end; ln++ {
-		counts[ln] = from + sum
-		row := cq[int(ln-first)*nq : int(ln-first+1)*nq]
-		for i, c := range row {
-			row[i] = sum
-			sum += c
-		}
+	// it), four counts a step, there being about two per key; a line
+	// starts where its first quotient does.
+	sum, i := uint32(0), 0
+	for ; i+4 <= len(cq); i += 4 {
+		c4 := cq[i : i+4 : i+4]
+		c0, c1, c2, c3 := c4[0], c4[1], c4[2], c4[3]
+		c4[0], c4[1], c4[2], c4[3] = sum, sum+c0, sum+c0+c1, sum+c0+c1+c2
+		sum += c0 + c1 + c2 + c3
 	}
+	for ; i < len(cq); i++ {
+		cq[i], sum = sum, sum+cq[i]
+	}
+	for ln := first; ln < end; ln++ {
+		counts[ln] = cq[int(ln-first)*nq]
+	}
+	pq = pq[:len(unsorted)]
 	for i, x := range unsorted {
 		c := idx[i]
 		at := cq[c]
@@ -439,9 +435,9 @@ func (p *placer) placeGroup(first, end, from, to uint32, counts []uint32) {
 	}
 	k := int(s.K)
 	for ln := first; ln < end; ln++ {
-		lf, lt := counts[ln]-from, uint32(len(keys))
+		lf, lt := counts[ln], uint32(len(keys))
 		if ln+1 < end {
-			lt = counts[ln+1] - from
+			lt = counts[ln+1]
 		}
 		// The line's keys, in quotient order: repeats dropped in place,
 		// the first K entries into its slots.
