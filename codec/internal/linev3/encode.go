@@ -2,7 +2,6 @@ package linev3
 
 import (
 	"encoding/binary"
-	"math"
 	"math/bits"
 	"slices"
 
@@ -34,6 +33,8 @@ type placer struct {
 	gcount []uint32 // a round's keys per group of lines
 	cq     []uint32 // a group's counts per (line, quotient)
 	idx    []uint32 // a group's keys' (line, quotient) index
+	sec    []uint32 // a line's secondary entries, while they merge
+	secAt  []int    // where in the line's primary entries each goes
 	// groups holds each group of lines' keys, in arrival order until
 	// placeGroup leaves them in line and quotient order, each line's
 	// distinct keys first (counts has where each line starts). Each is
@@ -261,19 +262,45 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 	k := int(s.K)
 	remOff := int(s.RemOff())
 	slot := p.slots[ln*k : (ln+1)*k]
-	prim := slot[:p.kept[ln]]
-	var sec []uint32
-	if ns := int(p.nsec[ln]); ns > 0 {
-		sec = slot[k-ns:]
+	kept, ns := int(p.kept[ln]), int(p.nsec[ln])
+	if ns > 0 {
+		// Merge the secondary entries into the primary ones in place.
+		// A secondary entry goes before the first primary entry above
+		// it, counting from where the one before it went: the primary
+		// entries are in quotient order, their remainders in arrival
+		// order, so that is the first of its quotient's run above it,
+		// or the run's end (found by a binary search on the quotient,
+		// then a scan of the run). Then, the largest first, each goes
+		// to its place plus the secondary entries before it, and the
+		// primary entries after it move up past it.
+		sec := slot[k-ns:]
 		if ns > 1 {
 			slices.Sort(sec)
 		}
+		sec = append(p.sec[:0], sec...) // the moves may overwrite them
+		p.sec = sec
+		pos := frame.Resize(p.secAt, ns)
+		p.secAt = pos
+		prim := slot[:kept]
+		at := 0
+		for c, v := range sec {
+			run, _ := slices.BinarySearch(prim[at:], v&^0xffff) // the run of v's quotient
+			at += run
+			for at < kept && prim[at] <= v {
+				at++
+			}
+			pos[c] = at
+		}
+		a := kept
+		for c := ns; c > 0; c-- {
+			at := pos[c-1]
+			copy(slot[at+c:a+c], slot[at:a])
+			slot[at+c-1] = sec[c-1]
+			a = at
+		}
 	}
-	// The i-th entry of the merge of prim and sec (both in quotient
-	// order) sets header bit q+i and holds remainder slot i. next is
-	// the first secondary entry not yet merged, or a value above any
-	// entry once none is left, so each step compares one primary
-	// entry with it and nothing else.
+	// The i-th entry (in quotient order) sets header bit q+i and holds
+	// remainder slot i.
 	// The remainders gather in acc, n of its bits taken, until it is
 	// full and goes to word wi: a register, where OR-ing each one into
 	// the line in memory would make every entry wait on the store of
@@ -281,22 +308,7 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 	// accumulator there costs a branch that mispredicts once or twice
 	// a line, and measured slower.)
 	wi, acc, n, r := remOff>>6, uint64(0), uint(remOff&63), uint(s.R)
-	a, c, next := 0, 0, uint32(math.MaxUint32)
-	if len(sec) > 0 {
-		next = sec[0]
-	}
-	for i := range len(prim) + len(sec) {
-		v := next
-		if a < len(prim) && prim[a] <= next {
-			v = prim[a]
-			a++
-		} else {
-			c++
-			next = math.MaxUint32
-			if c < len(sec) {
-				next = sec[c]
-			}
-		}
+	for i, v := range slot[:kept+ns] {
 		hb := int(v>>16) + i
 		w[hb>>6&7] |= 1 << (hb & 63)
 		rv := uint64(v & 0xffff)
@@ -310,7 +322,7 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 		}
 	}
 	w[wi&7] |= acc
-	return w, len(prim) + len(sec)
+	return w, kept + ns
 }
 
 // groupLines is the most groups of lines Encode spreads keys over
