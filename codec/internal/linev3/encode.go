@@ -352,6 +352,25 @@ func RunTooLong(w *[frame.LineBytes / 8]uint64, n int) bool {
 	return a|b|c != 0
 }
 
+// dropRepeats removes from a line's keys seg (and their entries lq) each
+// that repeats the key before it, from index i, the first repeat, on, and
+// returns how many are left. Those before i stay as they are.
+func (p *placer) dropRepeats(seg []uint64, lq []uint32, i int) int {
+	n := i
+	prevV, prevX := lq[i-1], seg[i-1]
+	for j := i; j < len(seg); j++ {
+		x, v := seg[j], lq[j]
+		if v == prevV && x == prevX {
+			p.repeats++
+			continue
+		}
+		prevV, prevX = v, x
+		seg[n], lq[n] = x, v
+		n++
+	}
+	return n
+}
+
 // bySecondaryGroup returns the secondary position hashes of keys in the
 // order of the groups of lines they fall in (a counting sort, stable
 // within a group; sh is the shift from a line to its group).
@@ -458,24 +477,18 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 		// A repeat follows its twin in the run of their quotient (the
 		// sort is stable), unless another key of that line and quotient
 		// arrived between them: then it keeps a slot of its own, which
-		// costs a slot, never a false negative.
-		n := 0
-		prevV, prevX := uint32(0), uint64(0)
-		for i, x := range seg {
-			v := lq[i]
-			if v == prevV && x == prevX && n > 0 {
-				p.repeats++
-				continue
-			}
-			prevV, prevX = v, x
-			if n != i {
-				seg[n], lq[n] = x, v
-			}
-			if n < k {
-				slot[n] = v
-			}
+		// costs a slot, never a false negative. Up to the first repeat
+		// the entries stay where they are (a scan that only compares).
+		n := 1
+		for n < len(seg) && (lq[n] != lq[n-1] || seg[n] != seg[n-1]) {
 			n++
 		}
+		if n < len(seg) {
+			n = p.dropRepeats(seg, lq, n)
+		} else {
+			n = len(seg)
+		}
+		copy(slot, lq[:n])
 		p.thr[ln], p.nsec[ln] = uint16(s.Q), 0
 		if n <= k {
 			p.kept[ln] = uint16(n)
