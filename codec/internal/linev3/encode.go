@@ -106,7 +106,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	p.kept = frame.Resize(p.kept, int(lines))
 	p.nsec = frame.Resize(p.nsec, int(lines))
 	p.thr = frame.Resize(p.thr, int(lines))
-	p.queue = p.queue[:0]
+	p.queue = slices.Grow(p.queue[:0], n/16+64)
 	p.moves = 0
 	p.crowded = false
 
@@ -429,8 +429,8 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	p.tmp = frame.Resize(p.tmp, len(keys))
 	idx, unsorted := p.idx[:len(keys)], p.tmp[:len(keys)]
 	lm, m, rMask, first64 := p.lineMultiplier(), p.m, uint64(1)<<s.R-1, uint64(first)
+	copy(unsorted, keys)
 	for i, h := range keys {
-		unsorted[i] = h
 		ln := Line(h*lm, L)
 		x := frame.Position(h, m)
 		q := (x >> 16 & 0xffff) * uint64(nq) >> 16 // QR
