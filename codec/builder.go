@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -203,9 +204,13 @@ func (b *Builder) Add(key []byte) {
 		panic("codec: Add needs Options.Hash == HashKey64 (a HashHost32 builder takes AddHash32 with the host's hash)")
 	}
 	var h uint64
-	if b.opts.Version == 1 {
+	switch n := len(key); {
+	case b.opts.Version == 1:
 		h = keyhash.Hash(key)
-	} else {
+	case n >= 8 && n <= 16:
+		// MulHash, written out for the usual key lengths.
+		h = keyhash.MulHashWords(binary.LittleEndian.Uint64(key), binary.LittleEndian.Uint64(key[n-8:]), n)
+	default:
 		h = keyhash.MulHash(key)
 	}
 	// addHash, written out: a table writer calls Add for every key, and

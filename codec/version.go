@@ -24,7 +24,8 @@ func smallBudgetPrefersV2(o *Options) bool {
 	if o.Version != FormatVersion || o.FingerprintBits != 0 {
 		return false
 	}
-	if m := lastVersionChoice.Load(); m != nil && m.bpk == o.BitsPerKey && m.rate == o.FalsePositiveRate {
+	memo := &versionChoices[linev3.RecentSlot(math.Float64bits(o.BitsPerKey), math.Float64bits(o.FalsePositiveRate))]
+	if m := memo.Load(); m != nil && m.bpk == o.BitsPerKey && m.rate == o.FalsePositiveRate {
 		return m.v2
 	}
 	const n = 1 << 20
@@ -44,18 +45,21 @@ func smallBudgetPrefersV2(o *Options) bool {
 			v2 = meets2
 		}
 	}
-	lastVersionChoice.Store(&versionChoice{o.BitsPerKey, o.FalsePositiveRate, v2})
+	memo.Store(&versionChoice{o.BitsPerKey, o.FalsePositiveRate, v2})
 	return v2
 }
 
-// versionChoice is the last answer of smallBudgetPrefersV2, for the
-// setting asked: writers build table after table at one setting.
+// versionChoice is an answer of smallBudgetPrefersV2, for the setting
+// asked: writers build table after table at a few settings (a tree's
+// levels, each with its own budget).
 type versionChoice struct {
 	bpk, rate float64
 	v2        bool
 }
 
-var lastVersionChoice atomic.Pointer[versionChoice]
+// versionChoices remembers recent answers, each in the slot its setting
+// hashes to.
+var versionChoices [linev3.RecentSlots]atomic.Pointer[versionChoice]
 
 // PlannedFPR is the false-positive rate that a filter of keys distinct
 // keys, built with o, is planned to have, in the format o.Version selects

@@ -2,6 +2,7 @@ package filterbench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -47,4 +48,35 @@ func BenchmarkBuildRatio(b *testing.B) {
 func medianOf(v []float64) float64 {
 	s := slices.Sorted(slices.Values(v))
 	return s[len(s)/2]
+}
+
+// BenchmarkBuildRatioFuse times the build of a table's filter through this
+// project's default policy (format version 3) at a binary fuse filter's
+// bits/key (rounded down to a hundredth), against that fuse filter built
+// right after it in every round, at each of Pebble master's fuse widths
+// but 4, and reports the median per-round ratio, as BuildRatio does.
+//
+//	go test ./bench/filterbench -run X -bench BuildRatioFuse -benchtime 21x
+func BenchmarkBuildRatioFuse(b *testing.B) {
+	for _, n := range []int{30_000, 100_000} {
+		keys := testkeys.Random(n, 16, 11)
+		for _, w := range []int{8, 10, 12, 16} {
+			fuse := BinaryFuse(w)
+			f, _ := buildTimed(fuse, keys)
+			bpk := math.Floor(float64(8*f.Bytes())/float64(n)*100) / 100
+			cuckoo := Cuckoo(bpk)
+			b.Run(fmt.Sprintf("keys=%d/width=%d/bpk=%g", n, w, bpk), func(b *testing.B) {
+				buildTimed(cuckoo, keys) // warm the writers' pools
+				var ratios, ns, fuseNs []float64
+				for b.Loop() {
+					_, c := buildTimed(cuckoo, keys)
+					_, f := buildTimed(fuse, keys)
+					ratios, ns, fuseNs = append(ratios, c/f), append(ns, c), append(fuseNs, f)
+				}
+				b.ReportMetric(medianOf(ratios), "×fuse")
+				b.ReportMetric(medianOf(ns), "ns/key")
+				b.ReportMetric(medianOf(fuseNs), "fuse-ns/key")
+			})
+		}
+	}
 }

@@ -2,7 +2,9 @@ package keyhash
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -101,5 +103,21 @@ func BenchmarkKeyHash(b *testing.B) {
 				key[0] = byte(MulHash(key))
 			}
 		})
+	}
+}
+
+// TestMulHashWordsIsMulHash: the written-out form a filter writer uses for
+// keys of 8 to 16 bytes gives MulHash's value for every such key.
+func TestMulHashWordsIsMulHash(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100_000 {
+		k := make([]byte, 8+r.IntN(9))
+		for i := range k {
+			k[i] = byte(r.Uint32())
+		}
+		n := len(k)
+		if got, want := MulHashWords(binary.LittleEndian.Uint64(k), binary.LittleEndian.Uint64(k[n-8:]), n), MulHash(k); got != want {
+			t.Fatalf("key %x: MulHashWords %#x, MulHash %#x", k, got, want)
+		}
 	}
 }

@@ -37,6 +37,14 @@ func MulHash(b []byte) uint64 {
 	return fold(fold(x^mulK0, y^mulK1)^mulK2, uint64(n)^mulK3)
 }
 
+// MulHashWords is MulHash of a key of n bytes, 8 <= n <= 16, given its
+// first and its last 8 bytes as little-endian words: small enough to be
+// inlined where a caller hashes keys one at a time, as a table's filter
+// writer does.
+func MulHashWords(first, last uint64, n int) uint64 {
+	return fold(fold(first^mulK0, last^mulK1)^mulK2, uint64(n)^mulK3)
+}
+
 // mulHashLong folds 16 bytes per multiply into an accumulator, then the
 // key's last 16 bytes (overlapping bytes already folded when the length is
 // not a multiple of 16) with the length.

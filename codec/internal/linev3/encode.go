@@ -2,7 +2,6 @@ package linev3
 
 import (
 	"encoding/binary"
-	"math"
 	"math/bits"
 	"slices"
 
@@ -34,12 +33,18 @@ type placer struct {
 	gcount []uint32 // a round's keys per group of lines
 	cq     []uint32 // a group's counts per (line, quotient)
 	idx    []uint32 // a group's keys' (line, quotient) index
+	sec    []uint32 // a line's secondary entries, while they merge
+	secAt  []int    // where in the line's primary entries each goes
 	// groups holds each group of lines' keys, in arrival order until
 	// placeGroup leaves them in line and quotient order, each line's
-	// distinct keys first (counts has where each line starts).
-	groups     [][]uint64
-	groupShift uint // from a line to its group
-	moves      int
+	// distinct keys first (counts has where each line starts). Each is
+	// carved from region with room for a little more than its share of
+	// the keys, so that a build after the pools were emptied allocates
+	// one buffer, not one per group; a group that outgrows its room
+	// (keys crowding its lines) moves to a buffer of its own.
+	groups [][]uint64
+	region []uint64
+	moves  int
 }
 
 // AlwaysMaybe appends the version-3 block that answers "maybe" for every
@@ -101,7 +106,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	p.kept = frame.Resize(p.kept, int(lines))
 	p.nsec = frame.Resize(p.nsec, int(lines))
 	p.thr = frame.Resize(p.thr, int(lines))
-	p.queue = p.queue[:0]
+	p.queue = slices.Grow(p.queue[:0], n/16+64)
 	p.moves = 0
 	p.crowded = false
 
@@ -137,7 +142,6 @@ func (p *placer) group(pages [][]uint64, n int) (sh, groups int) {
 	// at most groupLines groups, each a few tens of kilobytes of keys,
 	// so that every later pass over a group stays in the cache.
 	sh = max(0, bits.Len32(lines-1)-bits.Len32(groupLines-1))
-	p.groupShift = uint(sh)
 	groups = int((lines-1)>>sh) + 1
 	// Each group's keys go to a buffer of its own as they are mixed: one
 	// pass over the pages, appending to at most groupLines streams.
@@ -146,8 +150,9 @@ func (p *placer) group(pages [][]uint64, n int) (sh, groups int) {
 	}
 	gb := p.groups[:groups]
 	per := n/groups + n/groups/8 + 16
+	p.region = frame.Resize(p.region, groups*per)
 	for g := range gb {
-		gb[g] = slices.Grow(gb[g][:0], per)
+		gb[g] = p.region[g*per : g*per : (g+1)*per]
 	}
 	lm := p.lineMultiplier()
 	for _, pg := range pages {
@@ -257,19 +262,45 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 	k := int(s.K)
 	remOff := int(s.RemOff())
 	slot := p.slots[ln*k : (ln+1)*k]
-	prim := slot[:p.kept[ln]]
-	var sec []uint32
-	if ns := int(p.nsec[ln]); ns > 0 {
-		sec = slot[k-ns:]
+	kept, ns := int(p.kept[ln]), int(p.nsec[ln])
+	if ns > 0 {
+		// Merge the secondary entries into the primary ones in place.
+		// A secondary entry goes before the first primary entry above
+		// it, counting from where the one before it went: the primary
+		// entries are in quotient order, their remainders in arrival
+		// order, so that is the first of its quotient's run above it,
+		// or the run's end (found by a binary search on the quotient,
+		// then a scan of the run). Then, the largest first, each goes
+		// to its place plus the secondary entries before it, and the
+		// primary entries after it move up past it.
+		sec := slot[k-ns:]
 		if ns > 1 {
 			slices.Sort(sec)
 		}
+		sec = append(p.sec[:0], sec...) // the moves may overwrite them
+		p.sec = sec
+		pos := frame.Resize(p.secAt, ns)
+		p.secAt = pos
+		prim := slot[:kept]
+		at := 0
+		for c, v := range sec {
+			run, _ := slices.BinarySearch(prim[at:], v&^0xffff) // the run of v's quotient
+			at += run
+			for at < kept && prim[at] <= v {
+				at++
+			}
+			pos[c] = at
+		}
+		a := kept
+		for c := ns; c > 0; c-- {
+			at := pos[c-1]
+			copy(slot[at+c:a+c], slot[at:a])
+			slot[at+c-1] = sec[c-1]
+			a = at
+		}
 	}
-	// The i-th entry of the merge of prim and sec (both in quotient
-	// order) sets header bit q+i and holds remainder slot i. next is
-	// the first secondary entry not yet merged, or a value above any
-	// entry once none is left, so each step compares one primary
-	// entry with it and nothing else.
+	// The i-th entry (in quotient order) sets header bit q+i and holds
+	// remainder slot i.
 	// The remainders gather in acc, n of its bits taken, until it is
 	// full and goes to word wi: a register, where OR-ing each one into
 	// the line in memory would make every entry wait on the store of
@@ -277,22 +308,7 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 	// accumulator there costs a branch that mispredicts once or twice
 	// a line, and measured slower.)
 	wi, acc, n, r := remOff>>6, uint64(0), uint(remOff&63), uint(s.R)
-	a, c, next := 0, 0, uint32(math.MaxUint32)
-	if len(sec) > 0 {
-		next = sec[0]
-	}
-	for i := range len(prim) + len(sec) {
-		v := next
-		if a < len(prim) && prim[a] <= next {
-			v = prim[a]
-			a++
-		} else {
-			c++
-			next = math.MaxUint32
-			if c < len(sec) {
-				next = sec[c]
-			}
-		}
+	for i, v := range slot[:kept+ns] {
 		hb := int(v>>16) + i
 		w[hb>>6&7] |= 1 << (hb & 63)
 		rv := uint64(v & 0xffff)
@@ -306,7 +322,7 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 		}
 	}
 	w[wi&7] |= acc
-	return w, len(prim) + len(sec)
+	return w, kept + ns
 }
 
 // groupLines is the most groups of lines Encode spreads keys over
@@ -334,6 +350,25 @@ func RunTooLong(w *[frame.LineBytes / 8]uint64, n int) bool {
 		c &= c >> sh
 	}
 	return a|b|c != 0
+}
+
+// dropRepeats removes from a line's keys seg (and their entries lq) each
+// that repeats the key before it, from index i, the first repeat, on, and
+// returns how many are left. Those before i stay as they are.
+func (p *placer) dropRepeats(seg []uint64, lq []uint32, i int) int {
+	n := i
+	prevV, prevX := lq[i-1], seg[i-1]
+	for j := i; j < len(seg); j++ {
+		x, v := seg[j], lq[j]
+		if v == prevV && x == prevX {
+			p.repeats++
+			continue
+		}
+		prevV, prevX = v, x
+		seg[n], lq[n] = x, v
+		n++
+	}
+	return n
 }
 
 // bySecondaryGroup returns the secondary position hashes of keys in the
@@ -377,10 +412,10 @@ func (p *placer) lineMultiplier() uint64 {
 
 // placeGroup places the primary keys of lines [first, end), keys: it
 // sorts them by line and quotient (a counting sort over both at once,
-// through p.tmp and back into keys), records where in keys each line
-// starts in counts, and
-// for each line drops repeats, writes its first K entries to its slots,
-// queues the rest for their secondary lines and sets its threshold.
+// from a copy in p.tmp back into keys), records where in keys each line
+// starts in counts, and for each line drops repeats, writes its first K
+// entries to its slots, queues the rest for their secondary lines and
+// sets its threshold.
 func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	s := &p.Shape
 	L := uint64(p.Lines)
@@ -389,10 +424,12 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	p.cq = cq
 	clear(cq)
 	p.pq = frame.Resize(p.pq, 2*len(keys))
-	pq, spq := p.pq[:len(keys)], p.pq[len(keys):]
+	pq, spq := p.pq[:len(keys)], p.pq[len(keys):2*len(keys)]
 	p.idx = frame.Resize(p.idx, len(keys))
-	idx := p.idx
+	p.tmp = frame.Resize(p.tmp, len(keys))
+	idx, unsorted := p.idx[:len(keys)], p.tmp[:len(keys)]
 	lm, m, rMask, first64 := p.lineMultiplier(), p.m, uint64(1)<<s.R-1, uint64(first)
+	copy(unsorted, keys)
 	for i, h := range keys {
 		ln := Line(h*lm, L)
 		x := frame.Position(h, m)
@@ -404,59 +441,54 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	}
 	// Each (line, quotient)'s first position: a running sum kept in a
 	// register (a sum carried through memory waits on the store before
-	// it), noting where each line starts.
-	sum := uint32(0)
-	for ln := first; ln < end; ln++ {
-		counts[ln] = sum
-		row := cq[int(ln-first)*nq : int(ln-first+1)*nq]
-		for i, c := range row {
-			row[i] = sum
-			sum += c
-		}
+	// it), four counts a step, there being about two per key; a line
+	// starts where its first quotient does.
+	sum, i := uint32(0), 0
+	for ; i+4 <= len(cq); i += 4 {
+		c4 := cq[i : i+4 : i+4]
+		c0, c1, c2, c3 := c4[0], c4[1], c4[2], c4[3]
+		c4[0], c4[1], c4[2], c4[3] = sum, sum+c0, sum+c0+c1, sum+c0+c1+c2
+		sum += c0 + c1 + c2 + c3
 	}
-	sorted := frame.Resize(p.tmp, len(keys))
-	for i, x := range keys {
+	for ; i < len(cq); i++ {
+		cq[i], sum = sum, sum+cq[i]
+	}
+	for ln := first; ln < end; ln++ {
+		counts[ln] = cq[int(ln-first)*nq]
+	}
+	pq = pq[:len(unsorted)]
+	for i, x := range unsorted {
 		c := idx[i]
 		at := cq[c]
 		cq[c] = at + 1
-		sorted[at] = x
+		keys[at] = x
 		spq[at] = pq[i]
 	}
-	// The sorted keys become the group's; its unsorted buffer is the
-	// next group's to sort into.
-	p.groups[first>>p.groupShift], p.tmp = sorted, keys
-	keys = sorted
 	k := int(s.K)
 	for ln := first; ln < end; ln++ {
-		from, to := counts[ln], uint32(len(keys))
+		lf, lt := counts[ln], uint32(len(keys))
 		if ln+1 < end {
-			to = counts[ln+1]
+			lt = counts[ln+1]
 		}
 		// The line's keys, in quotient order: repeats dropped in place,
 		// the first K entries into its slots.
-		seg, lq := keys[from:to], spq[from:to]
+		seg, lq := keys[lf:lt], spq[lf:lt]
 		slot := p.slots[int(ln)*k : int(ln+1)*k]
 		// A repeat follows its twin in the run of their quotient (the
 		// sort is stable), unless another key of that line and quotient
 		// arrived between them: then it keeps a slot of its own, which
-		// costs a slot, never a false negative.
-		n := 0
-		prevV, prevX := uint32(0), uint64(0)
-		for i, x := range seg {
-			v := lq[i]
-			if v == prevV && x == prevX && n > 0 {
-				p.repeats++
-				continue
-			}
-			prevV, prevX = v, x
-			if n != i {
-				seg[n], lq[n] = x, v
-			}
-			if n < k {
-				slot[n] = v
-			}
+		// costs a slot, never a false negative. Up to the first repeat
+		// the entries stay where they are (a scan that only compares).
+		n := 1
+		for n < len(seg) && (lq[n] != lq[n-1] || seg[n] != seg[n-1]) {
 			n++
 		}
+		if n < len(seg) {
+			n = p.dropRepeats(seg, lq, n)
+		} else {
+			n = len(seg)
+		}
+		copy(slot, lq[:n])
 		p.thr[ln], p.nsec[ln] = uint16(s.Q), 0
 		if n <= k {
 			p.kept[ln] = uint16(n)

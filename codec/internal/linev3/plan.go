@@ -162,19 +162,44 @@ type LargeMemo struct {
 // densest), do not search again for each other.
 var LargeLast [2]atomic.Pointer[LargeMemo]
 
+// recentLarge remembers, beside LargeLast, the searches of a few more
+// budgets of each layout, each in the slot its keys per line hash to:
+// writers of several budgets take turns (a tree's levels, each with its
+// own budget, written by compactions in any order), and would otherwise
+// search again at every turn.
+var recentLarge [2][RecentSlots]atomic.Pointer[LargeMemo]
+
+// RecentSlots is the size of the small tables of recent plans: a power
+// of two.
+const RecentSlots = 16
+
+// RecentSlot is the slot of a table of RecentSlots entries that a
+// setting, given as the bits of its values, is remembered in.
+func RecentSlot(a, b uint64) int {
+	return int((a ^ b*0xff51afd7ed558ccd) * 0x9e3779b97f4a7c15 >> 60)
+}
+
 // largeShape is lineShape(s, perLine, r, densest) for the shape s that
-// ShapeFor gives a large filter, remembered for the last budget asked.
+// ShapeFor gives a large filter, remembered for the last budget asked and
+// in recentLarge.
 func largeShape(s Shape, perLine float64, r uint32, densest bool) Shape {
-	last := &LargeLast[0]
+	layout := 0
 	if densest {
-		last = &LargeLast[1]
+		layout = 1
 	}
+	last := &LargeLast[layout]
 	if m := last.Load(); m != nil && m.PerLine == perLine && m.R == r {
 		return m.Shape
 	}
-	d := lineShape(s, perLine, r, densest)
-	last.Store(&LargeMemo{perLine, r, d})
-	return d
+	recent := &recentLarge[layout][RecentSlot(math.Float64bits(perLine), uint64(r))]
+	if m := recent.Load(); m != nil && m.PerLine == perLine && m.R == r {
+		last.Store(m)
+		return m.Shape
+	}
+	m := &LargeMemo{perLine, r, lineShape(s, perLine, r, densest)}
+	last.Store(m)
+	recent.Store(m)
+	return m.Shape
 }
 
 // PlanFor sizes a version-3 filter for d keys. With a budget it spends all
