@@ -127,8 +127,10 @@ func MeasuredLevelShape(m *pebble.Metrics) LevelShape {
 // budget affords reads fewer tables in vain (in practice L6, when most
 // absent lookups are Gets); at SkipL6 1, L6 gets NoFilter and the levels
 // above it all the average pays for, up to 32 bits per key each (so the
-// tree may spend well under the average). A level without keys never
-// takes NoFilter from the level below it.
+// tree may spend well under the average), or, for an average of 32 or
+// more, that average rounded down to a half bit, as every level gets
+// without SkipL6. A level without keys never takes NoFilter from the
+// level below it.
 // It panics unless MinBitsPerKey <= avgBitsPerKey <= MaxBitsPerKey and
 // 0 <= shape.SkipL6 <= 1.
 func LevelBudgets(shape LevelShape, avgBitsPerKey float64) [NumLevels]float64 {
