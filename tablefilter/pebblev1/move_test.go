@@ -198,6 +198,19 @@ func TestLevelBudgetsMatchV2(t *testing.T) {
 			}
 		}
 	}
+	// Fitted for Gets, with NoFilter in the grid, in either version (the
+	// model shape and one drawn).
+	for _, s := range []pebblev1.LevelShape{shapes[0], shapes[2]} {
+		for _, skip := range []float64{0.5, 1} {
+			s.SkipL6 = skip
+			if b1, b2 := pebblev1.LevelBudgets(s, 10), tablefilter.LevelBudgets(tablefilter.LevelShape(s), 10); b1 != b2 {
+				t.Errorf("shape %+v: v1 %v, v2 %v", s, b1, b2)
+			}
+			if b1, b2 := pebblev1.LevelBudgetsV4(s, 4.5), tablefilter.LevelBudgetsV4(tablefilter.LevelShape(s), 4.5); b1 != b2 {
+				t.Errorf("shape %+v, version 4: v1 %v, v2 %v", s, b1, b2)
+			}
+		}
+	}
 }
 
 // TestV4NamesMatchV2: a store moved between the two Pebble modules reads
