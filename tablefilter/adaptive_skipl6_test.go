@@ -22,8 +22,8 @@ import (
 func TestAdaptiveBudgetsSkipL6Pebble(t *testing.T) {
 	// An average low enough that the levels above L6 cannot take the
 	// grid's top each: the fit, and the budgets, follow the tree.
-	const avg = 6
-	n := map[bool]int{false: 12000, true: 3000}[race.Enabled]
+	race.SkipLong(t)
+	const avg, n = 6, 12000
 	w := newMVCCWorkload(n, 29)
 	dir := t.TempDir()
 	set := func(o *pebble.Options, avg float64, _ ...AdaptiveOption) *AdaptiveBudgets {
@@ -95,7 +95,13 @@ func TestAdaptiveBudgetsSkipL6Pebble(t *testing.T) {
 		}
 		t.Logf("%s: budgets %v, live %.3f bits/key over %d keys (L6's counted), %d budget sets seen\n%s",
 			what, tuned.Budgets(), live, keys, len(seen), db.Metrics())
-		if live > avg*1.06 {
+		// Within 6% over, as TestAdaptiveBudgetsPebble allows, and a
+		// small tree's tables' rounding to whole lines besides.
+		tables := 0
+		for _, ts := range levels {
+			tables += len(ts)
+		}
+		if slack := float64(tables) / float64(keys); live > avg*(1.06+slack) {
 			t.Errorf("%s: the tree spends %.3f bits/key, asked %v", what, live, avg)
 		}
 		perGet, _ := probeMVCC(t, db, w)
