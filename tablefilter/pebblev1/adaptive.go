@@ -95,7 +95,10 @@ type AdaptiveBudgets struct {
 // policies. Only the levels' FilterPolicy, Filters and EventListener are
 // written. It
 // panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=
-// MaxBitsPerKey.
+// MaxBitsPerKey and every option is valid.
+//
+// options adjust the setup: SkipL6 for a store whose absent lookups are
+// Gets, which never read L6's filters.
 func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64, options ...AdaptiveOption) *AdaptiveBudgets {
 	return setAdaptive(opts, avgBitsPerKey, codec.FormatVersion, options)
 }
@@ -160,20 +163,20 @@ type adaptiveConfig struct {
 // (share 0) every lookup is counted on L6, as for prefix seeks with L6
 // filters.
 //
-// Between 0 and 1 every level keeps a filter (a level's policy cannot
-// drop its filter while the store runs). At 1, L6 gets nil (Pebble v1's "no filter"),
-// so tables compacted into L6 carry no filter, and the average asked is
-// still over every live key, L6's counted at its tables' point entries:
-// its bytes go to L0-L5, the levels Gets read, as
+// Between 0 and 1 every level keeps a filter (a level's policy cannot drop
+// its filter while the store runs). At 1, L6 gets a nil FilterPolicy
+// (Pebble v1's "no filter"), so tables compacted into L6 carry no filter,
+// and the average asked is still over every live key, L6's counted at its
+// tables' point entries: its bytes go to L0-L5, the levels Gets read, as
 // LevelBudgets(shape with SkipL6 1, avg) gives them, each level's filters
 // spending at most 32 bits per key (the grid's top, where a further bit
-// saves next to nothing). A tree whose L6 holds most keys then spends
-// well under the average asked (LiveBitsPerKey counts L6's keys and says
-// by how much), and the tuner aims at what the levels with filters can
-// spend rather than piling up a debt it could never pay. The share must be
-// the same on every open: a store opened at 1 leaves L6 without filters
-// until compactions rewrite it under a smaller share. It panics, in the
-// setup, unless 0 <= share <= 1.
+// saves next to nothing). A tree whose L6 holds most keys then spends well
+// under the average asked (LiveBitsPerKey counts L6's keys and says by how
+// much), and the tuner aims at what the levels with filters can spend
+// rather than piling up a debt it could never pay. Pass the same share on
+// every open: L6's tables written at 1 keep no filter until compactions
+// rewrite them under a smaller share. It panics, in the setup, unless 0 <=
+// share <= 1.
 func SkipL6(share float64) AdaptiveOption {
 	return func(c *adaptiveConfig) { c.skipL6 = share }
 }
