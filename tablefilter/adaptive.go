@@ -199,7 +199,9 @@ func (a *AdaptiveBudgets) Budgets() [NumLevels]float64 { return a.core.Budgets()
 
 // LiveBitsPerKey returns the bits per key the lsmcuckoo filters of db's
 // live tables spend together, counted as a refit counts them, and the
-// keys counted (0 for a store without such tables).
+// keys counted (0 for a store without such tables). Under SkipL6(1) the
+// keys of L6's tables, which carry no filter, count too, at their point
+// entries: the average is over the whole tree.
 func (a *AdaptiveBudgets) LiveBitsPerKey(db *pebble.DB) (float64, uint64, error) {
 	return a.core.LiveBitsPerKey(measureV2(db))
 }
