@@ -174,7 +174,7 @@ func openAdaptive(tb testing.TB, dir string, o *pebble.Options, avg float64) (*p
 
 // openAdaptiveWith is openAdaptive with the one call set.
 func openAdaptiveWith(tb testing.TB, dir string, o *pebble.Options, avg float64,
-	set func(*pebble.Options, float64) *AdaptiveBudgets) (*pebble.DB, *AdaptiveBudgets) {
+	set func(*pebble.Options, float64, ...AdaptiveOption) *AdaptiveBudgets) (*pebble.DB, *AdaptiveBudgets) {
 	tb.Helper()
 	tuned := set(o, avg)
 	tuned.core.Loop = pebblecore.NewRefitLoop(tuned.core.Tuner, 20*time.Millisecond)
@@ -215,7 +215,7 @@ func TestAdaptiveBudgetsV4Pebble(t *testing.T) {
 // testAdaptiveStore grows a store under the one call set, checks it, and
 // reopens it under reopen; every table the first open writes carries a
 // name starting with prefix.
-func testAdaptiveStore(t *testing.T, set, reopen func(*pebble.Options, float64) *AdaptiveBudgets, prefix string) {
+func testAdaptiveStore(t *testing.T, set, reopen func(*pebble.Options, float64, ...AdaptiveOption) *AdaptiveBudgets, prefix string) {
 	const avg = 10
 	w := newMVCCWorkload(60_000, 21)
 	dir := t.TempDir()
@@ -358,7 +358,7 @@ func BenchmarkAdaptiveV4VersusV3(b *testing.B) {
 	for range b.N {
 		for _, c := range []struct {
 			name string
-			set  func(*pebble.Options, float64) *AdaptiveBudgets
+			set  func(*pebble.Options, float64, ...AdaptiveOption) *AdaptiveBudgets
 		}{{"v3", SetAdaptiveBudgets}, {"v4", SetAdaptiveBudgetsV4}} {
 			o := adaptiveTestOptions()
 			db, tuned := openAdaptiveWith(b, b.TempDir(), o, avg, c.set)

@@ -26,3 +26,18 @@ func ExampleLevelShape_skipL6() {
 	// Gets: [32 32 32 32 32 32 0]
 	// L6 policy: none
 }
+
+// The self-tuning setup for a store whose absent lookups are Gets: L6 gets
+// no filter, and the budgets of L0-L5 follow the live tree once the handle
+// is attached to the open store.
+func ExampleSkipL6() {
+	opts := &pebble.Options{}
+	tuned := tablefilter.SetAdaptiveBudgets(opts, 10, tablefilter.SkipL6(1))
+	// Then, on the store: db, err := pebble.Open(dir, opts); tuned.Attach(db);
+	// and tuned.Detach() before db.Close().
+	fmt.Println("L6 policy:", opts.Levels[6].FilterPolicy.Name())
+	fmt.Println("budgets until Attach:", tuned.Budgets())
+	// Output:
+	// L6 policy: none
+	// budgets until Attach: [32 32 32 32 32 32 0]
+}

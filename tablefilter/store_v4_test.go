@@ -75,6 +75,13 @@ func filterNames(tb testing.TB, db *pebble.DB, opts *pebble.Options) map[string]
 // read without its filter would make none.
 func checkEveryTableFiltered(tb testing.TB, db *pebble.DB, w mvccWorkload, probes int) {
 	tb.Helper()
+	checkTablesFiltered(tb, db, w, probes, NumLevels)
+}
+
+// checkTablesFiltered is checkEveryTableFiltered for the tables of the
+// top filteredLevels levels (the others have no filter to consult).
+func checkTablesFiltered(tb testing.TB, db *pebble.DB, w mvccWorkload, probes, filteredLevels int) {
+	tb.Helper()
 	levels, err := db.SSTables()
 	if err != nil {
 		tb.Fatal(err)
@@ -83,7 +90,7 @@ func checkEveryTableFiltered(tb testing.TB, db *pebble.DB, w mvccWorkload, probe
 	before := db.Metrics().Filter
 	spanning := 0
 	for _, p := range w.absent[:probes] {
-		for _, ts := range levels {
+		for _, ts := range levels[:filteredLevels] {
 			for _, t := range ts {
 				lo, hi := t.Smallest.UserKey, t.Largest.UserKey
 				if cmp(lo[:pebbleAtSplit(lo)], p) <= 0 && cmp(p, hi[:pebbleAtSplit(hi)]) <= 0 {

@@ -95,9 +95,12 @@ type AdaptiveBudgets struct {
 // policies. Only the levels' FilterPolicy, Filters and EventListener are
 // written. It
 // panics, writing nothing, unless MinBitsPerKey <= avgBitsPerKey <=
-// MaxBitsPerKey.
-func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
-	return setAdaptive(opts, avgBitsPerKey, codec.FormatVersion)
+// MaxBitsPerKey and every option is valid.
+//
+// options adjust the setup: SkipL6 for a store whose absent lookups are
+// Gets, which never read L6's filters.
+func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64, options ...AdaptiveOption) *AdaptiveBudgets {
+	return setAdaptive(opts, avgBitsPerKey, codec.FormatVersion, options)
 }
 
 // SetAdaptiveBudgetsV4 is SetAdaptiveBudgets writing format version 4 on
@@ -107,18 +110,27 @@ func SetAdaptiveBudgets(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBu
 // registers what SetAdaptiveBudgets does, so a store moved between the
 // adaptive and per-level setters of either version, or to package
 // tablefilter's on Pebble v2, reads every table with its filter.
-func SetAdaptiveBudgetsV4(opts *pebble.Options, avgBitsPerKey float64) *AdaptiveBudgets {
-	return setAdaptive(opts, avgBitsPerKey, codec.NewestVersion)
+func SetAdaptiveBudgetsV4(opts *pebble.Options, avgBitsPerKey float64, options ...AdaptiveOption) *AdaptiveBudgets {
+	return setAdaptive(opts, avgBitsPerKey, codec.NewestVersion, options)
 }
 
 // setAdaptive installs the self-tuning setup writing format version.
-func setAdaptive(opts *pebble.Options, avgBitsPerKey float64, version int) *AdaptiveBudgets {
+func setAdaptive(opts *pebble.Options, avgBitsPerKey float64, version int, options []AdaptiveOption) *AdaptiveBudgets {
+	var cfg adaptiveConfig
+	for _, o := range options {
+		o(&cfg)
+	}
+	model := ModelLevelShape(opts)
+	model.SkipL6 = cfg.skipL6
 	runs, mem := l0Model(opts, (&pebble.Options{FS: vfs.Default}).EnsureDefaults())
 	a := &AdaptiveBudgets{pebblecore.NewAdaptive("pebblev1", avgBitsPerKey,
-		pebblecore.LevelShape(ModelLevelShape(opts)), version, float64(runs), float64(mem))} // panics before opts changes
+		pebblecore.LevelShape(model), version, float64(runs), float64(mem))} // panics before opts changes
 	levels := levelsThroughL6(opts.Levels)
 	for l := range NumLevels {
-		levels[l].FilterPolicy = adaptivePolicy{a.core.Tuner, l}
+		levels[l].FilterPolicy = nil // Pebble v1's "no filter"
+		if !a.core.Unfiltered(l) {
+			levels[l].FilterPolicy = adaptivePolicy{a.core.Tuner, l}
+		}
 	}
 	opts.Levels = levels
 	RegisterPolicies(opts, a.core.Registered()...)
@@ -133,6 +145,40 @@ func setAdaptive(opts *pebble.Options, avgBitsPerKey float64, version int) *Adap
 	}
 	opts.EventListener = &listener
 	return a
+}
+
+// An AdaptiveOption adjusts the self-tuning setup of SetAdaptiveBudgets
+// and SetAdaptiveBudgetsV4.
+type AdaptiveOption func(*adaptiveConfig)
+
+type adaptiveConfig struct {
+	skipL6 float64
+}
+
+// SkipL6 tells the self-tuning setup that share (0 to 1) of the store's
+// absent lookups skip L6's filters, as LevelShape.SkipL6 tells
+// LevelBudgets: DB.Get never reads them, nor does SeekPrefixGE without
+// IterOptions.UseL6Filters. Every fit, the model's and each refit's, then
+// counts L6's tables read in vain only for the other lookups. Without it
+// (share 0) every lookup is counted on L6, as for prefix seeks with L6
+// filters.
+//
+// Between 0 and 1 every level keeps a filter (a level's policy cannot drop
+// its filter while the store runs). At 1, L6 gets a nil FilterPolicy
+// (Pebble v1's "no filter"), so tables compacted into L6 carry no filter,
+// and the average asked is still over every live key, L6's counted at its
+// tables' point entries: its bytes go to L0-L5, the levels Gets read, as
+// LevelBudgets(shape with SkipL6 1, avg) gives them, each level's filters
+// spending at most 32 bits per key (the grid's top, where a further bit
+// saves next to nothing). A tree whose L6 holds most keys then spends well
+// under the average asked (LiveBitsPerKey counts L6's keys and says by how
+// much), and the tuner aims at what the levels with filters can spend
+// rather than piling up a debt it could never pay. Pass the same share on
+// every open: L6's tables written at 1 keep no filter until compactions
+// rewrite them under a smaller share. It panics, in the setup, unless 0 <=
+// share <= 1.
+func SkipL6(share float64) AdaptiveOption {
+	return func(c *adaptiveConfig) { c.skipL6 = share }
 }
 
 // Attach starts refitting from db, the store opened with the options
@@ -158,7 +204,9 @@ func (a *AdaptiveBudgets) Budgets() [NumLevels]float64 { return a.core.Budgets()
 
 // LiveBitsPerKey returns the bits per key the lsmcuckoo filters of db's
 // live tables spend together, counted as a refit counts them, and the
-// keys counted (0 for a store without such tables).
+// keys counted (0 for a store without such tables). Under SkipL6(1) the
+// keys of L6's tables, which carry no filter, count too, at their point
+// entries: the average is over the whole tree.
 func (a *AdaptiveBudgets) LiveBitsPerKey(db *pebble.DB) (float64, uint64, error) {
 	return a.core.LiveBitsPerKey(measureV1(db))
 }

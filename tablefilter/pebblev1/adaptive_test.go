@@ -35,7 +35,7 @@ func TestAdaptiveBudgetsV4(t *testing.T) {
 // testAdaptiveStore grows a store under the one call set, checks it, and
 // reopens it under reopen; every table the first open writes carries a
 // name starting with prefix.
-func testAdaptiveStore(t *testing.T, set, reopen func(*pebble.Options, float64) *pebblev1.AdaptiveBudgets, prefix string) {
+func testAdaptiveStore(t *testing.T, set, reopen func(*pebble.Options, float64, ...pebblev1.AdaptiveOption) *pebblev1.AdaptiveBudgets, prefix string) {
 	const n, avg = 40000, 10 // even prefixes present, odd ones absent
 	dir := t.TempDir()
 	opts := func() *pebble.Options {

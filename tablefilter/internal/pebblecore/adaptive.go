@@ -15,15 +15,17 @@ type Adaptive struct {
 }
 
 // NewAdaptive returns a stopped handle for a tree that spends about
-// avgBitsPerKey bits per key, every level writing format version: its
-// levels start at the budgets VersionBudgets fits to model (the adapter's
+// avgBitsPerKey bits per key, every level writing format version, where
+// model.SkipL6 of the absent lookups skip L6's filters (Tuner.SkipL6): its
+// levels start at the budgets the tuner fits to model (the adapter's
 // ModelLevelShape of the store's options), until a refit measures the live
 // tree, and its tuner takes L0 at its fullest to be l0Runs sublevels of
 // l0RunBytes each (Tuner.ModelL0). It panics, naming pkg, unless
-// avgBitsPerKey is a valid budget.
+// avgBitsPerKey is a valid budget and 0 <= model.SkipL6 <= 1.
 func NewAdaptive(pkg string, avgBitsPerKey float64, model LevelShape, version int, l0Runs, l0RunBytes float64) *Adaptive {
-	budgets := VersionBudgets(pkg, model, avgBitsPerKey, version)
+	budgets := tunedBudgets(pkg, model, avgBitsPerKey, version)
 	tuner := NewVersionTuner(pkg, avgBitsPerKey, budgets, version)
+	tuner.skipL6 = model.SkipL6
 	tuner.ModelL0(l0Runs, l0RunBytes)
 	return &Adaptive{Tuner: tuner, Loop: NewRefitLoop(tuner, 0)}
 }
@@ -50,6 +52,11 @@ func (a *Adaptive) Refit(measure Measure) error { return a.Loop.Refit(measure) }
 
 // Err returns the error of the last refit, nil if it succeeded.
 func (a *Adaptive) Err() error { return a.Loop.Err() }
+
+// Unfiltered reports whether level gets no filter under this handle (L6
+// when every absent lookup skips its filters): an adapter installs its
+// Pebble's "no filter" there instead of a tuned policy.
+func (a *Adaptive) Unfiltered(level int) bool { return a.Tuner.Unfiltered(level) }
 
 // Budgets returns every level's current budget.
 func (a *Adaptive) Budgets() [NumLevels]float64 { return a.Tuner.Budgets() }

@@ -135,6 +135,12 @@ func LevelBudgets(pkg string, shape LevelShape, avgBitsPerKey float64) [NumLevel
 // and a level without keys never takes NoFilter from the level below it.
 // It panics, naming pkg, unless 0 <= shape.SkipL6 <= 1.
 func VersionBudgets(pkg string, shape LevelShape, avgBitsPerKey float64, version int) [NumLevels]float64 {
+	return versionBudgets(pkg, shape, avgBitsPerKey, version, shape.SkipL6 > 0)
+}
+
+// versionBudgets is VersionBudgets whose grid holds NoFilter only if
+// noFilter: without it, only a level no lookup consults gets NoFilter.
+func versionBudgets(pkg string, shape LevelShape, avgBitsPerKey float64, version int, noFilter bool) [NumLevels]float64 {
 	CheckBitsPerKey(pkg, avgBitsPerKey)
 	CheckSkipL6(pkg, shape.SkipL6)
 	uniform := BudgetFloor(avgBitsPerKey)
@@ -144,7 +150,7 @@ func VersionBudgets(pkg string, shape LevelShape, avgBitsPerKey float64, version
 	}
 	consulted := shape.consulted()
 	if avgBitsPerKey < BudgetMax {
-		fitBudgets(&out, shape, consulted, avgBitsPerKey, version)
+		fitBudgets(&out, shape, consulted, avgBitsPerKey, version, noFilter)
 	}
 	for l, c := range consulted {
 		if c == 0 {
@@ -155,10 +161,11 @@ func VersionBudgets(pkg string, shape LevelShape, avgBitsPerKey float64, version
 }
 
 // fitBudgets writes into out (every level at the uniform budget) the fit
-// of shape at avgBitsPerKey under version's rate, if one beats uniform.
-func fitBudgets(out *[NumLevels]float64, shape LevelShape, consulted [NumLevels]float64, avgBitsPerKey float64, version int) {
+// of shape at avgBitsPerKey under version's rate, if one beats uniform;
+// its grid holds NoFilter if noFilter.
+func fitBudgets(out *[NumLevels]float64, shape LevelShape, consulted [NumLevels]float64, avgBitsPerKey float64, version int, noFilter bool) {
 	grid := BudgetGrid()
-	if shape.SkipL6 > 0 {
+	if noFilter {
 		grid = append([]float64{NoFilter}, grid...)
 	}
 	fpr := make([]float64, len(grid))

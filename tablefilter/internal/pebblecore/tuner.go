@@ -36,10 +36,20 @@ import (
 // compaction will soon carry down is not paid on the bottom level, whose
 // tables stay.
 //
+// A share of the absent lookups may skip L6's filters (SkipL6: Gets,
+// which Pebble never lets read them). The fit then counts L6's tables
+// read in vain only for the others (LevelShape.SkipL6), and every level
+// keeps a filter, since a level's policy cannot drop its filter while the
+// store runs; at share 1 L6 gets NoFilter, its tables carry no filter,
+// and the average asked is still over every live key, L6's included (see
+// targetsFor): the levels Gets read get the asked average's bytes, up to
+// the grid's top each, so the tree may spend less than asked.
+//
 // Budgets and targets are read without locks on every table a level
 // writes; refits are serialised by a mutex that no writer takes.
 type Tuner struct {
 	asked   float64
+	skipL6  float64                  // the share of absent lookups that skip L6's filters; set before use
 	version int                      // the codec format version every level writes, and whose rate the fit plans for
 	budgets [NumLevels]atomic.Uint64 // math.Float64bits of each level's budget: its tables' name
 	targets [NumLevels]atomic.Uint64 // math.Float64bits of each level's target bits per key
@@ -155,7 +165,9 @@ func NewVersionTuner(pkg string, asked float64, budgets [NumLevels]float64, vers
 	CheckBitsPerKey(pkg, asked)
 	t := &Tuner{asked: asked, version: version, ledger: make(map[ledgerKey]uint64), ring: make([]ledgerKey, ledgerSize)}
 	for l, b := range budgets {
-		CheckBitsPerKey(pkg, b)
+		if b != NoFilter {
+			CheckBitsPerKey(pkg, b)
+		}
 		t.budgets[l].Store(math.Float64bits(b))
 		t.targets[l].Store(math.Float64bits(b))
 	}
@@ -164,6 +176,34 @@ func NewVersionTuner(pkg string, asked float64, budgets [NumLevels]float64, vers
 
 // Asked returns the average the tuner keeps to.
 func (t *Tuner) Asked() float64 { return t.asked }
+
+// SkipL6 returns the share of absent lookups the tuner counts as skipping
+// L6's filters (LevelShape.SkipL6).
+func (t *Tuner) SkipL6() float64 { return t.skipL6 }
+
+// Unfiltered reports whether level gets no filter: L6, when every absent
+// lookup skips its filters. No writer is asked for on such a level.
+func (t *Tuner) Unfiltered(level int) bool { return t.skipL6 == 1 && level == NumLevels-1 }
+
+// tunedBudgets is the fit of a tuner whose levels all write filters but
+// the unconsulted one (L6 at SkipL6 1): VersionBudgets of shape, whose
+// grid holds NoFilter only at SkipL6 1, where it frees L6's bytes for the
+// levels above. A level's tuned policy writes a filter whatever its
+// budget, so a consulted level the fit leaves without one (an average too
+// small to give every level a filter) takes the grid's smallest budget.
+// It panics, naming pkg, unless avg is a valid budget and 0 <= SkipL6 <= 1.
+func tunedBudgets(pkg string, shape LevelShape, avg float64, version int) [NumLevels]float64 {
+	if shape.SkipL6 < 1 {
+		return versionBudgets(pkg, shape, avg, version, false)
+	}
+	b := VersionBudgets(pkg, shape, avg, version)
+	for l := range NumLevels - 1 {
+		if b[l] == NoFilter {
+			b[l] = BudgetMin
+		}
+	}
+	return b
+}
 
 // Version returns the codec format version the tuner's writers write.
 func (t *Tuner) Version() int { return t.version }
@@ -245,6 +285,15 @@ func (t *Tuner) record(k ledgerKey, distinct uint64) {
 // an empty shape. The grid seldom spends an average exactly, and a
 // level's target need not be a grid point.
 //
+// A populated level of budget NoFilter (L6 when every absent lookup skips
+// its filters) keeps target NoFilter; its keys still count in the
+// average, so the bytes avg pays for over the whole tree go to the levels
+// with filters (as the fit gave them). Those levels can take at most
+// their grid's top (BudgetMax, or their budget if higher) each, so the
+// aim is the lesser of the two: the tree then spends under avg, and no
+// level's target, nor its debt, chases bytes the grid would not spend.
+// The sums below then run over the levels with filters alone.
+//
 // L0's keys come and go: flushes fill it and a compaction carries them
 // into Lbase, and the fit gives its tables wide budgets (a lookup meets
 // every L0 sublevel). Counting L0 at the keys it holds now would lower
@@ -259,10 +308,16 @@ func (t *Tuner) record(k ledgerKey, distinct uint64) {
 // the tree's live average by at most l0Swing of the average asked,
 // whatever the fit chose, as long as L0 is no fuller than l0Full.
 func targetsFor(shape LevelShape, budgets [NumLevels]float64, avg, l0Full float64) [NumLevels]float64 {
-	var below, spend float64
+	var below, spend, filtered, reach float64
+	unfiltered := false
 	for l, w := range shape.Keys {
 		if l > 0 && w > 0 && !math.IsInf(w, 0) {
 			below, spend = below+w, spend+w*budgets[l]
+			if budgets[l] == NoFilter {
+				unfiltered = true
+			} else {
+				filtered, reach = filtered+w, reach+w*topTarget(budgets[l])
+			}
 		}
 	}
 	scale, t0 := 1.0, budgets[0]
@@ -270,6 +325,11 @@ func targetsFor(shape LevelShape, budgets [NumLevels]float64, avg, l0Full float6
 	case below > 0 && spend > 0:
 		share := max(0, min(maxL0Share, l0Full/2))
 		w0 := below * share / (1 - share)
+		if unfiltered {
+			// The whole tree's bytes over the filtered keys, within reach.
+			avg = min(avg*(below+w0), reach+w0*topTarget(budgets[0])) / (filtered + w0)
+			below, share = filtered, w0/(filtered+w0)
+		}
 		scale = avg * (below + w0) / (spend + w0*budgets[0])
 		t0 = budgets[0] * scale
 		if share > 0 {
@@ -287,13 +347,25 @@ func targetsFor(shape LevelShape, budgets [NumLevels]float64, avg, l0Full float6
 	}
 	var out [NumLevels]float64
 	for l, b := range budgets {
+		if b == NoFilter {
+			continue // out[l] = NoFilter
+		}
+		top := float64(MaxBitsPerKey)
+		if unfiltered {
+			top = topTarget(b)
+		}
 		if l == 0 {
 			b = t0 / scale
 		}
-		out[l] = max(MinBitsPerKey, min(MaxBitsPerKey, b*scale))
+		out[l] = max(MinBitsPerKey, min(top, b*scale))
 	}
 	return out
 }
+
+// topTarget is the most a level of budget b is made to spend when the
+// average asked is out of reach: the grid's top, or b if it is higher (a
+// uniform allocation at an average over BudgetMax).
+func topTarget(b float64) float64 { return max(BudgetMax, b) }
 
 // l0Swing bounds what L0's coming and going moves the tree's live average
 // by, as a share of the average asked (see targetsFor).
@@ -371,12 +443,23 @@ func (t *Tuner) lookup(tb LiveTable) (distinct uint64, known bool) {
 	return tb.PointKeys, false
 }
 
+// unfilteredTable reports whether tb is a table without a filter on a
+// level the tuner leaves unfiltered: its keys count in the tree the
+// average is over (as its point entries: a table without a filter
+// records no distinct keys), and it spends nothing.
+func (t *Tuner) unfilteredTable(tb LiveTable) bool {
+	return tb.FilterBytes == 0 && !tb.Ours && tb.Level >= 0 && tb.Level < NumLevels && t.Unfiltered(tb.Level)
+}
+
 // LiveAverage returns the bits per distinct key the lsmcuckoo filters of
-// tables spend together, and the keys counted (0 when there are none).
+// tables spend together, and the keys counted (0 when there are none),
+// the keys of an unfiltered level's tables included (unfilteredTable).
 func (t *Tuner) LiveAverage(tables []LiveTable) (bitsPerKey float64, keys uint64) {
 	var bits uint64
 	for _, tb := range tables {
-		if tb.Ours && tb.FilterBytes > 0 {
+		if t.unfilteredTable(tb) {
+			keys += tb.PointKeys
+		} else if tb.Ours && tb.FilterBytes > 0 {
 			bits += 8 * tb.FilterBytes
 			keys += t.distinct(tb)
 		}
@@ -408,7 +491,15 @@ func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, chang
 	var keys, knownKeys, knownBits [NumLevels]float64
 	var allKeys, allBits float64
 	for _, tb := range tables {
-		if !tb.Ours || tb.FilterBytes == 0 || tb.Level < 0 || tb.Level >= NumLevels {
+		if tb.Level < 0 || tb.Level >= NumLevels {
+			continue
+		}
+		if t.unfilteredTable(tb) {
+			keys[tb.Level] += float64(tb.PointKeys)
+			allKeys += float64(tb.PointKeys)
+			continue
+		}
+		if !tb.Ours || tb.FilterBytes == 0 {
 			continue
 		}
 		d, known := t.lookup(tb)
@@ -425,7 +516,8 @@ func (t *Tuner) Refit(shape LevelShape, tables []LiveTable) (live float64, chang
 		live = allBits / allKeys
 		shape.Keys = keys
 	}
-	budgets := VersionBudgets("pebblecore", shape, t.asked, t.version)
+	shape.SkipL6 = t.skipL6
+	budgets := tunedBudgets("pebblecore", shape, t.asked, t.version)
 	targets := targetsFor(shape, budgets, t.asked, l0Full)
 	var targetBits [NumLevels]float64
 	for l, b := range budgets {

@@ -2,6 +2,7 @@ package advice
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
@@ -76,25 +77,50 @@ func TestRecommendations(t *testing.T) {
 	}
 }
 
+// TestGoLines checks the exact Go lines for a Pebble store of either
+// module: fitted to DB.Get, the budgets name L6's NoFilter inside
+// SetLevelBudgets and the comment says how they were fitted (SkipL6) and
+// how to tune them live; fitted to SeekPrefixGE, every level has a
+// budget and SkipL6 is not mentioned.
 func TestGoLines(t *testing.T) {
-	r := tree(true)
-	r.Format = "pebble"
-	r.Names = []string{pebblestore.BloomName, "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v2.bpk=12", "acme"}
-	r.recommend(10)
-	lines := goLines(r)
-	want := map[string]bool{
-		"tablefilter.RegisterPolicies(opts, 12)": false,
-		`opts.Filters["rocksdb.BuiltinBloomFilter"] = bloom.FilterPolicy(10) // any bits per key reads every bloom block`: false,
-		"opts.Levels[6].FilterPolicy = pebble.NoFilterPolicy // DB.Get never reads L6's filters":                          false,
-	}
-	for _, l := range lines {
-		if _, ok := want[l]; ok {
-			want[l] = true
+	for _, tc := range []struct {
+		module, path string
+		want         []string
+	}{
+		{"", PathGet, []string{
+			"// Per level, fitted to DB.Get (or uniform: opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)):",
+			"// the budgets of tablefilter.LevelBudgets(shape, 10) with shape.SkipL6 = 1: DB.Get never reads L6's filters,",
+			"// so L6 gets tablefilter.NoFilter and its bytes go to L0-L5, at most 32 bits/key each; or self-tuning:",
+			"// tuned := tablefilter.SetAdaptiveBudgets(opts, 10, tablefilter.SkipL6(1)), then tuned.Attach(db) after Open",
+			"tablefilter.SetLevelBudgets(opts, [7]float64{32, 10, 10, 10, 32, 32, tablefilter.NoFilter})",
+		}},
+		{pebblestore.ModuleV1, PathGet, []string{
+			"// Per level, fitted to DB.Get (or uniform: opts.Levels = []pebble.LevelOptions{{FilterPolicy: pebblev1.NewPolicy(10)}}, every level copying it; or set FilterPolicy on each entry you list):",
+			"// the budgets of pebblev1.LevelBudgets(shape, 10) with shape.SkipL6 = 1: DB.Get never reads L6's filters,",
+			"// so L6 gets pebblev1.NoFilter and its bytes go to L0-L5, at most 32 bits/key each; or self-tuning:",
+			"// tuned := pebblev1.SetAdaptiveBudgets(opts, 10, pebblev1.SkipL6(1)), then tuned.Attach(db) after Open",
+			"pebblev1.SetLevelBudgets(opts, [7]float64{32, 10, 10, 10, 32, 32, pebblev1.NoFilter})",
+		}},
+		{"", PathSeek, []string{
+			"// Per level, fitted to SeekPrefixGE with UseL6Filters (or uniform: opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)):",
+			"tablefilter.SetLevelBudgets(opts, [7]float64{16, 10, 10, 10, 17, 12.5, 9.5})",
+		}},
+	} {
+		r := tree(true)
+		r.Format, r.PebbleModule, r.Path = "pebble", tc.module, tc.path
+		r.Names = []string{pebblestore.BloomName, "lsmcuckoo.v3.bpk=12", "lsmcuckoo.v2.bpk=12", "acme"}
+		r.recommend(10)
+		pkg := "tablefilter"
+		if tc.module == pebblestore.ModuleV1 {
+			pkg = "pebblev1"
 		}
-	}
-	for l, seen := range want {
-		if !seen {
-			t.Errorf("missing %q in\n%v", l, lines)
+		want := append(tc.want,
+			"// The filters the store's tables carry now, until compactions rewrite them:",
+			pkg+".RegisterPolicies(opts, 12)",
+			`opts.Filters["rocksdb.BuiltinBloomFilter"] = bloom.FilterPolicy(10) // any bits per key reads every bloom block`,
+			`// opts.Filters["acme"] = ... // a filter this tool does not know: register your own policy of this name`)
+		if got := goLines(r); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("module %q, path %s: Go lines\n%s\nwant\n%s", tc.module, tc.path, strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	}
 }

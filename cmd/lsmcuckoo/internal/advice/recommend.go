@@ -98,6 +98,29 @@ func perLevel(levels []Level, path string, avg, empty float64) [pebblestore.NumL
 	return b
 }
 
+// getLevels returns the budgets LevelBudgets fits to the measured shape,
+// every level's keys, with SkipL6 1 (every absent lookup a DB.Get), at
+// the whole tree's average avg: L6 gets no filter, and its share of the
+// bytes goes to L0..L5, up to the grid's top each. A level that holds no
+// keys yet gets empty, as in perLevel.
+func getLevels(levels []Level, avg, empty float64) [pebblestore.NumLevels]float64 {
+	shape := tablefilter.LevelShape{SkipL6: 1}
+	for _, lv := range levels {
+		shape.Keys[lv.Level] = float64(lv.Keys)
+		if lv.Level == 0 {
+			shape.L0Runs = float64(lv.Sublevels)
+		}
+	}
+	b := tablefilter.LevelBudgets(shape, clamp(avg))
+	for l := range pebblestore.NumLevels - 1 {
+		if shape.Keys[l] == 0 {
+			b[l] = clamp(floorGrid(empty))
+		}
+	}
+	b[pebblestore.NumLevels-1] = tablefilter.NoFilter
+	return b
+}
+
 func clamp(b float64) float64 {
 	return math.Min(math.Max(b, tablefilter.MinBitsPerKey), tablefilter.MaxBitsPerKey)
 }
@@ -152,8 +175,11 @@ func (r *Report) recommend(fallbackBits float64) {
 		lv = u
 		lv[pebblestore.NumLevels-1] = 0
 		rec = joinNote(rec, "no table is on the DB.Get path (all keys are on L6): L0..L5 get the uniform budget for the tables to come")
+	} else if r.fitPath() == PathGet {
+		lv = getLevels(r.Levels, avg, u[0])
+		r.getFitAvg = clamp(avg)
 	} else {
-		lv = perLevel(r.Levels, r.fitPath(), avg*float64(r.Keys)/float64(pk), u[0])
+		lv = perLevel(r.Levels, r.fitPath(), avg, u[0])
 	}
 	r.Recommendation = r.option(u, lv)
 	r.Recommendation.Note = rec
@@ -232,27 +258,25 @@ func goLines(r *Report) []string {
 	o := r.Recommendation
 	var lines []string
 	lines = append(lines, fmt.Sprintf("// Per level, fitted to %s (or uniform: %s):", pathTitle(r.Path), fmt.Sprintf(api.uniform, fmtBits(o.UniformBits))))
-	b := o.LevelBits
-	noL6 := b[pebblestore.NumLevels-1] == 0
-	if noL6 {
-		b[pebblestore.NumLevels-1] = b[pebblestore.NumLevels-2]
-		if b[pebblestore.NumLevels-1] == 0 {
-			b[pebblestore.NumLevels-1] = o.UniformBits
-		}
+	if r.getFitAvg > 0 {
+		avg := fmtBits(math.Round(r.getFitAvg*100) / 100)
+		lines = append(lines,
+			fmt.Sprintf("// the budgets of %s.LevelBudgets(shape, %s) with shape.SkipL6 = 1: DB.Get never reads L6's filters,", api.pkg, avg),
+			fmt.Sprintf("// so L6 gets %s.NoFilter and its bytes go to L0-L5, at most 32 bits/key each; or self-tuning:", api.pkg),
+			fmt.Sprintf("// tuned := %s.SetAdaptiveBudgets(opts, %s, %s.SkipL6(1)), then tuned.Attach(db) after Open", api.pkg, avg, api.pkg))
 	}
-	for l := range b {
-		if b[l] == 0 {
-			b[l] = o.UniformBits
+	parts := make([]string, len(o.LevelBits))
+	for l, x := range o.LevelBits {
+		switch {
+		case l == pebblestore.NumLevels-1 && x == 0:
+			parts[l] = api.pkg + ".NoFilter" // DB.Get never reads L6's filters
+		case x == 0:
+			parts[l] = fmtBits(o.UniformBits)
+		default:
+			parts[l] = fmtBits(x)
 		}
-	}
-	parts := make([]string, len(b))
-	for i, x := range b {
-		parts[i] = fmtBits(x)
 	}
 	lines = append(lines, fmt.Sprintf("%s.SetLevelBudgets(opts, [7]float64{%s})", api.pkg, strings.Join(parts, ", ")))
-	if noL6 {
-		lines = append(lines, api.noL6)
-	}
 	var budgets []string
 	bloom, unknown := false, []string{}
 	for _, n := range r.Names {
@@ -289,22 +313,19 @@ func goLines(r *Report) []string {
 type goAPI struct {
 	pkg     string // the lsmcuckoo adapter's package name
 	uniform string // one budget on every level, %s the budget
-	noL6    string // no filter on L6
 }
 
 var (
 	apiV2 = goAPI{
 		pkg:     "tablefilter",
 		uniform: "opts.Levels[0].FilterPolicy = tablefilter.NewPolicy(%s)",
-		noL6:    "opts.Levels[6].FilterPolicy = pebble.NoFilterPolicy // DB.Get never reads L6's filters",
 	}
 	// Pebble v1's Options.Levels is a slice whose missing entries copy
-	// the last, and a nil policy there means no filter; SetLevelBudgets
-	// extends it to seven entries.
+	// the last; SetLevelBudgets extends it to seven entries, and gives a
+	// level of budget NoFilter a nil policy, Pebble v1's "no filter".
 	apiV1 = goAPI{
 		pkg:     "pebblev1",
 		uniform: "opts.Levels = []pebble.LevelOptions{{FilterPolicy: pebblev1.NewPolicy(%s)}}, every level copying it; or set FilterPolicy on each entry you list",
-		noL6:    "opts.Levels[6].FilterPolicy = nil // no filter: DB.Get never reads L6's filters",
 	}
 )
 

@@ -79,7 +79,8 @@ type Report struct {
 	// GoLines is the code to set on every open.
 	GoLines []string `json:"go_lines"`
 
-	getSkipsLast bool // the engine's point lookup never consults the last level's filters
+	getSkipsLast bool    // the engine's point lookup never consults the last level's filters
+	getFitAvg    float64 // the whole tree's average the same-memory Get-path fit spends (LevelBudgets with SkipL6 1); 0 if another fit
 }
 
 // Build measures the snapshot's filters, probesPerTable random absent keys
