@@ -121,14 +121,19 @@ func TestAdaptiveBudgetsSkipL6(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		upper, tables := 0, 0
+		upper, tables, bare := 0, 0, 0
 		for l, ts := range levels {
 			for _, tab := range ts {
 				tables++
 				name, size := tab.Properties.FilterPolicyName, tab.Properties.FilterSize
 				if l == pebblev1.NumLevels-1 {
-					if name != "" || size != 0 {
-						t.Errorf("%s: L6 table %s carries filter %q of %d bytes", what, tab.FileNum, name, size)
+					// A table compactions wrote into L6 carries no filter;
+					// one moved down from above keeps the filter it was
+					// written with, which must then be read.
+					if name == "" && size == 0 {
+						bare++
+					} else if _, ok := o.Filters[name]; !ok || !strings.HasPrefix(name, "lsmcuckoo.") {
+						t.Errorf("%s: L6 table %s carries filter %q of %d bytes, registered %v", what, tab.FileNum, name, size, ok)
 					}
 					continue
 				}
@@ -137,6 +142,9 @@ func TestAdaptiveBudgetsSkipL6(t *testing.T) {
 					t.Errorf("%s: L%d table %s: filter %q of %d bytes, registered %v", what, l, tab.FileNum, name, size, ok)
 				}
 			}
+		}
+		if bare == 0 {
+			t.Errorf("%s: every L6 table carries a filter", what)
 		}
 		if upper == 0 || len(levels[pebblev1.NumLevels-1]) == 0 {
 			t.Fatalf("%s: %d tables above L6, %d on L6: want both", what, upper, len(levels[pebblev1.NumLevels-1]))
@@ -172,8 +180,14 @@ func TestAdaptiveBudgetsSkipL6(t *testing.T) {
 				t.Fatalf("%s: Get of absent %s: %v", what, atKey(i, 1), err)
 			}
 		}
-		if after := db.Metrics().Filter; after.Hits-before.Hits < int64(n/2) {
-			t.Errorf("%s: filters skipped only %d tables over %d absent Gets", what, after.Hits-before.Hits, n/2)
+		// How many upper-level tables an absent Get meets depends on
+		// where compactions left the keys; what must hold is that they
+		// were consulted through their filters, which at the upper levels'
+		// wide budgets let almost nothing through.
+		after := db.Metrics().Filter
+		hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
+		if hits == 0 || misses > (hits+misses)/100+2 {
+			t.Errorf("%s: over %d absent Gets the upper levels' filters ruled out %d tables and let %d through", what, n/2, hits, misses)
 		}
 		checkTablesFiltered(t, db, n, pebblev1.NumLevels-1)
 	}
