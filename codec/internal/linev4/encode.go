@@ -50,6 +50,10 @@ type Encoder struct {
 	rankFailures int
 	blk          []byte
 	wide         wideBasis // solveLine's system for columns of over 64 rows
+	saved        savedSystems
+	// plain solves every line from scratch each time: the reference
+	// tests check the saved systems against.
+	plain bool
 }
 
 // Stats describes the block Encode appended.
@@ -115,6 +119,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	e.mark = frame.Resize(e.mark, int(lines))
 	clear(e.nsec)
 	clear(e.mark)
+	e.saved.reset(p.Shape, lines, e.k, !e.plain)
 	e.queue, e.returns, e.dirty = e.queue[:0], e.returns[:0], e.dirty[:0]
 	for ln := range lines {
 		e.primary(ln)
@@ -310,6 +315,13 @@ func (e *Encoder) hold(ln uint32, x uint64, pinned bool, limit int, next *[]uint
 func (e *Encoder) solveLine(ln uint32) bool {
 	s := &e.shape
 	var main, extra basis
+	if e.saved.on {
+		if e.resolve(ln, &main, &extra) {
+			e.writeLine(ln, &main, &extra, nil)
+			return true
+		}
+		main, extra = basis{}, basis{}
+	}
 	var wide *wideBasis // the full columns' system when they have over 64 rows
 	if s.M > 64 {
 		wide = &e.wide
@@ -317,17 +329,19 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	}
 	mm, em, hm := mask(s.M), mask(s.Extra()), mask(s.M-min(s.M, 64))
 	rm := uint64(1)<<s.R - 1
+	var pm, px int // the pivots the last key took, -1 for none
 	add := func(x uint64, primary bool) bool {
 		k := PartsOf(x)
 		var p int
 		var ok bool
+		px = -1
 		if wide != nil {
 			p, ok = wide.add(k.C, keyhash.Mix(x, CoefficientSalt2)&hm, k.F&rm)
 		} else {
 			p, ok = main.add(k.C&mm, k.F&rm)
 		}
 		if ok && primary && k.U < uint64(s.U) {
-			if _, ok = extra.add(k.C&em, k.F>>s.R&1); !ok {
+			if px, ok = extra.add(k.C&em, k.F>>s.R&1); !ok {
 				if wide != nil {
 					wide.drop(p)
 				} else {
@@ -335,6 +349,7 @@ func (e *Encoder) solveLine(ln uint32) bool {
 				}
 			}
 		}
+		pm = p
 		return ok
 	}
 	base := ln * e.k
@@ -356,6 +371,9 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	for i := 0; i < int(e.kept[ln]); {
 		x := bits.RotateLeft64(seg[i], -32)
 		if add(x, true) {
+			if e.saved.on {
+				e.saved.pivots[base+uint32(i)] = [2]int8{int8(pm), int8(px)}
+			}
 			i++
 			continue
 		}
@@ -368,6 +386,17 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		e.thr[ln] = min(e.thr[ln], uint8(Priority(x)))
 		e.queue = append(e.queue, x)
 	}
+	if e.saved.on {
+		e.saved.save(ln, &main, &extra, e.kept[ln], e.nsec[ln])
+	}
+	e.writeLine(ln, &main, &extra, wide)
+	return true
+}
+
+// writeLine writes into the block line ln's columns, the solution of its
+// system (main, or wide when not nil, and extra).
+func (e *Encoder) writeLine(ln uint32, main, extra *basis, wide *wideBasis) {
+	s := &e.shape
 	var cols, hi [MaxColumns + 1]uint64
 	if wide != nil {
 		wide.solve(cols[:s.R], hi[:s.R])
@@ -387,7 +416,6 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	for i := range 8 {
 		binary.LittleEndian.PutUint64(l[i*8:], w[i])
 	}
-	return true
 }
 
 // put ORs v into the line's words at bit off.

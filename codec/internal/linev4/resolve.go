@@ -1,0 +1,129 @@
+package linev4
+
+import (
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+)
+
+// savedSystems keeps every line's system as its last solve left it, for
+// columns of at most 64 rows, so that a line solved again takes only its
+// changes: a line is solved about twice per build (keys that contradicted
+// their lines, and the keys those evict, land in other lines), and
+// solving it from scratch adds all its keys' equations again.
+//
+// The saved system is in echelon form, whose rows never change once
+// added: the rows added last can be dropped again (their pivots cleared),
+// leaving the system the earlier rows make. After a full solve the line's
+// stored primary keys were added last, in priority order, so the keys a
+// line gives up to make room (the stored primary key of the highest
+// priority first) are dropped from the top.
+type savedSystems struct {
+	on          bool
+	m, x        uint32 // rows of the full columns and of the extra column
+	k           uint32 // line capacity
+	rows, xrows []uint64
+	rhs, xrhs   []uint32
+	have, xhave []uint64
+	fresh       []bool    // no key added since the line's full solve: its primary keys are the last rows
+	keptAt      []uint16  // stored primary keys at the last solve
+	secAt       []uint16  // keys the line must hold at the last solve
+	pivots      [][2]int8 // per stored primary key, k per line: its pivots in the full and extra columns, -1 for none
+	solved      []bool    // the line has a saved system
+}
+
+// reset readies the saved systems for a build of the given shape: none
+// saved yet, and none kept when on is false.
+func (v *savedSystems) reset(s Shape, lines, k uint32, on bool) {
+	v.on = on && s.M <= 64
+	if !v.on {
+		return
+	}
+	v.m, v.x, v.k = s.M, s.Extra(), k
+	n := int(lines)
+	v.rows = frame.Resize(v.rows, n*int(v.m))
+	v.rhs = frame.Resize(v.rhs, n*int(v.m))
+	v.xrows = frame.Resize(v.xrows, n*int(v.x))
+	v.xrhs = frame.Resize(v.xrhs, n*int(v.x))
+	v.have = frame.Resize(v.have, n)
+	v.xhave = frame.Resize(v.xhave, n)
+	v.fresh = frame.Resize(v.fresh, n)
+	v.keptAt = frame.Resize(v.keptAt, n)
+	v.secAt = frame.Resize(v.secAt, n)
+	v.pivots = frame.Resize(v.pivots, n*int(k))
+	v.solved = frame.Resize(v.solved, n)
+	clear(v.solved)
+}
+
+// save keeps line ln's system after a full solve that stored kept
+// primary keys and holds nsec keys for other lines.
+func (v *savedSystems) save(ln uint32, main, extra *basis, kept, nsec uint16) {
+	m, x := v.m, v.x
+	copy(v.rows[ln*m:(ln+1)*m], main.row[:m])
+	copy(v.rhs[ln*m:(ln+1)*m], main.rhs[:m])
+	copy(v.xrows[ln*x:(ln+1)*x], extra.row[:x])
+	copy(v.xrhs[ln*x:(ln+1)*x], extra.rhs[:x])
+	v.have[ln], v.xhave[ln] = main.have, extra.have
+	v.fresh[ln], v.keptAt[ln], v.secAt[ln], v.solved[ln] = true, kept, nsec, true
+}
+
+// resolve solves line ln again from its saved system when only keys it
+// must hold were added since (on the line's secondary keys' side) and
+// its highest-priority stored keys given up, and every added equation
+// agrees with the system: then the line's whole set of equations is
+// consistent, a solve from scratch would keep every key in any order,
+// and its solution, the one whose unknowns of no pivot are zero, depends
+// only on the equations' span, which is the same. main and extra are
+// left holding the system. It reports false, and changes nothing that a
+// full solve reads, when that does not hold: the line must be solved
+// from scratch.
+func (e *Encoder) resolve(ln uint32, main, extra *basis) bool {
+	v := &e.saved
+	if !v.solved[ln] {
+		return false
+	}
+	kept, given := e.kept[ln], int(v.keptAt[ln])-int(e.kept[ln])
+	if given < 0 || given > 0 && !v.fresh[ln] {
+		return false
+	}
+	m, x := v.m, v.x
+	copy(main.row[:m], v.rows[ln*m:(ln+1)*m])
+	copy(main.rhs[:m], v.rhs[ln*m:(ln+1)*m])
+	copy(extra.row[:x], v.xrows[ln*x:(ln+1)*x])
+	copy(extra.rhs[:x], v.xrhs[ln*x:(ln+1)*x])
+	main.have, extra.have = v.have[ln], v.xhave[ln]
+	base := ln * v.k
+	for i := int(v.keptAt[ln]) - 1; i >= int(kept); i-- {
+		p := v.pivots[base+uint32(i)]
+		main.drop(int(p[0]))
+		extra.drop(int(p[1]))
+	}
+	s := &e.shape
+	mm, em := mask(s.M), mask(s.Extra())
+	rm := uint64(1)<<s.R - 1
+	for j := uint32(v.secAt[ln]); j < uint32(e.nsec[ln]); j++ {
+		x, pinned := e.sec[base+j], e.pinned[base+j]
+		if !pinned {
+			k := PartsOf(Secondary(x))
+			if _, ok := main.add(k.C&mm, k.F&rm); !ok {
+				return false
+			}
+			continue
+		}
+		k := PartsOf(x)
+		if _, ok := main.add(k.C&mm, k.F&rm); !ok {
+			return false
+		}
+		if k.U < uint64(s.U) {
+			if _, ok := extra.add(k.C&em, k.F>>s.R&1); !ok {
+				return false
+			}
+		}
+	}
+	copy(v.rows[ln*m:(ln+1)*m], main.row[:m])
+	copy(v.rhs[ln*m:(ln+1)*m], main.rhs[:m])
+	copy(v.xrows[ln*x:(ln+1)*x], extra.row[:x])
+	copy(v.xrhs[ln*x:(ln+1)*x], extra.rhs[:x])
+	v.have[ln], v.xhave[ln] = main.have, extra.have
+	v.fresh[ln] = v.fresh[ln] && e.nsec[ln] == v.secAt[ln]
+	v.keptAt[ln], v.secAt[ln] = kept, e.nsec[ln]
+	return true
+}
