@@ -42,18 +42,30 @@ func (b *basis) drop(p int) {
 // unknown): back-substitution from the highest pivot down, the unknowns
 // of no pivot zero. A row's bits above its pivot are unknowns already
 // solved, so bit j of its pivot's unknown is rhs bit j XOR the parity of
-// the row AND column j.
+// the row AND column j. The columns are built from the top down, each
+// shifted left one row a step, so that the row, shifted down to its
+// pivot, meets the rows above the pivot without a shift by a variable
+// count per column.
 func (b *basis) solve(cols []uint64) {
-	clear(cols)
-	for h := b.have; h != 0; {
-		p := 63 - bits.LeadingZeros64(h)
-		h &^= 1 << p
-		c, v := b.row[p], uint64(b.rhs[p])
-		for j := range cols {
-			bit := (v>>j ^ uint64(bits.OnesCount64(c&cols[j]))) & 1
-			cols[j] |= bit << p
+	var acc [MaxColumns + 1]uint64
+	a := acc[:len(cols)]
+	if b.have != 0 {
+		for p := 63 - bits.LeadingZeros64(b.have); p >= 0; p-- {
+			if b.have>>p&1 == 0 {
+				for j := range a {
+					a[j] <<= 1
+				}
+				continue
+			}
+			c, v := b.row[p]>>p, uint64(b.rhs[p])
+			for j := range a {
+				w := a[j] << 1
+				a[j] = w | (v^uint64(bits.OnesCount64(c&w)))&1
+				v >>= 1
+			}
 		}
 	}
+	copy(cols, a)
 }
 
 // wideBasis is basis for columns of more than 64 rows: a row is two
