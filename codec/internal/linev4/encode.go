@@ -167,6 +167,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 		}
 		e.dirty = dirty[:0]
 	}
+	e.writeSaved()
 	return out, e.seal(kind, seed, primaryOverflow, overflowed), true
 }
 
@@ -317,8 +318,7 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	var main, extra basis
 	if e.saved.on {
 		if e.resolve(ln, &main, &extra) {
-			e.writeLine(ln, &main, &extra, nil)
-			return true
+			return true // written by writeSaved
 		}
 		main, extra = basis{}, basis{}
 	}
@@ -388,6 +388,7 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	}
 	if e.saved.on {
 		e.saved.save(ln, &main, &extra, e.kept[ln], e.nsec[ln])
+		return true // written by writeSaved
 	}
 	e.writeLine(ln, &main, &extra, wide)
 	return true

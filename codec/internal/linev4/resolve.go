@@ -30,6 +30,31 @@ type savedSystems struct {
 	solved      []bool    // the line has a saved system
 }
 
+// writeSaved writes every line's columns from its saved system, the one
+// its last solve left: a line is solved about twice, and only the last
+// solution is kept.
+func (e *Encoder) writeSaved() {
+	v := &e.saved
+	if !v.on {
+		return
+	}
+	var main, extra basis
+	for ln := range e.lines {
+		v.load(ln, &main, &extra)
+		e.writeLine(ln, &main, &extra, nil)
+	}
+}
+
+// load copies line ln's saved system into main and extra.
+func (v *savedSystems) load(ln uint32, main, extra *basis) {
+	m, x := v.m, v.x
+	copy(main.row[:m], v.rows[ln*m:(ln+1)*m])
+	copy(main.rhs[:m], v.rhs[ln*m:(ln+1)*m])
+	copy(extra.row[:x], v.xrows[ln*x:(ln+1)*x])
+	copy(extra.rhs[:x], v.xrhs[ln*x:(ln+1)*x])
+	main.have, extra.have = v.have[ln], v.xhave[ln]
+}
+
 // reset readies the saved systems for a build of the given shape: none
 // saved yet, and none kept when on is false.
 func (v *savedSystems) reset(s Shape, lines, k uint32, on bool) {
@@ -56,13 +81,18 @@ func (v *savedSystems) reset(s Shape, lines, k uint32, on bool) {
 // save keeps line ln's system after a full solve that stored kept
 // primary keys and holds nsec keys for other lines.
 func (v *savedSystems) save(ln uint32, main, extra *basis, kept, nsec uint16) {
+	v.store(ln, main, extra)
+	v.fresh[ln], v.keptAt[ln], v.secAt[ln], v.solved[ln] = true, kept, nsec, true
+}
+
+// store copies main and extra into line ln's saved system.
+func (v *savedSystems) store(ln uint32, main, extra *basis) {
 	m, x := v.m, v.x
 	copy(v.rows[ln*m:(ln+1)*m], main.row[:m])
 	copy(v.rhs[ln*m:(ln+1)*m], main.rhs[:m])
 	copy(v.xrows[ln*x:(ln+1)*x], extra.row[:x])
 	copy(v.xrhs[ln*x:(ln+1)*x], extra.rhs[:x])
 	v.have[ln], v.xhave[ln] = main.have, extra.have
-	v.fresh[ln], v.keptAt[ln], v.secAt[ln], v.solved[ln] = true, kept, nsec, true
 }
 
 // resolve solves line ln again from its saved system when only keys it
@@ -84,12 +114,7 @@ func (e *Encoder) resolve(ln uint32, main, extra *basis) bool {
 	if given < 0 || given > 0 && !v.fresh[ln] {
 		return false
 	}
-	m, x := v.m, v.x
-	copy(main.row[:m], v.rows[ln*m:(ln+1)*m])
-	copy(main.rhs[:m], v.rhs[ln*m:(ln+1)*m])
-	copy(extra.row[:x], v.xrows[ln*x:(ln+1)*x])
-	copy(extra.rhs[:x], v.xrhs[ln*x:(ln+1)*x])
-	main.have, extra.have = v.have[ln], v.xhave[ln]
+	v.load(ln, main, extra)
 	base := ln * v.k
 	for i := int(v.keptAt[ln]) - 1; i >= int(kept); i-- {
 		p := v.pivots[base+uint32(i)]
@@ -118,11 +143,7 @@ func (e *Encoder) resolve(ln uint32, main, extra *basis) bool {
 			}
 		}
 	}
-	copy(v.rows[ln*m:(ln+1)*m], main.row[:m])
-	copy(v.rhs[ln*m:(ln+1)*m], main.rhs[:m])
-	copy(v.xrows[ln*x:(ln+1)*x], extra.row[:x])
-	copy(v.xrhs[ln*x:(ln+1)*x], extra.rhs[:x])
-	v.have[ln], v.xhave[ln] = main.have, extra.have
+	v.store(ln, main, extra)
 	v.fresh[ln] = v.fresh[ln] && e.nsec[ln] == v.secAt[ln]
 	v.keptAt[ln], v.secAt[ln] = kept, e.nsec[ln]
 	return true
