@@ -12,10 +12,12 @@ import (
 //
 // The saved system is in echelon form, whose rows never change once
 // added: the rows added last can be dropped again (their pivots cleared),
-// leaving the system the earlier rows make. After a full solve the line's
-// stored primary keys were added last, in priority order, so the keys a
+// leaving the system the earlier rows make. A full solve adds the line's
+// stored primary keys last, in priority order, and a solve from the
+// saved system adds the keys the line must hold above them; the keys a
 // line gives up to make room (the stored primary key of the highest
-// priority first) are dropped from the top.
+// priority first) are dropped from the top, after the keys above them,
+// which are then added again.
 type savedSystems struct {
 	on          bool
 	m, x        uint32 // rows of the full columns and of the extra column
@@ -23,10 +25,11 @@ type savedSystems struct {
 	rows, xrows []uint64
 	rhs, xrhs   []uint32
 	have, xhave []uint64
-	fresh       []bool    // no key added since the line's full solve: its primary keys are the last rows
+	secFull     []uint16  // keys the line must hold at its last full solve
 	keptAt      []uint16  // stored primary keys at the last solve
 	secAt       []uint16  // keys the line must hold at the last solve
 	pivots      [][2]int8 // per stored primary key, k per line: its pivots in the full and extra columns, -1 for none
+	secPivots   [][2]int8 // per key the line must hold past secFull, k per line: its pivots
 	solved      []bool    // the line has a saved system
 }
 
@@ -70,10 +73,11 @@ func (v *savedSystems) reset(s Shape, lines, k uint32, on bool) {
 	v.xrhs = frame.Resize(v.xrhs, n*int(v.x))
 	v.have = frame.Resize(v.have, n)
 	v.xhave = frame.Resize(v.xhave, n)
-	v.fresh = frame.Resize(v.fresh, n)
+	v.secFull = frame.Resize(v.secFull, n)
 	v.keptAt = frame.Resize(v.keptAt, n)
 	v.secAt = frame.Resize(v.secAt, n)
 	v.pivots = frame.Resize(v.pivots, n*int(k))
+	v.secPivots = frame.Resize(v.secPivots, n*int(k))
 	v.solved = frame.Resize(v.solved, n)
 	clear(v.solved)
 }
@@ -82,7 +86,7 @@ func (v *savedSystems) reset(s Shape, lines, k uint32, on bool) {
 // primary keys and holds nsec keys for other lines.
 func (v *savedSystems) save(ln uint32, main, extra *basis, kept, nsec uint16) {
 	v.store(ln, main, extra)
-	v.fresh[ln], v.keptAt[ln], v.secAt[ln], v.solved[ln] = true, kept, nsec, true
+	v.secFull[ln], v.keptAt[ln], v.secAt[ln], v.solved[ln] = nsec, kept, nsec, true
 }
 
 // store copies main and extra into line ln's saved system.
@@ -110,41 +114,58 @@ func (e *Encoder) resolve(ln uint32, main, extra *basis) bool {
 	if !v.solved[ln] {
 		return false
 	}
-	kept, given := e.kept[ln], int(v.keptAt[ln])-int(e.kept[ln])
-	if given < 0 || given > 0 && !v.fresh[ln] {
+	kept, keptAt := e.kept[ln], v.keptAt[ln]
+	if kept > keptAt {
 		return false
 	}
 	v.load(ln, main, extra)
 	base := ln * v.k
-	for i := int(v.keptAt[ln]) - 1; i >= int(kept); i-- {
-		p := v.pivots[base+uint32(i)]
-		main.drop(int(p[0]))
-		extra.drop(int(p[1]))
+	from := uint32(v.secAt[ln]) // the first key it must hold to add
+	if kept < keptAt {
+		// The keys added since the full solve are above the primary
+		// keys given up: drop them too, and add them again after.
+		from = uint32(v.secFull[ln])
+		for j := uint32(v.secAt[ln]); j > from; j-- {
+			p := v.secPivots[base+j-1]
+			main.drop(int(p[0]))
+			extra.drop(int(p[1]))
+		}
+		for i := uint32(keptAt); i > uint32(kept); i-- {
+			p := v.pivots[base+i-1]
+			main.drop(int(p[0]))
+			extra.drop(int(p[1]))
+		}
 	}
 	s := &e.shape
 	mm, em := mask(s.M), mask(s.Extra())
 	rm := uint64(1)<<s.R - 1
-	for j := uint32(v.secAt[ln]); j < uint32(e.nsec[ln]); j++ {
+	for j := from; j < uint32(e.nsec[ln]); j++ {
 		x, pinned := e.sec[base+j], e.pinned[base+j]
+		pv := [2]int8{-1, -1}
 		if !pinned {
 			k := PartsOf(Secondary(x))
-			if _, ok := main.add(k.C&mm, k.F&rm); !ok {
+			p, ok := main.add(k.C&mm, k.F&rm)
+			if !ok {
 				return false
 			}
-			continue
-		}
-		k := PartsOf(x)
-		if _, ok := main.add(k.C&mm, k.F&rm); !ok {
-			return false
-		}
-		if k.U < uint64(s.U) {
-			if _, ok := extra.add(k.C&em, k.F>>s.R&1); !ok {
+			pv[0] = int8(p)
+		} else {
+			k := PartsOf(x)
+			p, ok := main.add(k.C&mm, k.F&rm)
+			if !ok {
 				return false
 			}
+			pv[0] = int8(p)
+			if k.U < uint64(s.U) {
+				if p, ok = extra.add(k.C&em, k.F>>s.R&1); !ok {
+					return false
+				}
+				pv[1] = int8(p)
+			}
 		}
+		v.secPivots[base+j] = pv
 	}
 	v.store(ln, main, extra)
-	v.fresh[ln] = v.fresh[ln] && e.nsec[ln] == v.secAt[ln]
 	v.keptAt[ln], v.secAt[ln] = kept, e.nsec[ln]
 	return true
 }
