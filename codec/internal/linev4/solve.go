@@ -94,14 +94,15 @@ func (b *basis) solveUnknowns(cols []uint64) {
 		}
 		x[p] = v
 	}
-	clear(cols)
+	var out [32]uint64
 	m := uint32(1)<<len(cols) - 1
 	for h := b.have; h != 0; h &= h - 1 {
 		p := bits.TrailingZeros64(h)
-		for v := x[p] & m; v != 0; v &= v - 1 {
-			cols[bits.TrailingZeros32(v)] |= 1 << p
+		for v := x[p&63] & m; v != 0; v &= v - 1 {
+			out[bits.TrailingZeros32(v)&31] |= 1 << p
 		}
 	}
+	copy(cols, out[:len(cols)])
 }
 
 // wideBasis is basis for columns of more than 64 rows: a row is two
