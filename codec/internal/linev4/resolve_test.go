@@ -62,7 +62,7 @@ func TestSavedSystemsMatchPlainSolves(t *testing.T) {
 
 // TestSavedSystemsMatchPlainAtBudgets compares them on planned filters
 // of thousands of keys at fuse's budgets, where most lines are solved
-// again.
+// again, and looks every key up.
 func TestSavedSystemsMatchPlainAtBudgets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 37))
 	var fast, plain Encoder
@@ -78,6 +78,11 @@ func TestSavedSystemsMatchPlainAtBudgets(t *testing.T) {
 		b, sb, okb := plain.Encode(nil, [][]uint64{hashes}, n, 1, 7, false, p, p.Lines)
 		if oka != okb || sa != sb || !bytes.Equal(a, b) {
 			t.Fatalf("%v bits/key, plan %+v: saved systems give %v %+v, plain solves %v %+v", bpk, p, oka, sa, okb, sb)
+		}
+		for _, h := range hashes {
+			if maybe, _ := Lookup(a, h, 1); oka && !maybe {
+				t.Fatalf("%v bits/key: hash %#x lost", bpk, h)
+			}
 		}
 	}
 }
