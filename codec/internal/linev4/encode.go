@@ -329,19 +329,17 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	}
 	mm, em, hm := mask(s.M), mask(s.Extra()), mask(s.M-min(s.M, 64))
 	rm := uint64(1)<<s.R - 1
-	var pm, px int // the pivots the last key took, -1 for none
 	add := func(x uint64, primary bool) bool {
 		k := PartsOf(x)
 		var p int
 		var ok bool
-		px = -1
 		if wide != nil {
 			p, ok = wide.add(k.C, keyhash.Mix(x, CoefficientSalt2)&hm, k.F&rm)
 		} else {
 			p, ok = main.add(k.C&mm, k.F&rm)
 		}
 		if ok && primary && k.U < uint64(s.U) {
-			if px, ok = extra.add(k.C&em, k.F>>s.R&1); !ok {
+			if _, ok = extra.add(k.C&em, k.F>>s.R&1); !ok {
 				if wide != nil {
 					wide.drop(p)
 				} else {
@@ -349,7 +347,6 @@ func (e *Encoder) solveLine(ln uint32) bool {
 				}
 			}
 		}
-		pm = p
 		return ok
 	}
 	base := ln * e.k
@@ -368,23 +365,16 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		e.returns = append(e.returns, x)
 	}
 	seg := e.keys[e.start[ln]:e.start[ln+1]]
-	for i := 0; i < int(e.kept[ln]); {
+	if wide == nil {
+		e.addPrimaries(ln, seg, &main, &extra)
+	}
+	for i := 0; wide != nil && i < int(e.kept[ln]); {
 		x := bits.RotateLeft64(seg[i], -32)
 		if add(x, true) {
-			if e.saved.on {
-				e.saved.pivots[base+uint32(i)] = [2]int8{int8(pm), int8(px)}
-			}
 			i++
 			continue
 		}
-		e.rankFailures++
-		kept := int(e.kept[ln])
-		v := seg[i]
-		copy(seg[i:kept-1], seg[i+1:kept])
-		seg[kept-1] = v
-		e.kept[ln]--
-		e.thr[ln] = min(e.thr[ln], uint8(Priority(x)))
-		e.queue = append(e.queue, x)
+		e.contradicted(ln, seg, i, x)
 	}
 	if e.saved.on {
 		e.saved.save(ln, &main, &extra, e.kept[ln], e.nsec[ln])
@@ -392,6 +382,49 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	}
 	e.writeLine(ln, &main, &extra, wide)
 	return true
+}
+
+// addPrimaries adds line ln's stored primary keys' equations, in priority
+// order, to main and extra (columns of at most 64 rows); a key whose
+// equation contradicts the line's leaves it.
+func (e *Encoder) addPrimaries(ln uint32, seg []uint64, main, extra *basis) {
+	s := &e.shape
+	mm, em := mask(s.M), mask(s.Extra())
+	rm, r, u := uint64(1)<<s.R-1, s.R, uint64(s.U)
+	base := ln * e.k
+	for i := 0; i < int(e.kept[ln]); {
+		x := bits.RotateLeft64(seg[i], -32)
+		k := PartsOf(x)
+		p, ok := main.add(k.C&mm, k.F&rm)
+		px := -1
+		if ok && k.U < u {
+			if px, ok = extra.add(k.C&em, k.F>>r&1); !ok {
+				main.drop(p)
+			}
+		}
+		if ok {
+			if e.saved.on {
+				e.saved.pivots[base+uint32(i)] = [2]int8{int8(p), int8(px)}
+			}
+			i++
+			continue
+		}
+		e.contradicted(ln, seg, i, x)
+	}
+}
+
+// contradicted moves line ln's stored primary key i, of position hash x,
+// whose equation contradicted the line's, past its stored keys and sends
+// it on to its secondary line; the threshold falls to its priority.
+func (e *Encoder) contradicted(ln uint32, seg []uint64, i int, x uint64) {
+	e.rankFailures++
+	kept := int(e.kept[ln])
+	v := seg[i]
+	copy(seg[i:kept-1], seg[i+1:kept])
+	seg[kept-1] = v
+	e.kept[ln]--
+	e.thr[ln] = min(e.thr[ln], uint8(Priority(x)))
+	e.queue = append(e.queue, x)
 }
 
 // writeLine writes into the block line ln's columns, the solution of its
