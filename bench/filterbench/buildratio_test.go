@@ -51,10 +51,11 @@ func medianOf(v []float64) float64 {
 }
 
 // BenchmarkBuildRatioFuse times the build of a table's filter through this
-// project's default policy (format version 3) at a binary fuse filter's
-// bits/key (rounded down to a hundredth), against that fuse filter built
-// right after it in every round, at each of Pebble master's fuse widths
-// but 4, and reports the median per-round ratio, as BuildRatio does.
+// project's default policy (format version 3) and its version-4 policy
+// (NewV4Policy) at a binary fuse filter's bits/key (rounded down to a
+// hundredth), each against that fuse filter built right after it in every
+// round, at each of Pebble master's fuse widths but 4, and reports the
+// median per-round ratio, as BuildRatio does.
 //
 //	go test ./bench/filterbench -run X -bench BuildRatioFuse -benchtime 21x
 func BenchmarkBuildRatioFuse(b *testing.B) {
@@ -64,17 +65,23 @@ func BenchmarkBuildRatioFuse(b *testing.B) {
 			fuse := BinaryFuse(w)
 			f, _ := buildTimed(fuse, keys)
 			bpk := math.Floor(float64(8*f.Bytes())/float64(n)*100) / 100
-			cuckoo := Cuckoo(bpk)
+			cuckoo, v4 := Cuckoo(bpk), CuckooV4(bpk)
 			b.Run(fmt.Sprintf("keys=%d/width=%d/bpk=%g", n, w, bpk), func(b *testing.B) {
 				buildTimed(cuckoo, keys) // warm the writers' pools
-				var ratios, ns, fuseNs []float64
+				buildTimed(v4, keys)
+				var ratios, v4Ratios, ns, v4Ns, fuseNs []float64
 				for b.Loop() {
 					_, c := buildTimed(cuckoo, keys)
 					_, f := buildTimed(fuse, keys)
-					ratios, ns, fuseNs = append(ratios, c/f), append(ns, c), append(fuseNs, f)
+					_, d := buildTimed(v4, keys)
+					_, g := buildTimed(fuse, keys)
+					ratios, ns, fuseNs = append(ratios, c/f), append(ns, c), append(fuseNs, f, g)
+					v4Ratios, v4Ns = append(v4Ratios, d/g), append(v4Ns, d)
 				}
 				b.ReportMetric(medianOf(ratios), "×fuse")
+				b.ReportMetric(medianOf(v4Ratios), "v4×fuse")
 				b.ReportMetric(medianOf(ns), "ns/key")
+				b.ReportMetric(medianOf(v4Ns), "v4-ns/key")
 				b.ReportMetric(medianOf(fuseNs), "fuse-ns/key")
 			})
 		}

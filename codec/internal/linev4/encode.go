@@ -50,6 +50,10 @@ type Encoder struct {
 	rankFailures int
 	blk          []byte
 	wide         wideBasis // solveLine's system for columns of over 64 rows
+	saved        savedSystems
+	// plain solves every line from scratch each time: the reference
+	// tests check the saved systems against.
+	plain bool
 }
 
 // Stats describes the block Encode appended.
@@ -115,6 +119,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	e.mark = frame.Resize(e.mark, int(lines))
 	clear(e.nsec)
 	clear(e.mark)
+	e.saved.reset(p.Shape, lines, e.k, !e.plain)
 	e.queue, e.returns, e.dirty = e.queue[:0], e.returns[:0], e.dirty[:0]
 	for ln := range lines {
 		e.primary(ln)
@@ -162,6 +167,7 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 		}
 		e.dirty = dirty[:0]
 	}
+	e.writeSaved()
 	return out, e.seal(kind, seed, primaryOverflow, overflowed), true
 }
 
@@ -310,6 +316,12 @@ func (e *Encoder) hold(ln uint32, x uint64, pinned bool, limit int, next *[]uint
 func (e *Encoder) solveLine(ln uint32) bool {
 	s := &e.shape
 	var main, extra basis
+	if e.saved.on {
+		if e.resolve(ln, &main, &extra) {
+			return true // written by writeSaved
+		}
+		main, extra = basis{}, basis{}
+	}
 	var wide *wideBasis // the full columns' system when they have over 64 rows
 	if s.M > 64 {
 		wide = &e.wide
@@ -353,21 +365,72 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		e.returns = append(e.returns, x)
 	}
 	seg := e.keys[e.start[ln]:e.start[ln+1]]
-	for i := 0; i < int(e.kept[ln]); {
+	if wide == nil {
+		e.addPrimaries(ln, seg, &main, &extra)
+	}
+	for i := 0; wide != nil && i < int(e.kept[ln]); {
 		x := bits.RotateLeft64(seg[i], -32)
 		if add(x, true) {
 			i++
 			continue
 		}
-		e.rankFailures++
-		kept := int(e.kept[ln])
-		v := seg[i]
-		copy(seg[i:kept-1], seg[i+1:kept])
-		seg[kept-1] = v
-		e.kept[ln]--
-		e.thr[ln] = min(e.thr[ln], uint8(Priority(x)))
-		e.queue = append(e.queue, x)
+		e.contradicted(ln, seg, i, x)
 	}
+	if e.saved.on {
+		e.saved.save(ln, &main, &extra, e.kept[ln], e.nsec[ln])
+		return true // written by writeSaved
+	}
+	e.writeLine(ln, &main, &extra, wide)
+	return true
+}
+
+// addPrimaries adds line ln's stored primary keys' equations, in priority
+// order, to main and extra (columns of at most 64 rows); a key whose
+// equation contradicts the line's leaves it.
+func (e *Encoder) addPrimaries(ln uint32, seg []uint64, main, extra *basis) {
+	s := &e.shape
+	mm, em := mask(s.M), mask(s.Extra())
+	rm, r, u := uint64(1)<<s.R-1, s.R, uint64(s.U)
+	base := ln * e.k
+	for i := 0; i < int(e.kept[ln]); {
+		x := bits.RotateLeft64(seg[i], -32)
+		k := PartsOf(x)
+		p, ok := main.add(k.C&mm, k.F&rm)
+		px := -1
+		if ok && k.U < u {
+			if px, ok = extra.add(k.C&em, k.F>>r&1); !ok {
+				main.drop(p)
+			}
+		}
+		if ok {
+			if e.saved.on {
+				e.saved.pivots[base+uint32(i)] = [2]int8{int8(p), int8(px)}
+			}
+			i++
+			continue
+		}
+		e.contradicted(ln, seg, i, x)
+	}
+}
+
+// contradicted moves line ln's stored primary key i, of position hash x,
+// whose equation contradicted the line's, past its stored keys and sends
+// it on to its secondary line; the threshold falls to its priority.
+func (e *Encoder) contradicted(ln uint32, seg []uint64, i int, x uint64) {
+	e.rankFailures++
+	kept := int(e.kept[ln])
+	v := seg[i]
+	copy(seg[i:kept-1], seg[i+1:kept])
+	seg[kept-1] = v
+	e.kept[ln]--
+	e.thr[ln] = min(e.thr[ln], uint8(Priority(x)))
+	e.queue = append(e.queue, x)
+}
+
+// writeLine writes into the block line ln's columns, the solution of its
+// system (main, or wide when not nil, and extra).
+func (e *Encoder) writeLine(ln uint32, main, extra *basis, wide *wideBasis) {
+	s := &e.shape
 	var cols, hi [MaxColumns + 1]uint64
 	if wide != nil {
 		wide.solve(cols[:s.R], hi[:s.R])
@@ -387,7 +450,6 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	for i := range 8 {
 		binary.LittleEndian.PutUint64(l[i*8:], w[i])
 	}
-	return true
 }
 
 // put ORs v into the line's words at bit off.

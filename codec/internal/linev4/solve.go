@@ -41,19 +41,68 @@ func (b *basis) drop(p int) {
 // solve writes a solution into cols (column j holds bit j of every
 // unknown): back-substitution from the highest pivot down, the unknowns
 // of no pivot zero. A row's bits above its pivot are unknowns already
-// solved, so bit j of its pivot's unknown is rhs bit j XOR the parity of
-// the row AND column j.
+// solved. With few columns for its rows, the system is solved column by
+// column (solveColumns); with many, unknown by unknown (solveUnknowns),
+// which takes a step per bit of a row rather than per column.
 func (b *basis) solve(cols []uint64) {
-	clear(cols)
+	if 5*len(cols) < bits.Len64(b.have) {
+		b.solveColumns(cols)
+	} else {
+		b.solveUnknowns(cols)
+	}
+}
+
+// solveColumns is solve column by column: bit j of a pivot's unknown is
+// rhs bit j XOR the parity of the row AND column j. The columns are built
+// from the top down, each shifted left one row a step, so that the row,
+// shifted down to its pivot, meets the rows above the pivot without a
+// shift by a variable count per column.
+func (b *basis) solveColumns(cols []uint64) {
+	var acc [MaxColumns + 1]uint64
+	a := acc[:len(cols)]
+	if b.have != 0 {
+		for p := 63 - bits.LeadingZeros64(b.have); p >= 0; p-- {
+			if b.have>>p&1 == 0 {
+				for j := range a {
+					a[j] <<= 1
+				}
+				continue
+			}
+			c, v := b.row[p]>>p, uint64(b.rhs[p])
+			for j := range a {
+				w := a[j] << 1
+				a[j] = w | (v^uint64(bits.OnesCount64(c&w)))&1
+				v >>= 1
+			}
+		}
+	}
+	copy(cols, a)
+}
+
+// solveUnknowns is solve unknown by unknown: a pivot's unknown (its bit
+// for every column at once) is its rhs XOR the unknowns of the row's bits
+// above the pivot; the unknowns are then turned into columns. At most 32
+// columns.
+func (b *basis) solveUnknowns(cols []uint64) {
+	var x [64]uint32 // x[q]: unknown q, bit j for column j
 	for h := b.have; h != 0; {
 		p := 63 - bits.LeadingZeros64(h)
 		h &^= 1 << p
-		c, v := b.row[p], uint64(b.rhs[p])
-		for j := range cols {
-			bit := (v>>j ^ uint64(bits.OnesCount64(c&cols[j]))) & 1
-			cols[j] |= bit << p
+		v := b.rhs[p]
+		for c := b.row[p] &^ (2<<p - 1); c != 0; c &= c - 1 {
+			v ^= x[bits.TrailingZeros64(c)]
+		}
+		x[p] = v
+	}
+	var out [32]uint64
+	m := uint32(1)<<len(cols) - 1
+	for h := b.have; h != 0; h &= h - 1 {
+		p := bits.TrailingZeros64(h)
+		for v := x[p&63] & m; v != 0; v &= v - 1 {
+			out[bits.TrailingZeros32(v)&31] |= 1 << p
 		}
 	}
+	copy(cols, out[:len(cols)])
 }
 
 // wideBasis is basis for columns of more than 64 rows: a row is two
