@@ -1,6 +1,7 @@
 package dbbench
 
 import (
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -55,11 +56,17 @@ type latencyFile struct {
 func (f *latencyFile) ReadAt(p []byte, off int64) (int, error) {
 	f.fs.reads.Add(1)
 	if d := time.Duration(f.fs.delay.Load()); d > 0 {
+		// threadTime is the current thread's clock: a goroutine moved to
+		// another thread mid-wait would subtract one thread's clock from
+		// another's (seconds off, seen under the race detector). Locking
+		// nests, so a prober already locked to its thread stays locked.
+		runtime.LockOSThread()
 		start := threadTime()
 		waited := time.Duration(0)
 		for waited < d {
 			waited = threadTime() - start
 		}
+		runtime.UnlockOSThread()
 		f.fs.waits.Add(int64(waited))
 	}
 	return f.File.ReadAt(p, off)

@@ -3,6 +3,7 @@ package server
 import (
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,20 @@ func TestRightGuessWaitsForItsAddressTurn(t *testing.T) {
 	}
 	if el := time.Since(t0); el > 5*iv {
 		t.Errorf("the right password from another address took %v, behind the guesser's turns", el)
+	}
+	// Every queued guess must have taken its turn before the right one
+	// asks: a guess whose connection the server has not read yet would
+	// let the right one queue ahead of it (arrival order is the order).
+	// The address's bucket is full again at begin + wrong intervals or
+	// later once the guesses have taken that many turns from it, and the
+	// right guess's turn is then an interval before that at the earliest.
+	if !waitFor(func() bool {
+		f.srv.limiter.mu.Lock()
+		defer f.srv.limiter.mu.Unlock()
+		full, ok := f.srv.limiter.addrs[netip.MustParseAddr("127.0.0.2")]
+		return ok && !full.Before(begin.Add(wrong*iv))
+	}) {
+		t.Fatalf("the guesser's %d guesses never all took their turns", wrong)
 	}
 	right := dialFrom(t, guesser, f.addr)
 	if got := right.cmd("AUTH", testPass); got != "+OK" {
