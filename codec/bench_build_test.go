@@ -32,7 +32,7 @@ func BenchmarkBuildProfile(b *testing.B) {
 func BenchmarkLookupProfile(b *testing.B) {
 	keys := testkeys.Random(100_000, 16, 11)
 	absent := testkeys.Absent(1<<16, 3)
-	for _, v := range []int{1, 2, 3} {
+	for _, v := range []int{1, 2, 3, 4} {
 		block := Build(keys, Options{BitsPerKey: 10, Version: v})
 		b.Run(fmt.Sprintf("v%d", v), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -10,7 +10,7 @@ import (
 
 // TestMayContainKey64MatchesGo holds MayContain (linev3.MayContainKey64:
 // the assembly, which jumps to the Go lookups for what it leaves) to
-// mayContainGo on blocks of versions 1, 2 and 3, the always-maybe block,
+// mayContainGo on blocks of versions 1 to 4, the always-maybe block,
 // host-hash blocks, truncated blocks, blocks with bytes damaged in their
 // lines and trailers, and random bytes, with the assembly on and off
 // (linev3.UseBMI2): the answers agree, and no present key of an intact
@@ -88,7 +88,7 @@ func TestMayContainKey64MatchesGo(t *testing.T) {
 }
 
 // TestMayContainKey64GrowsStack calls MayContain on blocks the assembly
-// hands to Go (versions 1 and 2, and with the assembly off) from fresh
+// hands to Go (versions 1, 2 and 4, and with the assembly off) from fresh
 // goroutines at every stack depth over a few kilobytes, so that some call
 // finds the goroutine's stack full at the Go function the assembly jumps
 // to, whose prologue then grows the stack under a frame the assembly

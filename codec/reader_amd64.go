@@ -1,6 +1,9 @@
 package codec
 
-import "github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+import (
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
+	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev4"
+)
 
 // MayContain reports whether key may be among the keys block was built
 // from (a block of hash kind HashKey64, the default: built with Add). It
@@ -16,14 +19,20 @@ import "github.com/lsmcuckoo/lsmcuckoo/codec/internal/linev3"
 // can make a block look empty) is caught by Decode, and by the block
 // checksums Pebble and Badger verify when they read a block from disk.
 //
-// On amd64 it is one call into assembly, small enough to inline into its
-// callers (Pebble's policy among them): linev3.MayContainKey64 answers
-// version 3's common case (the key hash and the probe of its lines)
-// itself and hands everything else to mayContainGo. In a loop of cold
-// lookups every instruction between the caller and the probe costs
-// throughput.
-func MayContain(block, key []byte) bool { return linev3.MayContainKey64(block, key) }
+// On amd64 it is one call into assembly (reader_amd64.s), which jumps,
+// by the trailer's version byte, to linev4.MayContainKey64 for version 4
+// and to linev3.MayContainKey64 for everything else. Each answers its
+// version's common case (the key hash and the probe of its lines) itself
+// and hands everything else to mayContainGo. In a loop of cold lookups
+// every instruction between the caller and the probe costs throughput.
+//
+//go:noescape
+func MayContain(block, key []byte) bool
 
 // Set during package initialisation, before any other package can call
 // MayContain.
-var _ = func() bool { linev3.OtherLookup = mayContainGo; return true }()
+var _ = func() bool {
+	linev3.OtherLookup = mayContainGo
+	linev4.OtherLookup = mayContainGo
+	return true
+}()
