@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // TestLookupMatchesAnyShape holds Lookup's word-wise path to
@@ -16,6 +17,7 @@ import (
 // so every branch of both lookups runs: columns failing in each group of
 // four, the extra column, thresholds, secondary lines.
 func TestLookupMatchesAnyShape(t *testing.T) {
+	race.SkipLong(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	probes, absent := 0, 0
 	shapes := testShapes()

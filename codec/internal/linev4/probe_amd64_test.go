@@ -7,6 +7,7 @@ import (
 
 	"github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/keyhash"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 )
 
 // TestMayContainKey64MatchesLookup holds the assembly to Lookup, the Go
@@ -18,6 +19,7 @@ import (
 // probes: the rest are host-hash blocks, damaged ones, and shapes no
 // block may have).
 func TestMayContainKey64MatchesLookup(t *testing.T) {
+	race.SkipLong(t)
 	defer func(v bool, o func([]byte, []byte) bool) { UsePOPCNT, OtherLookup = v, o }(UsePOPCNT, OtherLookup)
 	var handed atomic.Int64
 	// What codec's lookup answers for a block Lookup does not take: maybe.
