@@ -13,7 +13,8 @@ import (
 )
 
 // mayContainGo is MayContain in Go: on amd64 where the assembly
-// (linev3.MayContainKey64) leaves the lookup, elsewhere MayContain itself.
+// (linev3.MayContainKey64, linev4.MayContainKey64) leaves the lookup,
+// elsewhere MayContain itself.
 func mayContainGo(block, key []byte) bool {
 	h := keyhash.MulHash(key)
 	// linedLookup, written out: a call level less under the lookup

@@ -241,7 +241,7 @@ func mask(n uint32) uint64 {
 //
 // It is the lookup of every well-formed block, written for a loop
 // of lookups: the trailer's fields are checked as words, a column is read
-// from a 16-byte window at its first byte with one shift and no mask (the
+// from the 9 bytes at its first byte with one shift and no mask (the
 // key's coefficients are masked once), and columns are compared four at a
 // time, their mismatches ORed, so that an absent key, which fails a
 // column with probability 1/2, takes one well-predicted branch where a

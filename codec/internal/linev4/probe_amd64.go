@@ -15,8 +15,8 @@ import "github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 // lines: 38–58 ns a hot lookup against 17–22 ns for version 3's
 // assembly (BenchmarkLookupProfile, Intel Xeon).
 //
-// linev3.MayContainKey64, codec.MayContain's entry, jumps here for a
-// block whose trailer names version 4.
+// codec.MayContain (codec/reader_amd64.s) jumps here for a block whose
+// trailer's version byte is 4.
 //
 //go:noescape
 func MayContainKey64(block, key []byte) bool

@@ -150,7 +150,8 @@ done: \
 // R8 the line, R9 the masked coefficients, R10 the fingerprint, R11 r,
 // R12 m; X2 w0, X3 the coefficients, X4 block, X5 the line count, X6
 // the mask of the rows in one word (m, or m-64 for columns of over 64
-// rows), X7 the coefficients of rows 64..m-1.
+// rows), X7 the coefficients of rows 64..m-1, X8 the secondary line's
+// position hash.
 TEXT ·MayContainKey64(SB), NOSPLIT, $0-49
 	CMPB ·UsePOPCNT(SB), $0
 	JEQ  other
