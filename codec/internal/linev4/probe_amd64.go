@@ -12,8 +12,8 @@ import "github.com/lsmcuckoo/lsmcuckoo/codec/internal/frame"
 // arguments as they came, so that a caller pays for one call. In Go, a
 // loop of lookups spent more time on its calls (the hash, the trailer,
 // a function per line) and on GOAMD64=v1's POPCNT checks than on the
-// lines: 38–58 ns a hot lookup against 17–22 ns for version 3's
-// assembly (BenchmarkLookupProfile, Intel Xeon).
+// lines (docs/performance.md, "Version 4's assembly lookup", has the
+// figures).
 //
 // codec.MayContain (codec/reader_amd64.s) jumps here for a block whose
 // trailer's version byte is 4.

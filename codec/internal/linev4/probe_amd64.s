@@ -51,6 +51,12 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 #define ONECOLUMN \
 	COLUMN(R14) \
 	ANDQ    R9, AX \
+	PARITY
+
+// PARITY ORs the parity of AX's bits, against the fingerprint's bit 0
+// (R10), into R13; then R10 shifts to the next column's bit and R14 to
+// its first bit.
+#define PARITY \
 	POPCNTQ AX, AX \
 	XORQ    R10, AX \
 	ORQ     AX, R13 \
@@ -58,25 +64,26 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	ADDQ    R12, R14
 
 // COLUMNS checks the r full columns (R11) of m rows (R12) of the line at
-// R8 against coefficients R9 (masked to m bits) and fingerprint R10 (bit
-// j for column j), as Lookup's solves: four columns at a time, written
-// out, their mismatches ORed into R13 and checked after each four (an
-// absent key fails a column with probability 1/2: it leaves after the
-// first four 15 times in 16), then the rest one by one; a jump to fail
-// on a mismatch. Falling through, all matched; R14 is then r·m (the
-// extra column's first bit) and R10 the fingerprint shifted right by r.
-// DX counts the columns left; AX, BX, CX are clobbered.
-#define COLUMNS(four, one, done, fail) \
+// R8 against the key's coefficients and fingerprint R10 (bit j for
+// column j), as Lookup's solves, one column per STEP (ONECOLUMN, or
+// TALLONECOLUMN for m > 64): four columns at a time, written out, their
+// mismatches ORed into R13 and checked after each four (an absent key
+// fails a column with probability 1/2: it leaves after the first four 15
+// times in 16), then the rest one by one; a jump to fail on a mismatch.
+// Falling through, all matched; R14 is then r·m (the extra column's
+// first bit) and R10 the fingerprint shifted right by r. DX counts the
+// columns left; AX, BX, CX are clobbered.
+#define COLUMNS(STEP, four, one, done, fail) \
 	MOVQ  R11, DX \
 	XORL  R13, R13 \
 	XORL  R14, R14 \
 four: \
 	CMPQ  DX, $4 \
 	JB    one \
-	ONECOLUMN \
-	ONECOLUMN \
-	ONECOLUMN \
-	ONECOLUMN \
+	STEP \
+	STEP \
+	STEP \
+	STEP \
 	TESTQ $1, R13 \
 	JNZ   fail \
 	SUBQ  $4, DX \
@@ -84,7 +91,7 @@ four: \
 one: \
 	TESTQ DX, DX \
 	JZ    done \
-	ONECOLUMN \
+	STEP \
 	DECQ  DX \
 	JMP   one \
 done: \
@@ -110,37 +117,7 @@ done: \
 	MOVQ    X7, CX \
 	ANDQ    CX, BX \
 	XORQ    BX, AX \
-	POPCNTQ AX, AX \
-	XORQ    R10, AX \
-	ORQ     AX, R13 \
-	SHRQ    $1, R10 \
-	ADDQ    R12, R14
-
-// TALLCOLUMNS is COLUMNS for columns of m > 64 rows (at most 7).
-#define TALLCOLUMNS(four, one, done, fail) \
-	MOVQ  R11, DX \
-	XORL  R13, R13 \
-	XORL  R14, R14 \
-four: \
-	CMPQ  DX, $4 \
-	JB    one \
-	TALLONECOLUMN \
-	TALLONECOLUMN \
-	TALLONECOLUMN \
-	TALLONECOLUMN \
-	TESTQ $1, R13 \
-	JNZ   fail \
-	SUBQ  $4, DX \
-	JMP   four \
-one: \
-	TESTQ DX, DX \
-	JZ    done \
-	TALLONECOLUMN \
-	DECQ  DX \
-	JMP   one \
-done: \
-	TESTQ $1, R13 \
-	JNZ   fail
+	PARITY
 
 // func MayContainKey64(block, key []byte) bool
 //
@@ -367,7 +344,7 @@ primary:
 	SHRQ    CX, R9
 	MOVQ    R9, X6
 	ANDQ    AX, R9
-	COLUMNS(pfour, pone, pdone, notprimary)
+	COLUMNS(ONECOLUMN, pfour, pone, pdone, notprimary)
 	JMP     extra
 
 primarytall:
@@ -382,7 +359,7 @@ primarytall:
 	MOVQ    BX, X6
 	ANDQ    BX, AX
 	MOVQ    AX, X7
-	TALLCOLUMNS(ptfour, ptone, ptdone, notprimary)
+	COLUMNS(TALLONECOLUMN, ptfour, ptone, ptdone, notprimary)
 
 extra:
 
@@ -449,7 +426,7 @@ notprimary:
 	JA      secondarytall
 	MOVQ    X6, R9
 	ANDQ    AX, R9
-	COLUMNS(sfour, sone, sdone, absent)
+	COLUMNS(ONECOLUMN, sfour, sone, sdone, absent)
 	JMP     maybe
 
 secondarytall:
@@ -458,7 +435,7 @@ secondarytall:
 	MOVQ    X6, CX
 	ANDQ    CX, AX
 	MOVQ    AX, X7
-	TALLCOLUMNS(stfour, stone, stdone, absent)
+	COLUMNS(TALLONECOLUMN, stfour, stone, stdone, absent)
 
 maybe:
 	MOVB $1, ret+48(FP)
