@@ -20,30 +20,11 @@ func anyShapeCorpus() []byte {
 	rng := rand.New(rand.NewPCG(17, 19))
 	var e Encoder
 	for it := range 3000 {
-		s := Shape{R: 1 + rng.Uint32N(MaxColumns), M: 1 + rng.Uint32N(MaxHeight)}
-		switch rng.IntN(4) {
-		case 0:
-			s.U = 255
-		case 1:
-			s.U = rng.Uint32N(256)
-		}
-		if !s.Valid() {
+		c, ok := drawAnyShapeCase(rng, it)
+		if !ok {
 			continue
 		}
-		k := 1 + rng.Uint32N(s.M)
-		if rng.IntN(3) == 0 {
-			k = Capacity(s)
-		}
-		lines := 1 + rng.Uint32N(40)
-		n := rng.IntN(int(lines*k) + 2)
-		pool := n + 1
-		if rng.IntN(2) == 0 {
-			pool = 1 + rng.IntN(n+1)
-		}
-		hashes := make([]uint64, n)
-		for i := range hashes {
-			hashes[i] = uint64(rng.IntN(pool))*0x9e3779b97f4a7c15 + uint64(it)
-		}
+		s, k, lines, hashes, n := c.s, c.k, c.lines, c.hashes, len(c.hashes)
 		e.Start()
 		kind, seeded := uint8(rng.IntN(2)), rng.IntN(2) == 0
 		block, st, ok := e.Encode(nil, [][]uint64{hashes}, n, kind, rng.Uint32(), seeded, Plan{Shape: s, Lines: lines, K: k}, lines)

@@ -18,30 +18,11 @@ func TestEncodeAnyShapeHoldsItsKeys(t *testing.T) {
 	var e Encoder
 	var hd Header
 	for it := range 2000 {
-		s := Shape{R: 1 + rng.Uint32N(MaxColumns), M: 1 + rng.Uint32N(MaxHeight)}
-		switch rng.IntN(4) {
-		case 0:
-			s.U = 255
-		case 1:
-			s.U = rng.Uint32N(256)
-		}
-		if !s.Valid() {
+		c, ok := drawAnyShapeCase(rng, it)
+		if !ok {
 			continue
 		}
-		k := 1 + rng.Uint32N(s.M)
-		if rng.IntN(3) == 0 {
-			k = Capacity(s)
-		}
-		lines := 1 + rng.Uint32N(40)
-		n := rng.IntN(int(lines*k) + 2)
-		pool := n + 1
-		if rng.IntN(2) == 0 {
-			pool = 1 + rng.IntN(n+1)
-		}
-		hashes := make([]uint64, n)
-		for i := range hashes {
-			hashes[i] = uint64(rng.IntN(pool))*0x9e3779b97f4a7c15 + uint64(it)
-		}
+		s, k, lines, hashes, n := c.s, c.k, c.lines, c.hashes, len(c.hashes)
 		kind, seeded := uint8(rng.IntN(2)), rng.IntN(2) == 0
 		block, st, ok := e.Encode(nil, [][]uint64{hashes}, n, kind, rng.Uint32(), seeded, Plan{Shape: s, Lines: lines, K: k}, lines)
 		if !ok {
@@ -59,4 +40,46 @@ func TestEncodeAnyShapeHoldsItsKeys(t *testing.T) {
 			t.Fatalf("shape %+v: %v", s, err)
 		}
 	}
+}
+
+// anyShapeCase is one encoder case of TestEncodeAnyShapeHoldsItsKeys and
+// the any-shape digest: a shape, a line capacity and a line count the
+// planner may never pick, and key hashes.
+type anyShapeCase struct {
+	s        Shape
+	k, lines uint32
+	hashes   []uint64
+}
+
+// drawAnyShapeCase draws case it: columns of 1 to 128 rows, the extra
+// column's share at 0, 255 or between, a capacity up to a column's full
+// height, key counts up to past the lines' capacity, drawn half the time
+// from a pool small enough that repeats abound. ok is false for a shape
+// that is not Valid. The draws' order is the digest's: keep it.
+func drawAnyShapeCase(rng *rand.Rand, it int) (c anyShapeCase, ok bool) {
+	s := Shape{R: 1 + rng.Uint32N(MaxColumns), M: 1 + rng.Uint32N(MaxHeight)}
+	switch rng.IntN(4) {
+	case 0:
+		s.U = 255
+	case 1:
+		s.U = rng.Uint32N(256)
+	}
+	if !s.Valid() {
+		return c, false
+	}
+	k := 1 + rng.Uint32N(s.M)
+	if rng.IntN(3) == 0 {
+		k = Capacity(s)
+	}
+	lines := 1 + rng.Uint32N(40)
+	n := rng.IntN(int(lines*k) + 2)
+	pool := n + 1
+	if rng.IntN(2) == 0 {
+		pool = 1 + rng.IntN(n+1)
+	}
+	hashes := make([]uint64, n)
+	for i := range hashes {
+		hashes[i] = uint64(rng.IntN(pool))*0x9e3779b97f4a7c15 + uint64(it)
+	}
+	return anyShapeCase{s: s, k: k, lines: lines, hashes: hashes}, true
 }
