@@ -386,19 +386,31 @@ func (e *Encoder) solveLine(ln uint32) bool {
 
 // addPrimaries adds line ln's stored primary keys' equations, in priority
 // order, to main and extra (columns of at most 64 rows); a key whose
-// equation contradicts the line's leaves it.
+// equation contradicts the line's leaves it. The next key's coefficients
+// are mixed before the key in hand is eliminated, so that the mix, a
+// chain of multiplies, runs alongside the elimination and survives its
+// mispredicted last branch; the next key to add is seg[i+1] as it stood,
+// whether key i stayed (i moves on) or left (the keys after it move
+// down).
 func (e *Encoder) addPrimaries(ln uint32, seg []uint64, main, extra *basis) {
 	s := &e.shape
 	mm, em := mask(s.M), mask(s.Extra())
 	rm, r, u := uint64(1)<<s.R-1, s.R, uint64(s.U)
 	base := ln * e.k
+	if e.kept[ln] == 0 {
+		return
+	}
+	last := len(seg) - 1
+	x := bits.RotateLeft64(seg[0], -32)
+	c := keyhash.Mix(x, CoefficientSalt)
 	for i := 0; i < int(e.kept[ln]); {
-		x := bits.RotateLeft64(seg[i], -32)
-		k := PartsOf(x)
-		p, ok := main.add(k.C&mm, k.F&rm)
+		xn := bits.RotateLeft64(seg[min(i+1, last)], -32)
+		cn := keyhash.Mix(xn, CoefficientSalt)
+		f := x&0xffff | c>>48<<16
+		p, ok := main.add(c&mm, f&rm)
 		px := -1
-		if ok && k.U < u {
-			if px, ok = extra.add(k.C&em, k.F>>r&1); !ok {
+		if ok && x>>16&0xff < u {
+			if px, ok = extra.add(c&em, f>>r&1); !ok {
 				main.drop(p)
 			}
 		}
@@ -407,9 +419,10 @@ func (e *Encoder) addPrimaries(ln uint32, seg []uint64, main, extra *basis) {
 				e.saved.pivots[base+uint32(i)] = [2]int8{int8(p), int8(px)}
 			}
 			i++
-			continue
+		} else {
+			e.contradicted(ln, seg, i, x)
 		}
-		e.contradicted(ln, seg, i, x)
+		x, c = xn, cn
 	}
 }
 
