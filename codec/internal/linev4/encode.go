@@ -31,6 +31,7 @@ type Encoder struct {
 	// the rest went on to their secondary lines.
 	keys  []uint64
 	start []uint32
+	tmp   []uint64 // sortKeys' buffer
 	kept  []uint16
 	// sec holds, k per line, the position hashes of the keys a line must
 	// hold whatever its threshold: keys placed there from their secondary
@@ -209,7 +210,7 @@ func (e *Encoder) sortByLine(pages [][]uint64, n int, m uint64) {
 // threshold the priority of the first key sent.
 func (e *Encoder) primary(ln uint32) {
 	seg := e.keys[e.start[ln]:e.start[ln+1]]
-	slices.Sort(seg)
+	e.sortKeys(seg)
 	nd := 0
 	for i, v := range seg {
 		if i > 0 && v == seg[nd-1] {
@@ -233,6 +234,55 @@ func (e *Encoder) primary(ln uint32) {
 		e.queue = append(e.queue, bits.RotateLeft64(v, -32))
 	}
 }
+
+// sortKeys sorts a line's keys: dealt by their top bits into buckets
+// (about one key each), then put in order by an insertion sort, which
+// finds them nearly in order, a step or two per key, against the
+// comparison sort's mispredicted branches at every level. Keys that
+// crowd a bucket (not hashes at random) are left to the comparison sort.
+func (e *Encoder) sortKeys(seg []uint64) {
+	n := len(seg)
+	if n < 2 || n >= 1<<sortBucketBits {
+		slices.Sort(seg)
+		return
+	}
+	sh := 64 - uint(bits.Len(uint(n)))
+	var at [1<<sortBucketBits + 1]uint32
+	for _, v := range seg {
+		at[v>>sh+1]++
+	}
+	crowd := uint32(0)
+	for i := 1; i <= 1<<(64-sh); i++ {
+		crowd = max(crowd, at[i])
+		at[i] += at[i-1]
+	}
+	if crowd > sortCrowd {
+		slices.Sort(seg)
+		return
+	}
+	if cap(e.tmp) < n {
+		e.tmp = make([]uint64, n, 2*n)
+	}
+	tmp := e.tmp[:n]
+	for _, v := range seg {
+		tmp[at[v>>sh]] = v
+		at[v>>sh]++
+	}
+	for i, v := range tmp {
+		j := i
+		for ; j > 0 && seg[j-1] > v; j-- {
+			seg[j] = seg[j-1]
+		}
+		seg[j] = v
+	}
+}
+
+// sortBucketBits bounds sortKeys' buckets: lines of more keys are left
+// to the comparison sort. sortCrowd is the most keys a bucket may take.
+const (
+	sortBucketBits = 8
+	sortCrowd      = 12
+)
 
 // placeQueue places the queued keys in their secondary lines: a key takes
 // a free place, or the place of the line's stored primary key of the
