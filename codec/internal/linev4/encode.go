@@ -37,16 +37,19 @@ type Encoder struct {
 	// hold whatever its threshold: keys placed there from their secondary
 	// line, and (pinned) keys returned to their primary line because their
 	// equation contradicted their secondary line's. nsec counts them.
-	sec     []uint64
-	pinned  []bool
-	nsec    []uint16
-	thr     []uint8
-	queue   []uint64 // position hashes of keys bound for their secondary lines
-	returns []uint64 // position hashes of keys bound back to their primary lines
-	mInv    uint64   // the inverse of the seed's multiplier: a key hash from its position hash
-	dirty   []uint32 // lines to solve again
-	mark    []bool
-	moves   int
+	sec    []uint64
+	pinned []bool
+	nsec   []uint16
+	// secX and secC hold, for the line being solved, the position hash
+	// each key it must hold is placed by there and its coefficients.
+	secX, secC []uint64
+	thr        []uint8
+	queue      []uint64 // position hashes of keys bound for their secondary lines
+	returns    []uint64 // position hashes of keys bound back to their primary lines
+	mInv       uint64   // the inverse of the seed's multiplier: a key hash from its position hash
+	dirty      []uint32 // lines to solve again
+	mark       []bool
+	moves      int
 	// rankFailures counts keys whose equation contradicted their line's.
 	rankFailures int
 	blk          []byte
@@ -116,6 +119,8 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	e.thr = frame.Resize(e.thr, int(lines))
 	e.sec = frame.Resize(e.sec, int(lines)*int(e.k))
 	e.pinned = frame.Resize(e.pinned, int(lines)*int(e.k))
+	e.secX = frame.Resize(e.secX, int(e.k))
+	e.secC = frame.Resize(e.secC, int(e.k))
 	e.mInv = keyhash.ModInverse(m)
 	e.mark = frame.Resize(e.mark, int(lines))
 	clear(e.nsec)
@@ -379,12 +384,11 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	}
 	mm, em, hm := mask(s.M), mask(s.Extra()), mask(s.M-min(s.M, 64))
 	rm := uint64(1)<<s.R - 1
-	add := func(x uint64, primary bool) bool {
-		k := PartsOf(x)
+	addParts := func(k Parts, primary bool) bool {
 		var p int
 		var ok bool
 		if wide != nil {
-			p, ok = wide.add(k.C, keyhash.Mix(x, CoefficientSalt2)&hm, k.F&rm)
+			p, ok = wide.add(k.C, keyhash.Mix(k.X, CoefficientSalt2)&hm, k.F&rm)
 		} else {
 			p, ok = main.add(k.C&mm, k.F&rm)
 		}
@@ -399,20 +403,35 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		}
 		return ok
 	}
+	add := func(x uint64, primary bool) bool { return addParts(PartsOf(x), primary) }
+	// The keys it must hold: their equations' position hashes and
+	// coefficients are mixed first, in a loop of independent multiplies,
+	// not each in the way of its elimination.
 	base := ln * e.k
+	sx, sc := e.secX[:e.nsec[ln]], e.secC[:e.nsec[ln]]
+	for j := range sx {
+		x := e.sec[base+uint32(j)]
+		if !e.pinned[base+uint32(j)] {
+			x = Secondary(x)
+		}
+		sx[j], sc[j] = x, keyhash.Mix(x, CoefficientSalt)
+	}
 	for j := uint32(0); j < uint32(e.nsec[ln]); {
-		x, pinned := e.sec[base+j], e.pinned[base+j]
-		if pinned && !add(x, true) {
+		x, c := sx[j], sc[j]
+		k := Parts{F: x&0xffff | c>>48<<16, U: x >> 16 & 0xff, C: c, X: x}
+		pinned := e.pinned[base+j]
+		if pinned && !addParts(k, true) {
 			return false
 		}
-		if pinned || add(Secondary(x), false) {
+		if pinned || addParts(k, false) {
 			j++
 			continue
 		}
-		last := base + uint32(e.nsec[ln]) - 1
-		e.sec[base+j], e.pinned[base+j] = e.sec[last], e.pinned[last]
+		n := uint32(e.nsec[ln]) - 1
+		e.returns = append(e.returns, e.sec[base+j])
+		e.sec[base+j], e.pinned[base+j] = e.sec[base+n], e.pinned[base+n]
+		sx[j], sc[j] = sx[n], sc[n]
 		e.nsec[ln]--
-		e.returns = append(e.returns, x)
 	}
 	seg := e.keys[e.start[ln]:e.start[ln+1]]
 	if wide == nil {
