@@ -31,21 +31,25 @@ type Encoder struct {
 	// the rest went on to their secondary lines.
 	keys  []uint64
 	start []uint32
+	tmp   []uint64 // sortKeys' buffer
 	kept  []uint16
 	// sec holds, k per line, the position hashes of the keys a line must
 	// hold whatever its threshold: keys placed there from their secondary
 	// line, and (pinned) keys returned to their primary line because their
 	// equation contradicted their secondary line's. nsec counts them.
-	sec     []uint64
-	pinned  []bool
-	nsec    []uint16
-	thr     []uint8
-	queue   []uint64 // position hashes of keys bound for their secondary lines
-	returns []uint64 // position hashes of keys bound back to their primary lines
-	mInv    uint64   // the inverse of the seed's multiplier: a key hash from its position hash
-	dirty   []uint32 // lines to solve again
-	mark    []bool
-	moves   int
+	sec    []uint64
+	pinned []bool
+	nsec   []uint16
+	// secX and secC hold, for the line being solved, the position hash
+	// each key it must hold is placed by there and its coefficients.
+	secX, secC []uint64
+	thr        []uint8
+	queue      []uint64 // position hashes of keys bound for their secondary lines
+	returns    []uint64 // position hashes of keys bound back to their primary lines
+	mInv       uint64   // the inverse of the seed's multiplier: a key hash from its position hash
+	dirty      []uint32 // lines to solve again
+	mark       []bool
+	moves      int
 	// rankFailures counts keys whose equation contradicted their line's.
 	rankFailures int
 	blk          []byte
@@ -115,6 +119,8 @@ func (e *Encoder) Encode(dst []byte, pages [][]uint64, n int, kind uint8, seed u
 	e.thr = frame.Resize(e.thr, int(lines))
 	e.sec = frame.Resize(e.sec, int(lines)*int(e.k))
 	e.pinned = frame.Resize(e.pinned, int(lines)*int(e.k))
+	e.secX = frame.Resize(e.secX, int(e.k))
+	e.secC = frame.Resize(e.secC, int(e.k))
 	e.mInv = keyhash.ModInverse(m)
 	e.mark = frame.Resize(e.mark, int(lines))
 	clear(e.nsec)
@@ -209,7 +215,7 @@ func (e *Encoder) sortByLine(pages [][]uint64, n int, m uint64) {
 // threshold the priority of the first key sent.
 func (e *Encoder) primary(ln uint32) {
 	seg := e.keys[e.start[ln]:e.start[ln+1]]
-	slices.Sort(seg)
+	e.sortKeys(seg)
 	nd := 0
 	for i, v := range seg {
 		if i > 0 && v == seg[nd-1] {
@@ -233,6 +239,55 @@ func (e *Encoder) primary(ln uint32) {
 		e.queue = append(e.queue, bits.RotateLeft64(v, -32))
 	}
 }
+
+// sortKeys sorts a line's keys: dealt by their top bits into buckets
+// (about one key each), then put in order by an insertion sort, which
+// finds them nearly in order, a step or two per key, against the
+// comparison sort's mispredicted branches at every level. Keys that
+// crowd a bucket (not hashes at random) are left to the comparison sort.
+func (e *Encoder) sortKeys(seg []uint64) {
+	n := len(seg)
+	if n < 2 || n >= 1<<sortBucketBits {
+		slices.Sort(seg)
+		return
+	}
+	sh := 64 - uint(bits.Len(uint(n)))
+	var at [1<<sortBucketBits + 1]uint32
+	for _, v := range seg {
+		at[v>>sh+1]++
+	}
+	crowd := uint32(0)
+	for i := 1; i <= 1<<(64-sh); i++ {
+		crowd = max(crowd, at[i])
+		at[i] += at[i-1]
+	}
+	if crowd > sortCrowd {
+		slices.Sort(seg)
+		return
+	}
+	if cap(e.tmp) < n {
+		e.tmp = make([]uint64, n, 2*n)
+	}
+	tmp := e.tmp[:n]
+	for _, v := range seg {
+		tmp[at[v>>sh]] = v
+		at[v>>sh]++
+	}
+	for i, v := range tmp {
+		j := i
+		for ; j > 0 && seg[j-1] > v; j-- {
+			seg[j] = seg[j-1]
+		}
+		seg[j] = v
+	}
+}
+
+// sortBucketBits bounds sortKeys' buckets: lines of more keys are left
+// to the comparison sort. sortCrowd is the most keys a bucket may take.
+const (
+	sortBucketBits = 8
+	sortCrowd      = 12
+)
 
 // placeQueue places the queued keys in their secondary lines: a key takes
 // a free place, or the place of the line's stored primary key of the
@@ -329,12 +384,11 @@ func (e *Encoder) solveLine(ln uint32) bool {
 	}
 	mm, em, hm := mask(s.M), mask(s.Extra()), mask(s.M-min(s.M, 64))
 	rm := uint64(1)<<s.R - 1
-	add := func(x uint64, primary bool) bool {
-		k := PartsOf(x)
+	addParts := func(k Parts, primary bool) bool {
 		var p int
 		var ok bool
 		if wide != nil {
-			p, ok = wide.add(k.C, keyhash.Mix(x, CoefficientSalt2)&hm, k.F&rm)
+			p, ok = wide.add(k.C, keyhash.Mix(k.X, CoefficientSalt2)&hm, k.F&rm)
 		} else {
 			p, ok = main.add(k.C&mm, k.F&rm)
 		}
@@ -349,20 +403,35 @@ func (e *Encoder) solveLine(ln uint32) bool {
 		}
 		return ok
 	}
+	add := func(x uint64, primary bool) bool { return addParts(PartsOf(x), primary) }
+	// The keys it must hold: their equations' position hashes and
+	// coefficients are mixed first, in a loop of independent multiplies,
+	// not each in the way of its elimination.
 	base := ln * e.k
+	sx, sc := e.secX[:e.nsec[ln]], e.secC[:e.nsec[ln]]
+	for j := range sx {
+		x := e.sec[base+uint32(j)]
+		if !e.pinned[base+uint32(j)] {
+			x = Secondary(x)
+		}
+		sx[j], sc[j] = x, keyhash.Mix(x, CoefficientSalt)
+	}
 	for j := uint32(0); j < uint32(e.nsec[ln]); {
-		x, pinned := e.sec[base+j], e.pinned[base+j]
-		if pinned && !add(x, true) {
+		x, c := sx[j], sc[j]
+		k := partsMixed(x, c)
+		pinned := e.pinned[base+j]
+		if pinned && !addParts(k, true) {
 			return false
 		}
-		if pinned || add(Secondary(x), false) {
+		if pinned || addParts(k, false) {
 			j++
 			continue
 		}
-		last := base + uint32(e.nsec[ln]) - 1
-		e.sec[base+j], e.pinned[base+j] = e.sec[last], e.pinned[last]
+		n := uint32(e.nsec[ln]) - 1
+		e.returns = append(e.returns, e.sec[base+j])
+		e.sec[base+j], e.pinned[base+j] = e.sec[base+n], e.pinned[base+n]
+		sx[j], sc[j] = sx[n], sc[n]
 		e.nsec[ln]--
-		e.returns = append(e.returns, x)
 	}
 	seg := e.keys[e.start[ln]:e.start[ln+1]]
 	if wide == nil {
@@ -386,19 +455,31 @@ func (e *Encoder) solveLine(ln uint32) bool {
 
 // addPrimaries adds line ln's stored primary keys' equations, in priority
 // order, to main and extra (columns of at most 64 rows); a key whose
-// equation contradicts the line's leaves it.
+// equation contradicts the line's leaves it. The next key's coefficients
+// are mixed before the key in hand is eliminated, so that the mix, a
+// chain of multiplies, runs alongside the elimination and survives its
+// mispredicted last branch; the next key to add is seg[i+1] as it stood,
+// whether key i stayed (i moves on) or left (the keys after it move
+// down).
 func (e *Encoder) addPrimaries(ln uint32, seg []uint64, main, extra *basis) {
 	s := &e.shape
 	mm, em := mask(s.M), mask(s.Extra())
 	rm, r, u := uint64(1)<<s.R-1, s.R, uint64(s.U)
 	base := ln * e.k
+	if e.kept[ln] == 0 {
+		return
+	}
+	last := len(seg) - 1
+	x := bits.RotateLeft64(seg[0], -32)
+	c := keyhash.Mix(x, CoefficientSalt)
 	for i := 0; i < int(e.kept[ln]); {
-		x := bits.RotateLeft64(seg[i], -32)
-		k := PartsOf(x)
-		p, ok := main.add(k.C&mm, k.F&rm)
+		xn := bits.RotateLeft64(seg[min(i+1, last)], -32)
+		cn := keyhash.Mix(xn, CoefficientSalt)
+		f := x&0xffff | c>>48<<16 // partsMixed(x, c).F and .U below, without the struct, which measured slower here
+		p, ok := main.add(c&mm, f&rm)
 		px := -1
-		if ok && k.U < u {
-			if px, ok = extra.add(k.C&em, k.F>>r&1); !ok {
+		if ok && x>>16&0xff < u {
+			if px, ok = extra.add(c&em, f>>r&1); !ok {
 				main.drop(p)
 			}
 		}
@@ -407,9 +488,10 @@ func (e *Encoder) addPrimaries(ln uint32, seg []uint64, main, extra *basis) {
 				e.saved.pivots[base+uint32(i)] = [2]int8{int8(p), int8(px)}
 			}
 			i++
-			continue
+		} else {
+			e.contradicted(ln, seg, i, x)
 		}
-		e.contradicted(ln, seg, i, x)
+		x, c = xn, cn
 	}
 }
 

@@ -2,6 +2,7 @@ package linev4
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -82,4 +83,33 @@ func drawAnyShapeCase(rng *rand.Rand, it int) (c anyShapeCase, ok bool) {
 		hashes[i] = uint64(rng.IntN(pool))*0x9e3779b97f4a7c15 + uint64(it)
 	}
 	return anyShapeCase{s: s, k: k, lines: lines, hashes: hashes}, true
+}
+
+// TestSortKeys checks sortKeys against the comparison sort on lines of
+// every length up to past its buckets' bound, of keys at random, from
+// small pools (repeats) and crowding one bucket.
+func TestSortKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	var e Encoder
+	for it := range 20000 {
+		n := rng.IntN(1<<sortBucketBits + 40)
+		seg := make([]uint64, n)
+		pool := 1 + rng.IntN(n+1)
+		for i := range seg {
+			switch it % 3 {
+			case 0:
+				seg[i] = rng.Uint64()
+			case 1:
+				seg[i] = uint64(rng.IntN(pool)) * 0x9e3779b97f4a7c15
+			case 2:
+				seg[i] = rng.Uint64() >> (8 + rng.IntN(8))
+			}
+		}
+		want := slices.Clone(seg)
+		slices.Sort(want)
+		e.sortKeys(seg)
+		if !slices.Equal(seg, want) {
+			t.Fatalf("it %d: %d keys out of order", it, n)
+		}
+	}
 }

@@ -164,8 +164,11 @@ type Parts struct {
 // PartsOf is Parts of position hash x: f bits 0..15 from x's bits
 // 0..15, u bits 16..23, p from bits 24..31 by multiply-shift onto [0,
 // NoThreshold), c a mix of x, and f bits 16..31 c's bits 48..63.
-func PartsOf(x uint64) Parts {
-	c := keyhash.Mix(x, CoefficientSalt)
+func PartsOf(x uint64) Parts { return partsMixed(x, keyhash.Mix(x, CoefficientSalt)) }
+
+// partsMixed is PartsOf(x) for c = keyhash.Mix(x, CoefficientSalt), which
+// the encoder mixes a key ahead of its elimination.
+func partsMixed(x, c uint64) Parts {
 	return Parts{F: x&0xffff | c>>48<<16, U: x >> 16 & 0xff, P: (x >> 24 & 0xff) * NoThreshold >> 8, C: c, X: x}
 }
 

@@ -41,11 +41,13 @@ func (b *basis) drop(p int) {
 // solve writes a solution into cols (column j holds bit j of every
 // unknown): back-substitution from the highest pivot down, the unknowns
 // of no pivot zero. A row's bits above its pivot are unknowns already
-// solved. With few columns for its rows, the system is solved column by
-// column (solveColumns); with many, unknown by unknown (solveUnknowns),
-// which takes a step per bit of a row rather than per column.
+// solved. Unless it has about as many columns as rows, the system is
+// solved column by column (solveColumns), whose steps, a fixed number
+// per row, the branch predictor foresees; with that many columns, unknown
+// by unknown (solveUnknowns), which takes a step per bit of a row and per
+// bit of its unknown, each row's steps ending on a mispredicted branch.
 func (b *basis) solve(cols []uint64) {
-	if 5*len(cols) < bits.Len64(b.have) {
+	if 4*len(cols) < 3*bits.Len64(b.have) {
 		b.solveColumns(cols)
 	} else {
 		b.solveUnknowns(cols)
