@@ -23,6 +23,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 )
 
 type compareFlags struct {
@@ -491,7 +492,7 @@ func measureGroup(g group, keys [][]byte, sets []absentSet, f *compareFlags, ste
 }
 
 // progress shows a bar on stderr once the work has lasted a second: a short
-// run prints nothing.
+// run prints nothing, nor does a run whose stderr is not a terminal.
 type progress struct {
 	total, done int
 	start       time.Time
@@ -501,7 +502,15 @@ type progress struct {
 }
 
 func newProgress(total int, quiet bool, w io.Writer) *progress {
-	return &progress{total: total, start: time.Now(), quiet: quiet, w: w}
+	return &progress{total: total, start: time.Now(), quiet: quiet || !isTerminal(w), w: w}
+}
+
+// isTerminal reports whether w is a terminal. A progress bar redraws its
+// line with carriage returns: in a log file or a pipe it is a wall of
+// partial lines, so it is drawn only where someone watches it.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func (p *progress) step(family string) {

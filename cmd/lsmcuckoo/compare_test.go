@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -412,6 +413,32 @@ func TestCompareFromHeldStore(t *testing.T) {
 		code, _, stderr := runCLI(append([]string{"compare", "-from", dir, "-bits", "10", "-table-keys", "2000"}, quick...)...)
 		if code != 0 {
 			t.Fatalf("compare -from during writes: exit %d: %s", code, stderr)
+		}
+	}
+}
+
+// TestProgressOnlyOnATerminal: the progress bars of compare and migrate
+// redraw a line with carriage returns, which in a log file, a pipe or a
+// test's buffer is a wall of partial lines, so neither draws one there,
+// -quiet or not.
+func TestProgressOnlyOnATerminal(t *testing.T) {
+	file, err := os.Create(filepath.Join(t.TempDir(), "stderr.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for name, out := range map[string]io.Writer{"buffer": new(bytes.Buffer), "file": file, "pipe": w} {
+		if isTerminal(out) {
+			t.Errorf("%s taken for a terminal", name)
+		}
+		if p := newProgress(10, false, out); !p.quiet {
+			t.Errorf("%s: compare would draw its progress bar there", name)
 		}
 	}
 }

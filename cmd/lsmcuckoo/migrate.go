@@ -529,12 +529,12 @@ func sumPending[T any](levels [][]T, want [pebblestore.NumLevels]string, facts f
 	return left, total, leftBytes, start, append(end, 0), nil
 }
 
-// compactWithProgress compacts [start, end) and shows, on stderr, how many of
-// the bytes that were pending (tables not yet carrying their new filter) are
-// done.
+// compactWithProgress compacts [start, end) and shows, on stderr when it is
+// a terminal, how many of the bytes that were pending (tables not yet
+// carrying their new filter) are done.
 func compactWithProgress(db migrationDB, want [pebblestore.NumLevels]string, start, end []byte, pendingBytes uint64, quiet bool, stderr io.Writer) error {
 	var bar *progressbar.ProgressBar
-	if !quiet {
+	if !quiet && isTerminal(stderr) {
 		bar = progressbar.NewOptions64(int64(pendingBytes),
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription("rewriting table filters"),
