@@ -169,7 +169,11 @@ func writeHeader(w io.Writer, r *compareReport, bullet string) {
 		fmt.Fprintf(w, "%sAbsent keys %q: %d, %s\n", bullet, a.Name, a.Count, a.How)
 	}
 	o := r.Options
-	fmt.Fprintf(w, "%sProcessor: %s; medians of %d repetitions, %d lookups per timing, cold copies over %d MiB\n", bullet, r.Processor, o.Reps, o.Lookups, o.ColdMiB)
+	reps := fmt.Sprintf("medians of %d repetitions", o.Reps)
+	if o.Reps == 1 {
+		reps = "one repetition"
+	}
+	fmt.Fprintf(w, "%sProcessor: %s; %s, %d lookups per timing, cold copies over %d MiB\n", bullet, r.Processor, reps, o.Lookups, o.ColdMiB)
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "%sNote: %s\n", bullet, n)
 	}
