@@ -7,6 +7,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -194,6 +195,10 @@ func RunDemo(ctx context.Context, w io.Writer, cfg DemoConfig) ([]DemoResult, er
 	tw.Flush()
 	fmt.Fprintln(w, "probed/Get: tables searched per Get; FPR: share of tables without the key that the filter did not skip;")
 	fmt.Fprintln(w, "filter bytes: table filters (global: the store-wide index) plus memtable filters in memory; bits/key: table filters only.")
+	if slices.Contains(cfg.Filters, kvdemo.FilterBloom) {
+		// A reader comparing the rows asks why the bloom has fewer bits.
+		fmt.Fprintln(w, "bloom: Badger's own table bloom at its default BloomFalsePositive 0.01, which Badger sizes to about 7 bits/key (docs/badger.md).")
+	}
 	return out, nil
 }
 

@@ -103,6 +103,10 @@ func TestRunDemo(t *testing.T) {
 	if c.BitsPerKey < 9 || c.BitsPerKey > 11 || n.BitsPerKey != 0 {
 		t.Errorf("bits/key: cuckoo %.2f, none %.2f", c.BitsPerKey, n.BitsPerKey)
 	}
+	// The demo's legend says Badger's default bloom spends about 7.
+	if b.BitsPerKey < 6.5 || b.BitsPerKey > 7.5 || !strings.Contains(out.String(), "about 7 bits/key") {
+		t.Errorf("bloom: %.2f bits/key; the legend says about 7", b.BitsPerKey)
+	}
 	if g := byKind[kvdemo.FilterGlobal]; g.ProbedPerGet >= n.ProbedPerGet/4 || g.BitsPerKey == 0 {
 		t.Errorf("global: %.3f tables probed per Get (none %.3f), %.2f bits/key", g.ProbedPerGet, n.ProbedPerGet, g.BitsPerKey)
 	}
