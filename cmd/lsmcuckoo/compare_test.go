@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -422,6 +423,14 @@ func TestCompareFromHeldStore(t *testing.T) {
 // test's buffer is a wall of partial lines, so neither draws one there,
 // -quiet or not.
 func TestProgressOnlyOnATerminal(t *testing.T) {
+	if os.Getenv("LSMCUCKOO_TEST_ON_TERMINAL") == "1" {
+		// Run by the part below inside a terminal: the bar is drawn.
+		if !isTerminal(os.Stderr) || newProgress(10, false, os.Stderr).quiet {
+			t.Fatal("stderr on a terminal, and compare would draw no progress bar")
+		}
+		fmt.Fprintln(os.Stderr, "progress bar drawn on the terminal")
+		return
+	}
 	file, err := os.Create(filepath.Join(t.TempDir(), "stderr.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -440,5 +449,17 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 		if p := newProgress(10, false, out); !p.quiet {
 			t.Errorf("%s: compare would draw its progress bar there", name)
 		}
+	}
+	// And on a real terminal it is drawn: this test again, run by
+	// util-linux's script(1) on a pseudo-terminal.
+	script, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) (util-linux) not installed: the terminal half of this test needs a pseudo-terminal; .ci/run installs it")
+	}
+	cmd := exec.Command(script, "-qec", strconv.Quote(os.Args[0])+" -test.run '^TestProgressOnlyOnATerminal$' -test.v", "/dev/null")
+	cmd.Env = append(os.Environ(), "LSMCUCKOO_TEST_ON_TERMINAL=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "progress bar drawn on the terminal") {
+		t.Errorf("on a terminal: %v\n%s", err, out)
 	}
 }

@@ -40,8 +40,10 @@ type Encoder struct {
 	sec    []uint64
 	pinned []bool
 	nsec   []uint16
-	// secX and secC hold, for the line being solved, the position hash
-	// each key it must hold is placed by there and its coefficients.
+	// secX and secC hold, for the line being solved, each key it must
+	// hold: the position hash that places the key in this line (its
+	// secondary position hash, or its own when pinned) and that hash's
+	// coefficients, mixed ahead of the elimination.
 	secX, secC []uint64
 	thr        []uint8
 	queue      []uint64 // position hashes of keys bound for their secondary lines

@@ -41,9 +41,10 @@ func (b *basis) drop(p int) {
 // solve writes a solution into cols (column j holds bit j of every
 // unknown): back-substitution from the highest pivot down, the unknowns
 // of no pivot zero. A row's bits above its pivot are unknowns already
-// solved. Unless it has about as many columns as rows, the system is
-// solved column by column (solveColumns), whose steps, a fixed number
-// per row, the branch predictor foresees; with that many columns, unknown
+// solved. Unless it has about as many columns as rows up to its highest
+// pivot, the system is solved column by column (solveColumns), whose
+// steps, a fixed number per row, the branch predictor foresees; with that
+// many columns, unknown
 // by unknown (solveUnknowns), which takes a step per bit of a row and per
 // bit of its unknown, each row's steps ending on a mispredicted branch.
 func (b *basis) solve(cols []uint64) {
