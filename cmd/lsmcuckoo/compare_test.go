@@ -454,7 +454,7 @@ func TestProgressOnlyOnATerminal(t *testing.T) {
 	// util-linux's script(1) on a pseudo-terminal.
 	script, err := exec.LookPath("script")
 	if err != nil {
-		t.Skip("script(1) (util-linux) not installed: the terminal half of this test needs a pseudo-terminal; .ci/run installs it")
+		t.Skip("script(1) (Debian's bsdutils, util-linux elsewhere) not installed: the terminal half of this test needs a pseudo-terminal; .ci/run installs it")
 	}
 	cmd := exec.Command(script, "-qec", strconv.Quote(os.Args[0])+" -test.run '^TestProgressOnlyOnATerminal$' -test.v", "/dev/null")
 	cmd.Env = append(os.Environ(), "LSMCUCKOO_TEST_ON_TERMINAL=1")
