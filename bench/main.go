@@ -31,6 +31,7 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/bench/filterbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/dbbench"
 	"github.com/lsmcuckoo/lsmcuckoo/bench/internal/membench"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/terminal"
 	"github.com/lsmcuckoo/lsmcuckoo/internal/testkeys"
 	"github.com/lsmcuckoo/lsmcuckoo/kvdemo/workload"
 )
@@ -73,12 +74,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = pl.cfg.Reps, pl.cfg.Sizes, pl.cfg.Probes, pl.cfg.ColdMiB
-	progress := func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }
+	// The step in progress, redrawn in place on a terminal; in a pipe or
+	// a log only the closing line.
+	progress, done := func(string) {}, "done in %.0fs\n"
+	if terminal.Is(stderr) {
+		progress, done = func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }, "\rdone in %.0fs"+strings.Repeat(" ", 50)+"\n"
+	}
 	if err := measure(fl, pl, &rep, progress); err != nil {
 		return err
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
-	fmt.Fprintf(stderr, "\rdone in %.0fs%50s\n", rep.Seconds, "")
+	fmt.Fprintf(stderr, done, rep.Seconds)
 	return writeOutputs(&rep, pl.cfg.Sizes, fl.out, stdout)
 }
 

@@ -21,9 +21,9 @@ import (
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/badgerstore"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/kvdemostore"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/terminal"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
 type compareFlags struct {
@@ -502,15 +502,7 @@ type progress struct {
 }
 
 func newProgress(total int, quiet bool, w io.Writer) *progress {
-	return &progress{total: total, start: time.Now(), quiet: quiet || !isTerminal(w), w: w}
-}
-
-// isTerminal reports whether w is a terminal. A progress bar redraws its
-// line with carriage returns: in a log file or a pipe it is a wall of
-// partial lines, so it is drawn only where someone watches it.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return &progress{total: total, start: time.Now(), quiet: quiet || !terminal.Is(w), w: w}
 }
 
 func (p *progress) step(family string) {

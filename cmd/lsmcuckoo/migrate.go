@@ -19,6 +19,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/advice"
 	"github.com/lsmcuckoo/lsmcuckoo/cmd/lsmcuckoo/internal/pebblestore"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/terminal"
 	"github.com/lsmcuckoo/lsmcuckoo/tablefilter"
 	"github.com/schollz/progressbar/v3"
 )
@@ -534,7 +535,7 @@ func sumPending[T any](levels [][]T, want [pebblestore.NumLevels]string, facts f
 // carrying their new filter) are done.
 func compactWithProgress(db migrationDB, want [pebblestore.NumLevels]string, start, end []byte, pendingBytes uint64, quiet bool, stderr io.Writer) error {
 	var bar *progressbar.ProgressBar
-	if !quiet && isTerminal(stderr) {
+	if !quiet && terminal.Is(stderr) {
 		bar = progressbar.NewOptions64(int64(pendingBytes),
 			progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription("rewriting table filters"),

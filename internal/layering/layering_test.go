@@ -36,6 +36,7 @@ func TestLayering(t *testing.T) {
 		{"internal/semisort", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/levelfit", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"internal/relocate", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
+		{"internal/terminal", []string{module + "/codec", module + "/dynamic", tf, pebble, badger}, nil},
 		{"codec/internal/frame", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
 		{"codec/internal/bucket", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
 		{"codec/internal/blockv1", []string{module + "/codec\n", module + "/dynamic", tf, pebble, badger}, nil},
