@@ -74,17 +74,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rep.Reps, rep.Sizes, rep.Probes, rep.ColdMiB = pl.cfg.Reps, pl.cfg.Sizes, pl.cfg.Probes, pl.cfg.ColdMiB
-	// The step in progress, redrawn in place on a terminal; in a pipe or
-	// a log only the closing line.
-	progress, done := func(string) {}, "done in %.0fs\n"
+	// The step in progress, redrawn in place on a terminal and wiped
+	// before the closing line; in a pipe or a log only the closing line.
+	progress, wipe := func(string) {}, ""
 	if terminal.Is(stderr) {
-		progress, done = func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }, "\rdone in %.0fs"+strings.Repeat(" ", 50)+"\n"
+		progress = func(s string) { fmt.Fprintf(stderr, "\r%-50s", s) }
+		wipe = "\r" + strings.Repeat(" ", 50) + "\r"
 	}
 	if err := measure(fl, pl, &rep, progress); err != nil {
 		return err
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
-	fmt.Fprintf(stderr, done, rep.Seconds)
+	fmt.Fprintf(stderr, "%sdone in %.0fs\n", wipe, rep.Seconds)
 	return writeOutputs(&rep, pl.cfg.Sizes, fl.out, stdout)
 }
 
