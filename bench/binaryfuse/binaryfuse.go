@@ -157,19 +157,31 @@ func murmur64(h uint64) uint64 {
 // writer collects one table's key hashes.
 type writer struct {
 	width  int
-	hashes []uint64
+	hashes *[]uint64 // lent by hashBuffers from the first AddKey to Finish
 }
+
+// hashBuffers lend the key hashes' slice from one table's writer to the
+// next, as lsmcuckoo's builder lends its pages and Pebble master's binary
+// fuse writer its hash blocks: Pebble asks for a new writer per table, and
+// the anchor's build time is to be its construction's, not the slice's
+// growth.
+var hashBuffers = sync.Pool{New: func() any { return new([]uint64) }}
 
 // AddKey adds a key. Pebble hands the filter each key's prefix in the
 // table's order, so the versions of one key arrive one after another: a
 // hash equal to the last is dropped here. FastFilter's construction drops
 // any other repeat, in a filter sized for the hashes it was handed.
 func (w *writer) AddKey(key []byte) {
+	if w.hashes == nil {
+		w.hashes = hashBuffers.Get().(*[]uint64)
+		*w.hashes = (*w.hashes)[:0]
+	}
 	h := keyhash.Hash(key)
-	if n := len(w.hashes); n > 0 && w.hashes[n-1] == h {
+	hs := *w.hashes
+	if n := len(hs); n > 0 && hs[n-1] == h {
 		return
 	}
-	w.hashes = append(w.hashes, h)
+	*w.hashes = append(hs, h)
 }
 
 // builders lend FastFilter's construction buffers from one table's build
@@ -180,8 +192,11 @@ var builders = sync.Pool{New: func() any { return new(xorfilter.BinaryFuseBuilde
 // to dst. A table without keys, or a construction that fails, gets a block
 // that answers "maybe" to every key.
 func (w *writer) Finish(dst []byte) []byte {
-	hashes := w.hashes
-	w.hashes = w.hashes[:0]
+	var hashes []uint64
+	if lent := w.hashes; lent != nil {
+		hashes, w.hashes = *lent, nil
+		defer hashBuffers.Put(lent) // after the construction has read them
+	}
 	if len(hashes) == 0 {
 		return appendMaybe(dst)
 	}
