@@ -20,7 +20,7 @@ type placer struct {
 	crowded     bool     // the last attempt found lines crowded under the fixed line hash
 	repeats     int      // repeats dropped, over every attempt of a Finish
 	tmp         []uint64 // the buffer a group's keys are sorted into
-	pq          []uint32 // a group's keys' quotient<<16 | remainder, unsorted then sorted
+	pq          []uint32 // a group's keys' quotient<<16 | remainder, sorted
 	// slots holds K entries per line (quotient<<16 | remainder): the
 	// line's primary keys from the front, in quotient order, and keys
 	// placed there from their secondary line from the back.
@@ -32,9 +32,12 @@ type placer struct {
 	x2     []uint64 // a round's secondary position hashes, unsorted then by group
 	gcount []uint32 // a round's keys per group of lines
 	cq     []uint32 // a group's counts per (line, quotient)
-	idx    []uint32 // a group's keys' (line, quotient) index
-	sec    []uint32 // a line's secondary entries, while they merge
-	secAt  []int    // where in the line's primary entries each goes
+	// idx holds a group's keys' (line, quotient) index<<32 | entry
+	// (quotient<<16 | remainder), unsorted: one word a key to store and
+	// load, not two.
+	idx   []uint64
+	sec   []uint32 // a line's secondary entries, while they merge
+	secAt []int    // where in the line's primary entries each goes
 	// groups holds each group of lines' keys, in arrival order until
 	// placeGroup leaves them in line and quotient order, each line's
 	// distinct keys first (counts has where each line starts). Each is
@@ -218,7 +221,9 @@ func (p *placer) write(dst []byte, kind uint8, seed uint32) ([]byte, Stats, bool
 	tShift := 64 - s.TBits()
 	for ln := 0; ln < int(lines); ln++ {
 		w, e := p.encodeLine(ln)
-		if k > MaxRun && RunTooLong(&w, int(s.Q+k)) {
+		// A run is the entries of one quotient: only a line of more
+		// than MaxRun entries can hold one too long.
+		if e > MaxRun && RunTooLong(&w, int(s.Q+k)) {
 			return nil, Stats{}, false
 		}
 		stored += e
@@ -423,8 +428,8 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	cq := frame.Resize(p.cq, int(end-first)*nq)
 	p.cq = cq
 	clear(cq)
-	p.pq = frame.Resize(p.pq, 2*len(keys))
-	pq, spq := p.pq[:len(keys)], p.pq[len(keys):2*len(keys)]
+	p.pq = frame.Resize(p.pq, len(keys))
+	spq := p.pq[:len(keys)]
 	p.idx = frame.Resize(p.idx, len(keys))
 	p.tmp = frame.Resize(p.tmp, len(keys))
 	idx, unsorted := p.idx[:len(keys)], p.tmp[:len(keys)]
@@ -434,9 +439,8 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 		ln := Line(h*lm, L)
 		x := frame.Position(h, m)
 		q := (x >> 16 & 0xffff) * uint64(nq) >> 16 // QR
-		pq[i] = uint32(q<<16 | x&rMask)
 		c := uint32(ln-first64)*uint32(nq) + uint32(q)
-		idx[i] = c
+		idx[i] = uint64(c)<<32 | q<<16 | x&rMask
 		cq[c]++
 	}
 	// Each (line, quotient)'s first position: a running sum kept in a
@@ -456,13 +460,14 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 	for ln := first; ln < end; ln++ {
 		counts[ln] = cq[int(ln-first)*nq]
 	}
-	pq = pq[:len(unsorted)]
+	idx = idx[:len(unsorted)]
 	for i, x := range unsorted {
-		c := idx[i]
+		e := idx[i]
+		c := e >> 32
 		at := cq[c]
 		cq[c] = at + 1
 		keys[at] = x
-		spq[at] = pq[i]
+		spq[at] = uint32(e)
 	}
 	k := int(s.K)
 	for ln := first; ln < end; ln++ {
