@@ -274,8 +274,10 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 		// it, counting from where the one before it went: the primary
 		// entries are in quotient order, their remainders in arrival
 		// order, so that is the first of its quotient's run above it,
-		// or the run's end (found by a binary search on the quotient,
-		// then a scan of the run). Then, the largest first, each goes
+		// or the run's end (found by a scan: to the run, then in it).
+		// The scan passes each primary entry at most once in all; a
+		// binary search per secondary entry mispredicts about half of
+		// its branches. Then, the largest first, each goes
 		// to its place plus the secondary entries before it, and the
 		// primary entries after it move up past it.
 		sec := slot[k-ns:]
@@ -289,8 +291,9 @@ func (p *placer) encodeLine(ln int) (w [frame.LineBytes / 8]uint64, entries int)
 		prim := slot[:kept]
 		at := 0
 		for c, v := range sec {
-			run, _ := slices.BinarySearch(prim[at:], v&^0xffff) // the run of v's quotient
-			at += run
+			for q := v &^ 0xffff; at < kept && prim[at] < q; {
+				at++ // to the run of v's quotient
+			}
 			for at < kept && prim[at] <= v {
 				at++
 			}
