@@ -464,11 +464,20 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 		counts[ln] = cq[int(ln-first)*nq]
 	}
 	idx = idx[:len(unsorted)]
+	// A repeat lands right after its twin, written before it (the sort
+	// is stable): a key equal to the one before its place, entry and
+	// hash, marks the group as holding one. (Before its place may be a
+	// key not yet written, still that of the unsorted order; that costs
+	// only the scan below.)
+	rep := false
 	for i, x := range unsorted {
 		e := idx[i]
 		c := e >> 32
 		at := cq[c]
 		cq[c] = at + 1
+		if j := max(at, 1) - 1; keys[j] == x && spq[j] == uint32(e) {
+			rep = true
+		}
 		keys[at] = x
 		spq[at] = uint32(e)
 	}
@@ -487,9 +496,12 @@ func (p *placer) placeGroup(first, end uint32, keys []uint64, counts []uint32) {
 		// arrived between them: then it keeps a slot of its own, which
 		// costs a slot, never a false negative. Up to the first repeat
 		// the entries stay where they are (a scan that only compares).
-		n := 1
-		for n < len(seg) && (lq[n] != lq[n-1] || seg[n] != seg[n-1]) {
-			n++
+		n := len(seg)
+		if rep {
+			n = 1
+			for n < len(seg) && (lq[n] != lq[n-1] || seg[n] != seg[n-1]) {
+				n++
+			}
 		}
 		if n < len(seg) {
 			n = p.dropRepeats(seg, lq, n)
