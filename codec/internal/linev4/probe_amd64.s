@@ -30,6 +30,15 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	SHRQ  $31, CX \
 	XORQ  CX, AX
 
+// FINGERPRINT sets R10 to a key's fingerprint x&0xffff | c>>48<<16 for
+// its position hash x in DI and coefficients c in AX; CX is clobbered.
+#define FINGERPRINT \
+	MOVQ    AX, R10 \
+	SHRQ    $48, R10 \
+	SHLQ    $16, R10 \
+	MOVWQZX DI, CX \
+	ORQ     CX, R10
+
 // COLUMN sets AX to the 64 bits of the line at R8 from bit off (a
 // register, below 506): one load from the bit's byte shifted by the
 // bit's place in it, the next 8 bytes shifting in the bits it pushed
@@ -331,11 +340,7 @@ primary:
 	MOVQ    SI, X4
 	MIX(DI, $0xe34793012cdcccea)
 	MOVQ    AX, X3
-	MOVQ    AX, R10
-	SHRQ    $48, R10
-	SHLQ    $16, R10
-	MOVWQZX DI, CX
-	ORQ     CX, R10
+	FINGERPRINT
 	CMPQ    R12, $64
 	JA      primarytall
 	MOVQ    $64, CX
@@ -417,11 +422,7 @@ notprimary:
 	MOVQ    X4, SI
 	LEAQ    (SI)(AX*1), R8
 	MIX(DI, $0xe34793012cdcccea)
-	MOVQ    AX, R10
-	SHRQ    $48, R10
-	SHLQ    $16, R10
-	MOVWQZX DI, CX
-	ORQ     CX, R10
+	FINGERPRINT
 	CMPQ    R12, $64
 	JA      secondarytall
 	MOVQ    X6, R9
