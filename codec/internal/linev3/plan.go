@@ -208,9 +208,12 @@ func largeShape(s Shape, perLine float64, r uint32, densest bool) Shape {
 // budget whose plan meets it.
 func PlanFor(o *frame.Sizing, d int) Plan {
 	n := float64(max(d, 1))
+	// A forced width outside the shapes' 1..16 bits would leave no shape
+	// for any line count, and the search for the fewest lines would not
+	// end: it is clamped here too, not only by codec.NewBuilder.
 	r := uint32(0)
-	if o.FingerprintBits != 0 {
-		r = uint32(o.FingerprintBits)
+	if o.FingerprintBits > 0 {
+		r = uint32(min(o.FingerprintBits, 16))
 	}
 	// forBudget spends a budget: the shape planned for the keys per line
 	// of a large filter, 512/bpk, in as many lines as the keys need at
