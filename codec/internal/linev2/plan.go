@@ -41,7 +41,7 @@ func PlanFor(o *frame.Sizing, d int) Plan {
 		return uint32(max(1, math.Ceil(n/(LineSlots(f)*load))))
 	}
 	if o.FingerprintBits != 0 {
-		f := uint(o.FingerprintBits)
+		f := uint(min(max(o.FingerprintBits, bucket.MinFPBits), bucket.MaxFPBits))
 		load := MaxLoad
 		if o.FalsePositiveRate > 0 {
 			load = min(MaxLoad, bucket.LoadForFPR(f, o.FalsePositiveRate))

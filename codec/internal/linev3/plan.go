@@ -212,7 +212,7 @@ func PlanFor(o *frame.Sizing, d int) Plan {
 	// for any line count, and the search for the fewest lines would not
 	// end: it is clamped here too, not only by codec.NewBuilder.
 	r := uint32(0)
-	if o.FingerprintBits > 0 {
+	if o.FingerprintBits > 0 { // negative: the planner chooses, as for 0
 		r = uint32(min(o.FingerprintBits, 16))
 	}
 	// forBudget spends a budget: the shape planned for the keys per line

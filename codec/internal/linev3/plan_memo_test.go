@@ -46,33 +46,3 @@ func TestRecentPlansMatchSearch(t *testing.T) {
 		}
 	}
 }
-
-// TestPlanForAnyFingerprintWidth: PlanFor ends with a usable plan for any
-// forced width, those outside a shape's 1..16 bits included (codec's
-// builder clamps them first; this holds the planner without it), on tiny
-// and large key counts and with a budget, a target rate or neither.
-func TestPlanForAnyFingerprintWidth(t *testing.T) {
-	for _, fp := range []int{-1 << 40, -17, -1, 1, 5, 16, 17, 31, 40, 1 << 20} {
-		for _, n := range []int{0, 1, 7, 300, 100_000} {
-			for _, o := range []frame.Sizing{
-				{FingerprintBits: fp},
-				{FingerprintBits: fp, BitsPerKey: 0.5},
-				{FingerprintBits: fp, BitsPerKey: 12},
-				{FingerprintBits: fp, FalsePositiveRate: 1e-9},
-				{FingerprintBits: fp, FalsePositiveRate: 0.3, Densest: true},
-			} {
-				p := PlanFor(&o, n)
-				s := p.Shape
-				if p.Lines < 1 || s.Q < 1 || s.K < 1 || s.R < 1 || s.R > 16 || s.Q+s.K > HeaderMax {
-					t.Fatalf("%+v, %d keys: plan %+v", o, n, p)
-				}
-				if want := uint32(min(max(fp, 1), 16)); fp > 0 && s.R != want {
-					t.Fatalf("%+v, %d keys: remainders of %d bits, want %d", o, n, s.R, want)
-				}
-				if uint64(p.Lines)*uint64(s.K) < uint64(n) {
-					t.Fatalf("%+v, %d keys: %d lines of %d keys", o, n, p.Lines, s.K)
-				}
-			}
-		}
-	}
-}

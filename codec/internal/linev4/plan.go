@@ -149,7 +149,7 @@ const maxBudget = 48
 func PlanFor(o *frame.Sizing, d int) (Plan, bool) {
 	n := float64(max(d, 1))
 	r := uint32(0)
-	if o.FingerprintBits != 0 {
+	if o.FingerprintBits > 0 { // negative: the planner chooses, as for 0
 		r = uint32(min(o.FingerprintBits, MaxColumns))
 	}
 	if o.FalsePositiveRate > 0 && !math.IsNaN(o.FalsePositiveRate) {
