@@ -76,6 +76,9 @@ type Report struct {
 	// application must register so that no table is read unfiltered.
 	Names []string `json:"filter_names"`
 	Notes []string `json:"notes,omitempty"`
+	// Unflushed is what a Pebble store's live write-ahead logs hold, in
+	// no table and counted nowhere above (nil when they hold nothing).
+	Unflushed *pebblestore.Unflushed `json:"unflushed,omitempty"`
 	// GoLines is the code to set on every open.
 	GoLines []string `json:"go_lines"`
 
