@@ -120,12 +120,26 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 // has just written keys and finds fewer in the tables learns where the
 // rest are.
 func unflushedNote(u *pebblestore.Unflushed) string {
-	batches := "batches"
-	if u.Batches == 1 {
-		batches = "batch"
+	plural := func(n int64, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
 	}
-	return fmt.Sprintf("write-ahead log: %d writes in %d %s (%s) since the last flush, in %s: in no table and no filter yet, so counted nowhere above; Pebble puts them in a table at its next flush",
-		u.Writes, u.Batches, batches, kb(uint64(u.Bytes)), strings.Join(u.Logs, ", "))
+	var parts []string
+	if u.Batches > 0 {
+		parts = append(parts, fmt.Sprintf("%s in %s (%s) since the last flush: in no table and no filter yet, so counted nowhere above; Pebble puts them in a table at its next flush",
+			plural(u.Writes, "write", "writes"), plural(u.Batches, "batch", "batches"), kb(uint64(u.Bytes))))
+	}
+	if u.Ingests > 0 {
+		parts = append(parts, fmt.Sprintf("%s whose tables overlapped the memtable: the tables, with their own filters, wait for that flush to place them in a level, and are counted nowhere above",
+			plural(u.Ingests, "ingestion", "ingestions")))
+	}
+	if u.FailoverSegments > 0 {
+		parts = append(parts, fmt.Sprintf("%s of WAL failover here (and perhaps more in the secondary directory) are not counted: the logs hold more than this says",
+			plural(int64(u.FailoverSegments), "segment file", "segment files")))
+	}
+	return "write-ahead log (" + strings.Join(u.Logs, ", ") + "): " + strings.Join(parts, "; ")
 }
 
 func (f *inspectFlags) validate() error {
