@@ -12,7 +12,7 @@ PKGS := ./...
 ## slows them tenfold or more; their packages run a second time without it.
 test: fmt-check vet
 	$(GO) test -race -timeout 20m $(PKGS)
-	$(GO) test -timeout 10m ./codec/... ./dynamic ./tablefilter/... ./cmd/lsmcuckoo ./bench/... ./kvdemo
+	$(GO) test -timeout 10m ./codec/... ./dynamic ./tablefilter/... ./cmd/lsmcuckoo/... ./bench/... ./kvdemo
 
 ## demo: the main job, end to end: kvdemo loads 1M keys into four stores
 ## (cuckoo, global, bloom, none) and compares point lookups (see README).

@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"bytes"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"io"
 	"os"
 	"path/filepath"
@@ -66,6 +67,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // Random damage to the manifest and the logs: never a panic, never an
 // error; and a damaged manifest is read as Pebble reads it.
 func TestUnflushedDamageNoPanic(t *testing.T) {
+	race.SkipLong(t)
 	dir := t.TempDir()
 	unflushedStore(t, dir, func(db *pebble.DB, write func(int, int)) {
 		for r := 0; r < 5; r++ {

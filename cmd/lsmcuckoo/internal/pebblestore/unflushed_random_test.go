@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"fmt"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"math/rand/v2"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 // Random workloads (batch sizes, value sizes, flushes, reopens, empty and
 // LogData-carrying batches, range deletions), compared with Pebble's replay.
 func TestUnflushedRandomV2(t *testing.T) {
+	race.SkipLong(t)
 	for seed := uint64(1); seed <= 25; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -50,6 +52,7 @@ func TestUnflushedRandomV2(t *testing.T) {
 }
 
 func TestUnflushedRandomV1(t *testing.T) {
+	race.SkipLong(t)
 	for seed := uint64(1); seed <= 25; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 9))

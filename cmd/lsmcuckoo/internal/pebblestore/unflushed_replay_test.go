@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"fmt"
+	"github.com/lsmcuckoo/lsmcuckoo/internal/race"
 	"io"
 	"os"
 	"path/filepath"
@@ -332,6 +333,7 @@ func setN1(t *testing.T, db *pebble1.DB, from, to, per, vlen int) {
 }
 
 func TestUnflushedV1Formats(t *testing.T) {
+	race.SkipLong(t)
 	for _, fmv := range []pebble1.FormatMajorVersion{pebble1.FormatMostCompatible, pebble1.FormatVersioned, pebble1.FormatSetWithDelete,
 		pebble1.FormatBlockPropertyCollector, pebble1.FormatSplitUserKeysMarkedCompacted, pebble1.FormatRangeKeys,
 		pebble1.FormatMinTableFormatPebblev1, pebble1.FormatPrePebblev1Marked, pebble1.FormatSSTableValueBlocks,
