@@ -200,22 +200,23 @@ probeline:
 	// from the ones' counts, and the zero is in the last word whose
 	// difference is not negative.
 	POPCNTQ 0(R8), BX
-	POPCNTQ 8(R8), DX
-	ADDQ    BX, DX
+	// A header of at most 128 bits (Q+K <= 128: the default layout from
+	// about 10 bits per key) has every zero in w0 or w1, so w2 is not
+	// counted. (In a damaged line the zero may be missing from both: then
+	// jj is past w1's zeros, or 64 or more, and the checks below send the
+	// lookup to Go, as the three-word select would.) The branch goes the
+	// same way for every lookup of a shape.
+	CMPQ    R14, $128
+	JA      select3
 	LEAQ    -64(AX)(BX*1), DI    // j - c0
-	LEAQ    -128(AX)(DX*1), DX   // j - (c0+c1)
-	MOVQ    0(R8), SI            // the word, w0 until another is chosen
+	MOVQ    0(R8), SI            // the word, w0 unless w1 is chosen
 	XORL    CX, CX               // the word's first bit
 	MOVL    $64, BX
 	TESTQ   DI, DI
 	CMOVQGE 8(R8), SI
-	CMOVQGE DI, AX
+	CMOVQGE DI, AX               // jj
 	CMOVQGE BX, CX
-	MOVL    $128, BX
-	TESTQ   DX, DX
-	CMOVQGE 16(R8), SI
-	CMOVQGE DX, AX               // jj
-	CMOVQGE BX, CX
+selected:
 	NOTQ    SI
 	CMPQ    AX, $64
 	JAE     other
@@ -350,3 +351,24 @@ checkw0:
 	MOVQ  R10, (SI)(AX*8)        // remembered
 	JMP   checkedw0
 
+	// The three-word select, for headers of more than 128 bits (out of
+	// line: the default layout's lines from about 10 bits per key never
+	// come here).
+select3:
+	POPCNTQ 8(R8), DX
+	ADDQ    BX, DX
+	LEAQ    -64(AX)(BX*1), DI    // j - c0
+	LEAQ    -128(AX)(DX*1), DX   // j - (c0+c1)
+	MOVQ    0(R8), SI            // the word, w0 until another is chosen
+	XORL    CX, CX               // the word's first bit
+	MOVL    $64, BX
+	TESTQ   DI, DI
+	CMOVQGE 8(R8), SI
+	CMOVQGE DI, AX
+	CMOVQGE BX, CX
+	MOVL    $128, BX
+	TESTQ   DX, DX
+	CMOVQGE 16(R8), SI
+	CMOVQGE DX, AX               // jj
+	CMOVQGE BX, CX
+	JMP     selected
