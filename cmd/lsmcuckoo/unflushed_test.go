@@ -19,33 +19,23 @@ import (
 // into a table, then 2,000 more left in the log by a close without a
 // flush (written without syncs: Close writes the log out).
 func TestInspectReportsUnflushedWrites(t *testing.T) {
-	write := func(set func(k, v []byte) error, from, to int) {
-		t.Helper()
-		for i := from; i < to; i++ {
-			if err := set([]byte(fmt.Sprintf("key%08d", i)), []byte("a value")); err != nil {
-				t.Fatal(err)
-			}
-		}
+	// Each opens a store in dir and returns its Set (without sync: Close
+	// writes the log out), Flush and Close.
+	type store struct {
+		set          func(k, v []byte) error
+		flush, close func() error
 	}
-	stores := map[string]func(dir string){
-		"pebble2": func(dir string) {
+	stores := map[string]func(dir string) store{
+		"pebble2": func(dir string) store {
 			o := &pebble.Options{}
 			o.Levels[0].FilterPolicy = tablefilter.NewPolicy(10)
 			db, err := pebble.Open(dir, o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			set := func(k, v []byte) error { return db.Set(k, v, pebble.NoSync) }
-			write(set, 0, 3000)
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			write(set, 3000, 5000)
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
+			return store{func(k, v []byte) error { return db.Set(k, v, pebble.NoSync) }, db.Flush, db.Close}
 		},
-		"pebble1": func(dir string) {
+		"pebble1": func(dir string) store {
 			o := &pebble1.Options{}
 			o.Levels = make([]pebble1.LevelOptions, 1)
 			o.Levels[0].FilterPolicy = pebblev1.NewPolicy(10)
@@ -53,21 +43,31 @@ func TestInspectReportsUnflushedWrites(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			set := func(k, v []byte) error { return db.Set(k, v, pebble1.NoSync) }
-			write(set, 0, 3000)
-			if err := db.Flush(); err != nil {
-				t.Fatal(err)
-			}
-			write(set, 3000, 5000)
-			if err := db.Close(); err != nil {
-				t.Fatal(err)
-			}
+			return store{func(k, v []byte) error { return db.Set(k, v, pebble1.NoSync) }, db.Flush, db.Close}
 		},
 	}
-	for name, build := range stores {
+	build := func(t *testing.T, dir string, open func(string) store) {
+		s := open(dir)
+		write := func(from, to int) {
+			for i := from; i < to; i++ {
+				if err := s.set([]byte(fmt.Sprintf("key%08d", i)), []byte("a value")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		write(0, 3000)
+		if err := s.flush(); err != nil {
+			t.Fatal(err)
+		}
+		write(3000, 5000)
+		if err := s.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			build(dir)
+			build(t, dir, open)
 			r := inspectJSON(t, dir)
 			if r.Keys != 3000 {
 				t.Errorf("%d keys in tables, want the 3000 flushed", r.Keys)

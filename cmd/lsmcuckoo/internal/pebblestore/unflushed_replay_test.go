@@ -159,22 +159,68 @@ func openV2(t *testing.T, dir string, o *pebble.Options) *pebble.DB {
 	return db
 }
 
-func setN(t *testing.T, db *pebble.DB, from, to, per, vlen int) {
+// writer is a real Pebble v1 or v2 store as these tests write to it: the
+// two modules' batches differ only in their types.
+type writer struct {
+	batch func() batch
+	flush func() error
+}
+
+// batch is a batch of either module.
+type batch struct {
+	set         func(k, v []byte) error
+	deleteRange func(from, to []byte) error
+	logData     func(data []byte) error
+	commit      func() error
+}
+
+func writerV2(db *pebble.DB) writer {
+	return writer{
+		batch: func() batch {
+			b := db.NewBatch()
+			return batch{
+				set:         func(k, v []byte) error { return b.Set(k, v, nil) },
+				deleteRange: func(f, t []byte) error { return b.DeleteRange(f, t, nil) },
+				logData:     func(d []byte) error { return b.LogData(d, nil) },
+				commit:      func() error { return b.Commit(pebble.NoSync) },
+			}
+		},
+		flush: db.Flush,
+	}
+}
+
+func writerV1(db *pebble1.DB) writer {
+	return writer{
+		batch: func() batch {
+			b := db.NewBatch()
+			return batch{
+				set:         func(k, v []byte) error { return b.Set(k, v, nil) },
+				deleteRange: func(f, t []byte) error { return b.DeleteRange(f, t, nil) },
+				logData:     func(d []byte) error { return b.LogData(d, nil) },
+				commit:      func() error { return b.Commit(pebble1.NoSync) },
+			}
+		},
+		flush: db.Flush,
+	}
+}
+
+// setN writes keys from..to-1 with values of vlen bytes, per keys a batch.
+func setN(t *testing.T, w writer, from, to, per, vlen int) {
 	t.Helper()
-	b := db.NewBatch()
+	b, pending := w.batch(), 0
 	for i := from; i < to; i++ {
-		if err := b.Set([]byte(fmt.Sprintf("key%08d", i)), val(vlen), nil); err != nil {
+		if err := b.set([]byte(fmt.Sprintf("key%08d", i)), val(vlen)); err != nil {
 			t.Fatal(err)
 		}
-		if (i-from)%per == per-1 {
-			if err := b.Commit(pebble.NoSync); err != nil {
+		if pending++; pending == per {
+			if err := b.commit(); err != nil {
 				t.Fatal(err)
 			}
-			b = db.NewBatch()
+			b, pending = w.batch(), 0
 		}
 	}
-	if !b.Empty() {
-		if err := b.Commit(pebble.NoSync); err != nil {
+	if pending > 0 {
+		if err := b.commit(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +231,7 @@ func setN(t *testing.T, db *pebble.DB, from, to, per, vlen int) {
 func TestUnflushedSeveralLiveLogsV2(t *testing.T) {
 	dir := t.TempDir()
 	db := openV2(t, dir, &pebble.Options{MemTableSize: 256 << 10, MemTableStopWritesThreshold: 8, L0StopWritesThreshold: 1000})
-	setN(t, db, 0, 40000, 10, 100)
+	setN(t, writerV2(db), 0, 40000, 10, 100)
 	db.Close()
 	checkAgainstReplay(t, dir, false)
 }
@@ -197,7 +243,7 @@ func TestUnflushedFlushesDisabledV2(t *testing.T) {
 	o.DisableAutomaticCompactions = true
 	db := openV2(t, dir, o)
 	// Less than the stop threshold of memtables: every one still queued.
-	setN(t, db, 0, 20000, 100, 100)
+	setN(t, writerV2(db), 0, 20000, 100, 100)
 	db.Close()
 	checkAgainstReplay(t, dir, false)
 }
@@ -207,10 +253,10 @@ func TestUnflushedReopenedV2(t *testing.T) {
 	dir := t.TempDir()
 	for r := 0; r < 4; r++ {
 		db := openV2(t, dir, &pebble.Options{MemTableSize: 256 << 10})
-		setN(t, db, r*5000, r*5000+5000, 7, 50)
+		setN(t, writerV2(db), r*5000, r*5000+5000, 7, 50)
 		if r == 1 {
 			db.Flush()
-			setN(t, db, 100000, 100010, 1, 50)
+			setN(t, writerV2(db), 100000, 100010, 1, 50)
 		}
 		db.Close()
 	}
@@ -222,10 +268,10 @@ func TestUnflushedReopenedV2(t *testing.T) {
 func TestUnflushedHugeBatchesV2(t *testing.T) {
 	dir := t.TempDir()
 	db := openV2(t, dir, &pebble.Options{MemTableSize: 64 << 20})
-	setN(t, db, 0, 100, 100, 10)
-	setN(t, db, 1000, 1400, 400, 10000) // 4 MB batch
-	setN(t, db, 2000, 2010, 1, 10)
-	setN(t, db, 3000, 3100, 100, 60000)
+	setN(t, writerV2(db), 0, 100, 100, 10)
+	setN(t, writerV2(db), 1000, 1400, 400, 10000) // 4 MB batch
+	setN(t, writerV2(db), 2000, 2010, 1, 10)
+	setN(t, writerV2(db), 3000, 3100, 100, 60000)
 	db.Close()
 	checkAgainstReplay(t, dir, false)
 }
@@ -235,7 +281,7 @@ func TestUnflushedKindsV2(t *testing.T) {
 	dir := t.TempDir()
 	o := &pebble.Options{FormatMajorVersion: pebble.FormatNewest}
 	db := openV2(t, dir, o)
-	setN(t, db, 0, 100, 10, 10)
+	setN(t, writerV2(db), 0, 100, 10, 10)
 	b := db.NewBatch()
 	b.DeleteRange([]byte("key00000010"), []byte("key00000020"), nil)
 	b.Delete([]byte("key00000001"), nil)
@@ -262,7 +308,7 @@ func TestUnflushedKindsV2(t *testing.T) {
 func TestUnflushedIngestV2(t *testing.T) {
 	dir := t.TempDir()
 	db := openV2(t, dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest})
-	setN(t, db, 0, 1000, 10, 10)
+	setN(t, writerV2(db), 0, 1000, 10, 10)
 	ext := filepath.Join(t.TempDir(), "ext.sst")
 	writeSST(t, ext, 0, 500)
 	ext2 := filepath.Join(t.TempDir(), "ext2.sst")
@@ -270,7 +316,7 @@ func TestUnflushedIngestV2(t *testing.T) {
 	if err := db.Ingest(t.Context(), []string{ext, ext2}); err != nil {
 		t.Fatal(err)
 	}
-	setN(t, db, 5000, 5010, 10, 10)
+	setN(t, writerV2(db), 5000, 5010, 10, 10)
 	db.Close()
 	// Pebble's replay counts the ingestion's two tables as two keys of one
 	// batch; ReadUnflushed counts it as an ingestion, not as writes.
@@ -311,27 +357,6 @@ func openV1(t *testing.T, dir string, o *pebble1.Options) *pebble1.DB {
 	return db
 }
 
-func setN1(t *testing.T, db *pebble1.DB, from, to, per, vlen int) {
-	t.Helper()
-	b := db.NewBatch()
-	for i := from; i < to; i++ {
-		if err := b.Set([]byte(fmt.Sprintf("key%08d", i)), val(vlen), nil); err != nil {
-			t.Fatal(err)
-		}
-		if (i-from)%per == per-1 {
-			if err := b.Commit(pebble1.NoSync); err != nil {
-				t.Fatal(err)
-			}
-			b = db.NewBatch()
-		}
-	}
-	if !b.Empty() {
-		if err := b.Commit(pebble1.NoSync); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func TestUnflushedV1Formats(t *testing.T) {
 	race.SkipLong(t)
 	for _, fmv := range []pebble1.FormatMajorVersion{pebble1.FormatMostCompatible, pebble1.FormatVersioned, pebble1.FormatSetWithDelete,
@@ -341,11 +366,11 @@ func TestUnflushedV1Formats(t *testing.T) {
 		t.Run(fmt.Sprint(fmv), func(t *testing.T) {
 			dir := t.TempDir()
 			db := openV1(t, dir, &pebble1.Options{FormatMajorVersion: fmv, MemTableSize: 256 << 10, MemTableStopWritesThreshold: 8, L0StopWritesThreshold: 1000})
-			setN1(t, db, 0, 3000, 10, 100)
+			setN(t, writerV1(db), 0, 3000, 10, 100)
 			db.Flush()
-			setN1(t, db, 3000, 3500, 10, 100)
+			setN(t, writerV1(db), 3000, 3500, 10, 100)
 			db.Flush()
-			setN1(t, db, 10000, 30000, 7, 100)
+			setN(t, writerV1(db), 10000, 30000, 7, 100)
 			if fmv >= pebble1.FormatRangeKeys {
 				b := db.NewBatch()
 				b.RangeKeySet([]byte("a"), []byte("b"), nil, []byte("x"), nil)
