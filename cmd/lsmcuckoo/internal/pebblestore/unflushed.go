@@ -46,8 +46,8 @@ type Unflushed struct {
 // (4 bytes, little endian), at the start of every write-ahead log record.
 const batchHeader = 12
 
-// Pebble's key kinds (internal/base) that mark batches the logs hold but
-// that are not writes of keys: an ingestion, whose entries name tables.
+// kindIngestSST is Pebble's key kind (internal/base; 22 in v1 and v2) of
+// an ingestion's log entries, which name tables rather than write keys.
 const kindIngestSST = 22
 
 // logBlock is a log's (and a manifest's) block: Pebble's record reader
